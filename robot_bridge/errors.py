@@ -1,0 +1,79 @@
+"""Typed errors for everything that reads robot descriptions.
+
+Every error names where it happened: file, line (when lxml knows it) and an
+element path, plus what was expected.  ``str(err)`` is one line, suitable for
+``robot-bridge check`` and for node logs.
+"""
+
+from __future__ import annotations
+
+
+class DescriptionError(Exception):
+    """Base class: a robot description could not be read or is invalid."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 element: str | None = None):
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.element = element
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = []
+        if self.file:
+            where.append(self.file + (f":{self.line}" if self.line else ""))
+        elif self.line:
+            where.append(f"line {self.line}")
+        if self.element:
+            where.append(f"<{self.element}>" if "/" not in self.element else self.element)
+        prefix = " ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+    def with_location(self, *, file=None, line=None, element=None) -> "DescriptionError":
+        """Fill in location fields that are still unknown (returns self)."""
+        self.file = self.file or (str(file) if file is not None else None)
+        self.line = self.line or line
+        self.element = self.element or element
+        self.args = (self.__str__(),)
+        return self
+
+
+class XMLSyntaxError(DescriptionError):
+    """The file is not well-formed XML (or is binary / not UTF-8)."""
+
+
+class UnsafeInputError(DescriptionError):
+    """The input asks for something refused for safety: DTDs, entities, XInclude,
+    paths escaping the allowed roots, zip bombs, oversized files."""
+
+
+class UnsupportedFormatError(DescriptionError):
+    """No reader knows this file (suffix / root element)."""
+
+
+class MissingFileError(DescriptionError):
+    """A referenced file (include, mesh, sensor file) could not be found."""
+
+
+class IncludeCycleError(DescriptionError):
+    """A file includes itself, directly or through other files."""
+
+
+class SchemaError(DescriptionError):
+    """An element or attribute is missing, malformed or out of range."""
+
+
+class UnknownReferenceError(DescriptionError):
+    """A name refers to a link/joint/element that does not exist."""
+
+
+
+
+
+class KinematicsError(DescriptionError):
+    """The kinematic structure is invalid (loops, several roots, cycles in mimic joints)."""
+
+
+class ExpressionError(DescriptionError):
+    """A mimic formula could not be parsed or refers to unknown names/functions."""

@@ -1,0 +1,93 @@
+"""Readers and writers, one module per format, chosen by suffix or root element.
+
+``load(path, search_path=None)`` is the one entry point: it picks the reader
+by file suffix first, then by the root element's name, and returns a
+:class:`robot_bridge.model.Robot`.
+
+Each reader module exposes ``SUFFIXES`` (lower-case, with dot), ``ROOT_TAGS``
+(lower-case local names) and ``read(path, search_path=None, **options)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from ..errors import MissingFileError, UnsupportedFormatError
+
+# Order matters for root-element sniffing; suffix matches are tried first.
+READER_MODULES = ("openrave_xml", "collada", "urdf", "srdf")
+
+
+def _reader(module: str):
+    try:
+        return importlib.import_module(f"{__name__}.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{module}":
+            return None
+        raise
+
+
+def _readers():
+    for name in READER_MODULES:
+        mod = _reader(name)
+        if mod is not None:
+            yield mod
+
+
+def _sniff_root(path: Path) -> str:
+    """Local name of the root element (lower-case), reading only the file's head."""
+    from lxml import etree
+
+    try:
+        for _event, el in etree.iterparse(str(path), events=("start",), resolve_entities=False,
+                                          no_network=True, load_dtd=False, recover=True):
+            return el.tag.rsplit("}", 1)[-1].lower() if isinstance(el.tag, str) else ""
+    except (etree.XMLSyntaxError, OSError, ValueError):
+        return ""
+    return ""
+
+
+def normalize_search_path(search_path: Optional[Iterable[str | os.PathLike] | str]) -> list[Path]:
+    """search_path argument (list or os.pathsep string) + $OPENRAVE_DATA, in that order."""
+    out: list[Path] = []
+    if search_path is None:
+        items: Sequence = []
+    elif isinstance(search_path, (str, os.PathLike)):
+        items = [p for p in str(search_path).split(os.pathsep) if p]
+    else:
+        items = list(search_path)
+    env = os.environ.get("OPENRAVE_DATA", "")
+    for p in list(items) + [p for p in env.split(os.pathsep) if p]:
+        path = Path(p).expanduser().resolve()
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def reader_for(path: str | os.PathLike):
+    """The reader module for ``path`` (by suffix, then root element)."""
+    p = Path(path)
+    name = p.name.lower()
+    readers = list(_readers())
+    for mod in readers:
+        if any(name.endswith(s) for s in mod.SUFFIXES):
+            if getattr(mod, "claims", None) is None or mod.claims(p):
+                return mod
+    root = _sniff_root(p)
+    for mod in readers:
+        if root in mod.ROOT_TAGS:
+            return mod
+    raise UnsupportedFormatError(
+        f"no reader for this file (suffix {p.suffix or 'none'!r}, root element <{root or '?'}>); "
+        "expected OpenRAVE XML, COLLADA (.dae/.zae), URDF or SRDF", file=str(p))
+
+
+def load(path: str | os.PathLike, search_path=None, **options):
+    """Read a robot description file into a :class:`~robot_bridge.model.Robot`."""
+    p = Path(path)
+    if not p.is_file():
+        raise MissingFileError("file not found", file=str(p))
+    return reader_for(p).read(p, search_path=search_path, **options)

@@ -1,0 +1,45 @@
+"""TF frame names derived from the model, shared by every node.
+
+One place decides what each frame is called so the description node, the
+sensor bridge and the controller always agree.
+"""
+
+from __future__ import annotations
+
+from ..model import AttachedSensor, Manipulator
+
+
+def link_frame(link: str, prefix: str = "") -> str:
+    return f"{prefix}{link}"
+
+
+def sensor_frame(sensor: AttachedSensor | str, prefix: str = "") -> str:
+    """The sensor's own frame (child of its link)."""
+    name = sensor if isinstance(sensor, str) else sensor.name
+    return f"{prefix}{name}"
+
+
+def optical_frame(sensor: AttachedSensor | str, prefix: str = "") -> str:
+    """REP-103 optical frame of a camera (z forward, x right, y down)."""
+    return f"{sensor_frame(sensor, prefix)}_optical_frame"
+
+
+def data_frame(sensor: AttachedSensor, prefix: str = "") -> str:
+    """frame_id to stamp on the sensor's messages (cameras: the optical frame)."""
+    return optical_frame(sensor, prefix) if sensor.type == "camera" else sensor_frame(sensor, prefix)
+
+
+def tool_frame(manip: Manipulator | str, prefix: str = "") -> str:
+    name = manip if isinstance(manip, str) else manip.name
+    return f"{prefix}{name}_tool"
+
+
+def handle_frame(name: str, prefix: str = "") -> str:
+    return f"{prefix}handle/{name}".replace("/", "_")
+
+
+def gripper_frame(name: str, prefix: str = "") -> str:
+    return f"{prefix}gripper/{name}".replace("/", "_")
+
+
+WORLD_FRAME = "world"

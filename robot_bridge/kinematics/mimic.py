@@ -1,0 +1,76 @@
+"""Mimic joints: compile every DOF's formula once, evaluate in dependency order."""
+
+from __future__ import annotations
+
+from typing import MutableMapping
+
+import numpy as np
+
+from ..errors import ExpressionError, KinematicsError
+from ..model import Robot
+from .expr import compile_expression
+
+
+def dof_variable_names(robot: Robot) -> dict[str, tuple[str, int]]:
+    """Variable name -> (joint, dof index).  A 1-DOF joint is its name; a multi-DOF
+    joint's DOFs are ``name_0``, ``name_1``... (and ``name`` means DOF 0)."""
+    names: dict[str, tuple[str, int]] = {}
+    for j in robot.joints.values():
+        if j.dof == 0:
+            continue
+        names[j.name] = (j.name, 0)
+        if j.dof > 1:
+            for i in range(j.dof):
+                names[f"{j.name}_{i}"] = (j.name, i)
+    return names
+
+
+class MimicEvaluator:
+    def __init__(self, robot: Robot):
+        self.variables = dof_variable_names(robot)
+        entries = []   # (joint, dof, compiled expression, depends-on set of joints)
+        for j in robot.joints.values():
+            for i, m in enumerate(j.mimic):
+                if m is None:
+                    continue
+                try:
+                    expr = compile_expression(m.position, variables=self.variables.keys())
+                except ExpressionError as exc:
+                    raise exc.with_location(element=f"joint[@name='{j.name}']/mimic") from None
+                deps = {self.variables[v][0] for v in expr.variables}
+                entries.append((j.name, i, expr, deps))
+        self.steps = self._order(entries)
+
+    @staticmethod
+    def _order(entries):
+        mimic_joints = {e[0] for e in entries}
+        done: set[str] = set()
+        ordered = []
+        pending = list(entries)
+        while pending:
+            ready = [e for e in pending
+                     if all(d in done or d not in mimic_joints or d == e[0] for d in e[3])]
+            if not ready:
+                names = sorted({e[0] for e in pending})
+                raise KinematicsError(f"mimic formulas depend on each other in a cycle: {', '.join(names)}")
+            for e in ready:
+                ordered.append(e)
+                pending.remove(e)
+            done |= {e[0] for e in ready} - {e[0] for e in pending}
+        return [(joint, dof, expr) for joint, dof, expr, _ in ordered]
+
+    def apply(self, values: MutableMapping[str, np.ndarray]) -> None:
+        """Overwrite mimic DOFs in ``values`` (joint -> array) from their formulas."""
+        if not self.steps:
+            return
+        env = {}
+        for var, (joint, i) in self.variables.items():
+            arr = values.get(joint)
+            if arr is not None:
+                env[var] = float(arr[i])
+        for joint, dof, expr in self.steps:
+            v = expr.evaluate(env)
+            values[joint][dof] = v
+            for var, (jn, i) in self.variables.items():
+                if jn == joint and i == dof:
+                    env[var] = v

@@ -1,0 +1,92 @@
+"""Homogeneous-transform helpers (4x4 numpy arrays) over scipy's Rotation.
+
+Quaternions in this module's *public* helpers are named by their order:
+``quat_wxyz`` (OpenRAVE, hpp text form) or ``quat_xyzw`` (scipy, ROS msgs).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+IDENTITY = np.eye(4)
+IDENTITY.setflags(write=False)
+
+
+def identity() -> np.ndarray:
+    return np.eye(4)
+
+
+def make(rotation: np.ndarray | None = None, translation: Iterable[float] | None = None) -> np.ndarray:
+    """Build a 4x4 transform from a 3x3 rotation and a translation."""
+    t = np.eye(4)
+    if rotation is not None:
+        t[:3, :3] = rotation
+    if translation is not None:
+        t[:3, 3] = np.asarray(list(translation), dtype=float)
+    return t
+
+
+def translation(xyz: Iterable[float]) -> np.ndarray:
+    return make(translation=xyz)
+
+
+def rotation_axis_angle(axis: Sequence[float], angle: float) -> np.ndarray:
+    """3x3 rotation about ``axis`` (need not be unit) by ``angle`` radians."""
+    a = np.asarray(axis, dtype=float)
+    n = np.linalg.norm(a)
+    if n == 0.0:
+        raise ValueError("zero-length rotation axis")
+    return Rotation.from_rotvec(a / n * angle).as_matrix()
+
+
+def from_quat_wxyz(q: Sequence[float]) -> np.ndarray:
+    w, x, y, z = (float(v) for v in q)
+    return Rotation.from_quat([x, y, z, w]).as_matrix()
+
+
+def from_quat_xyzw(q: Sequence[float]) -> np.ndarray:
+    return Rotation.from_quat([float(v) for v in q]).as_matrix()
+
+
+def to_quat_xyzw(rot: np.ndarray) -> np.ndarray:
+    return Rotation.from_matrix(np.asarray(rot)[:3, :3]).as_quat()
+
+
+def to_quat_wxyz(rot: np.ndarray) -> np.ndarray:
+    x, y, z, w = to_quat_xyzw(rot)
+    return np.array([w, x, y, z])
+
+
+def from_rpy(rpy: Sequence[float]) -> np.ndarray:
+    """URDF roll-pitch-yaw (fixed axes X, then Y, then Z) -> 3x3."""
+    return Rotation.from_euler("xyz", [float(v) for v in rpy]).as_matrix()
+
+
+def to_rpy(rot: np.ndarray) -> np.ndarray:
+    """3x3 -> URDF roll-pitch-yaw (inverse of :func:`from_rpy`)."""
+    import warnings
+
+    with warnings.catch_warnings():  # gimbal lock warning: the result is still exact
+        warnings.simplefilter("ignore")
+        return Rotation.from_matrix(np.asarray(rot)[:3, :3]).as_euler("xyz")
+
+
+def inverse(t: np.ndarray) -> np.ndarray:
+    r = t[:3, :3]
+    out = np.eye(4)
+    out[:3, :3] = r.T
+    out[:3, 3] = -r.T @ t[:3, 3]
+    return out
+
+
+def is_rigid(t: np.ndarray, tol: float = 1e-6) -> bool:
+    """True when ``t`` is a finite proper rigid transform."""
+    t = np.asarray(t, dtype=float)
+    if t.shape != (4, 4) or not np.all(np.isfinite(t)):
+        return False
+    r = t[:3, :3]
+    return (np.allclose(r @ r.T, np.eye(3), atol=tol) and abs(np.linalg.det(r) - 1.0) < tol
+            and np.allclose(t[3], [0, 0, 0, 1]))

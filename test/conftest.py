@@ -1,0 +1,35 @@
+"""Shared test set-up: an isolated ROS 2 domain per test run and the corpus location."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = (REPO / ".." / "shared" / "corpus").resolve()
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+# One DDS domain per pytest process so parallel runs never see each other, and
+# discovery stays on this machine.
+os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    """The shared robot corpus; tests that need it skip cleanly when it is absent."""
+    if not (CORPUS / "MANIFEST.md").is_file():
+        pytest.skip(f"robot corpus not found at {CORPUS}")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def openrave_data(corpus) -> Path:
+    return corpus / "openrave" / "src"
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    return FIXTURES
