@@ -6,6 +6,8 @@ sensor bridge and the controller always agree.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..model import AttachedSensor, Manipulator
 
 
@@ -27,6 +29,17 @@ def optical_frame(sensor: AttachedSensor | str, prefix: str = "") -> str:
 def data_frame(sensor: AttachedSensor, prefix: str = "") -> str:
     """frame_id to stamp on the sensor's messages (cameras: the optical frame)."""
     return optical_frame(sensor, prefix) if sensor.type == "camera" else sensor_frame(sensor, prefix)
+
+
+def optical_offset(sensor: AttachedSensor) -> np.ndarray:
+    """4x4 pose of the optical frame in the sensor frame (cameras).
+
+    The model keeps OpenRAVE's camera convention (COLLADA ``base_pinhole_camera``
+    alike): the sensor frame already looks along +z with x right and y down
+    (upstream BaseCamera projects pixel (u, v) to ((u-cx)/fx, (v-cy)/fy, 1)), so
+    the REP-103 optical frame coincides with it.
+    """
+    return np.eye(4)
 
 
 def tool_frame(manip: Manipulator | str, prefix: str = "") -> str:
