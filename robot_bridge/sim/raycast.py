@@ -1,0 +1,231 @@
+"""Ray intersection with primitives (analytic, float64) and triangle meshes.
+
+Every function takes rays already expressed in the shape's own frame
+(``origins``/``directions`` of shape (N, 3), directions unit length) and
+returns ``(t, normals)``: the distance to the first hit at ``t >= 0`` (inf when
+missed) and the outward surface normal at the hit, in the same frame.  A ray
+starting inside a solid hits the surface where it leaves it.
+
+Triangle meshes go through :class:`TriangleMesh`, whose backend is picked by
+measurement (``bench/sensor_bench.py``): Embree (``embreex``) when installed,
+else trimesh's rtree-accelerated ``ray_triangle`` module, else vectorised numpy
+Möller–Trumbore.  The backend only finds *which* triangle is hit; the distance
+is then recomputed in float64 so every backend returns the same precise value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_EPS = 1e-12
+BACKENDS = ("embree", "trimesh", "numpy")
+
+
+def _no_hit(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.full(n, np.inf), np.zeros((n, 3))
+
+
+def _first_positive(t_near: np.ndarray, t_far: np.ndarray, valid: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Entry distance where the entry lies ahead, else the exit (origin inside); inf if behind or missed."""
+    valid = valid & (t_far >= 0.0) & (t_near <= t_far)
+    use_far = t_near < 0.0
+    t = np.where(use_far, t_far, t_near)
+    return np.where(valid, t, np.inf), use_far
+
+
+def intersect_box(origins: np.ndarray, directions: np.ndarray, half_extents) -> tuple[np.ndarray, np.ndarray]:
+    """Slab test against the axis-aligned box ``|x_i| <= half_extents_i``."""
+    h = np.asarray(half_extents, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / directions
+        t1 = (-h - origins) * inv
+        t2 = (h - origins) * inv
+    # Rays parallel to a slab: inside it -> unbounded, outside -> miss.
+    parallel = directions == 0.0
+    inside_slab = np.abs(origins) <= h
+    lo = np.where(parallel, np.where(inside_slab, -np.inf, np.inf), np.minimum(t1, t2))
+    hi = np.where(parallel, np.where(inside_slab, np.inf, -np.inf), np.maximum(t1, t2))
+    near_axis = np.argmax(lo, axis=1)
+    far_axis = np.argmin(hi, axis=1)
+    rows = np.arange(len(origins))
+    t_near, t_far = lo[rows, near_axis], hi[rows, far_axis]
+    t, use_far = _first_positive(t_near, t_far, np.ones(len(origins), dtype=bool))
+    axis = np.where(use_far, far_axis, near_axis)
+    normals = np.zeros_like(origins)
+    hit = np.isfinite(t)
+    point_axis = origins[rows, axis] + np.where(hit, t, 0.0) * directions[rows, axis]
+    normals[rows[hit], axis[hit]] = np.sign(point_axis[hit])
+    return t, normals
+
+
+def intersect_sphere(origins: np.ndarray, directions: np.ndarray, radius: float
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    b = np.einsum("ij,ij->i", origins, directions)
+    c = np.einsum("ij,ij->i", origins, origins) - radius * radius
+    disc = b * b - c
+    valid = disc >= 0.0
+    root = np.sqrt(np.where(valid, disc, 0.0))
+    t, _ = _first_positive(-b - root, -b + root, valid)
+    normals = np.zeros_like(origins)
+    hit = np.isfinite(t)
+    normals[hit] = (origins[hit] + t[hit, None] * directions[hit]) / radius
+    return t, normals
+
+
+def intersect_cylinder(origins: np.ndarray, directions: np.ndarray, radius: float, length: float
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Capped cylinder along z, centred on the origin (model.geometry convention)."""
+    half = 0.5 * length
+    ox, oy, oz = origins.T
+    dx, dy, dz = directions.T
+    # Infinite side: (ox + t dx)^2 + (oy + t dy)^2 = r^2.
+    a = dx * dx + dy * dy
+    b = ox * dx + oy * dy
+    c = ox * ox + oy * oy - radius * radius
+    radial = a > _EPS
+    disc = b * b - a * c
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = np.sqrt(np.where(disc >= 0.0, disc, 0.0))
+        s_lo = np.where(radial, (-b - root) / a, -np.inf)
+        s_hi = np.where(radial, (-b + root) / a, np.inf)
+        inside_side = radial & (disc >= 0.0) | (~radial & (c <= 0.0))
+        z_lo = np.where(dz != 0.0, (-half - oz) / dz, -np.inf)
+        z_hi = np.where(dz != 0.0, (half - oz) / dz, np.inf)
+    z_near, z_far = np.minimum(z_lo, z_hi), np.maximum(z_lo, z_hi)
+    parallel_z = dz == 0.0
+    z_near = np.where(parallel_z, np.where(np.abs(oz) <= half, -np.inf, np.inf), z_near)
+    z_far = np.where(parallel_z, np.where(np.abs(oz) <= half, np.inf, -np.inf), z_far)
+    t_near = np.maximum(s_lo, z_near)
+    t_far = np.minimum(s_hi, z_far)
+    t, use_far = _first_positive(t_near, t_far, inside_side)
+    on_cap = np.where(use_far, z_far < s_hi, z_near > s_lo)
+    normals = np.zeros_like(origins)
+    hit = np.isfinite(t)
+    p = origins[hit] + t[hit, None] * directions[hit]
+    cap = on_cap[hit]
+    n = np.zeros_like(p)
+    n[cap, 2] = np.sign(p[cap, 2])
+    n[~cap, :2] = p[~cap, :2] / radius
+    normals[hit] = n
+    return t, normals
+
+
+def moller_trumbore(origins: np.ndarray, directions: np.ndarray, v0: np.ndarray, e1: np.ndarray,
+                    e2: np.ndarray) -> np.ndarray:
+    """Distances of each ray to each triangle, shape (N, M) (inf where missed), float64.
+
+    Triangles are ``v0 + u e1 + v e2``; pass row-aligned single triangles
+    (shape (N, 3)) to get the pairwise (N,) distances instead.
+    """
+    pairwise = v0.ndim == 2 and v0.shape[0] == origins.shape[0] and e1.shape == origins.shape
+    if pairwise:
+        d, o = directions, origins
+        p = np.cross(d, e2)
+        det = np.einsum("ij,ij->i", e1, p)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / det
+            s = o - v0
+            u = np.einsum("ij,ij->i", s, p) * inv
+            q = np.cross(s, e1)
+            v = np.einsum("ij,ij->i", d, q) * inv
+            t = np.einsum("ij,ij->i", e2, q) * inv
+    else:
+        d, o = directions[:, None, :], origins[:, None, :]
+        p = np.cross(d, e2[None])
+        det = np.einsum("mj,nmj->nm", e1, p)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = 1.0 / det
+            s = o - v0[None]
+            u = np.einsum("nmj,nmj->nm", s, p) * inv
+            q = np.cross(s, e1[None])
+            v = np.einsum("nij,nmj->nm", d, q) * inv
+            t = np.einsum("mj,nmj->nm", e2, q) * inv
+    ok = (np.abs(det) > _EPS) & (u >= -1e-9) & (v >= -1e-9) & (u + v <= 1.0 + 1e-9) & (t >= 0.0)
+    return np.where(ok, t, np.inf)
+
+
+class TriangleMesh:
+    """A static triangle mesh (in its own frame) answering first-hit ray queries."""
+
+    def __init__(self, vertices: np.ndarray, faces: np.ndarray, backend: str = "auto"):
+        self.vertices = np.ascontiguousarray(vertices, dtype=float)
+        self.faces = np.ascontiguousarray(faces, dtype=np.int64)
+        v = self.vertices[self.faces]
+        self.v0, self.e1, self.e2 = v[:, 0], v[:, 1] - v[:, 0], v[:, 2] - v[:, 0]
+        normals = np.cross(self.e1, self.e2)
+        norm = np.linalg.norm(normals, axis=1, keepdims=True)
+        self.face_normals = np.divide(normals, norm, out=np.zeros_like(normals), where=norm > 0)
+        self.backend = resolve_backend(backend)
+        self._intersector = None
+        if self.backend != "numpy":
+            import trimesh
+
+            mesh = trimesh.Trimesh(self.vertices, self.faces, process=False)
+            if self.backend == "embree":
+                from trimesh.ray.ray_pyembree import RayMeshIntersector
+            else:
+                from trimesh.ray.ray_triangle import RayMeshIntersector
+            self._intersector = RayMeshIntersector(mesh)
+
+    def __len__(self) -> int:
+        return len(self.faces)
+
+    def first_triangle(self, origins: np.ndarray, directions: np.ndarray) -> np.ndarray:
+        """Index of the first triangle each ray hits (-1 for none)."""
+        n = len(origins)
+        if n == 0 or len(self.faces) == 0:
+            return np.full(n, -1, dtype=np.int64)
+        if self._intersector is not None:
+            return np.asarray(self._intersector.intersects_first(origins, directions), dtype=np.int64)
+        out = np.full(n, -1, dtype=np.int64)
+        chunk = max(1, 2_000_000 // max(1, len(self.faces)))
+        for start in range(0, n, chunk):
+            t = moller_trumbore(origins[start:start + chunk], directions[start:start + chunk],
+                                self.v0, self.e1, self.e2)
+            best = np.argmin(t, axis=1)
+            hit = np.isfinite(t[np.arange(len(best)), best])
+            out[start:start + chunk] = np.where(hit, best, -1)
+        return out
+
+    def intersect(self, origins: np.ndarray, directions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        tri = self.first_triangle(origins, directions)
+        t, normals = _no_hit(len(origins))
+        hit = np.flatnonzero(tri >= 0)
+        if len(hit):
+            f = tri[hit]
+            th = moller_trumbore(origins[hit], directions[hit], self.v0[f], self.e1[f], self.e2[f])
+            # Embree (float32) may report a grazing hit float64 rejects: keep its triangle's plane distance.
+            bad = ~np.isfinite(th)
+            if bad.any():
+                n = self.face_normals[f[bad]]
+                denom = np.einsum("ij,ij->i", directions[hit[bad]], n)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    th[bad] = np.einsum("ij,ij->i", self.v0[f[bad]] - origins[hit[bad]], n) / denom
+            t[hit] = th
+            n = self.face_normals[f]
+            facing = np.einsum("ij,ij->i", n, directions[hit]) > 0.0
+            normals[hit] = np.where(facing[:, None], -n, n)
+        return t, normals
+
+
+def resolve_backend(backend: str = "auto") -> str:
+    """``auto`` -> the fastest available: embree, then trimesh (needs rtree), then numpy."""
+    if backend not in ("auto",) + BACKENDS:
+        raise ValueError(f"unknown ray casting backend {backend!r}; "
+                         f"expected one of auto, {', '.join(BACKENDS)}")
+    if backend in ("auto", "embree"):
+        try:
+            import embreex  # noqa: F401
+            return "embree"
+        except ImportError:
+            if backend == "embree":
+                raise
+    if backend in ("auto", "trimesh"):
+        try:
+            import rtree  # noqa: F401  (trimesh's ray_triangle broad phase)
+            return "trimesh"
+        except ImportError:
+            if backend == "trimesh":
+                raise
+    return "numpy"

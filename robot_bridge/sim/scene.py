@@ -1,0 +1,205 @@
+"""World-frame scene of a robot and its environment bodies, for ray casting.
+
+``Scene(robot)`` collects the collision geometry (visuals when a link has no
+collision geometry) of the robot and of every body in ``robot.environment``;
+``set_joint_positions`` moves the robot's links by forward kinematics
+(``robot.placement`` maps the root link into the world); ``cast`` returns the
+first hit of each ray.  Primitives are intersected analytically, meshes with
+:class:`~robot_bridge.sim.raycast.TriangleMesh`; rays are brought into each
+shape's own frame, so moving links never rebuild an acceleration structure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Optional
+
+import numpy as np
+
+from ..kinematics.fk import KinematicModel
+from ..kinematics.frames import optical_offset
+from ..model import AttachedSensor, Box, Cylinder, Geometry, Mesh, Robot, Sphere
+from . import raycast
+
+
+@dataclass
+class Shape:
+    """One geometry of one link, with its static pose in the link frame."""
+
+    body: str
+    link: str
+    geometry: Geometry
+    kind: str                                # box | sphere | cylinder | mesh
+    mesh: Optional[raycast.TriangleMesh] = None
+    bound_radius: float = np.inf             # bounding sphere about the geometry frame origin
+
+    @property
+    def rgb(self) -> np.ndarray:
+        return np.asarray(self.geometry.material.rgba[:3], dtype=float)
+
+
+@dataclass
+class Hits:
+    distance: np.ndarray     # (N,) metres along the unit ray, inf where nothing was hit
+    shape: np.ndarray        # (N,) index into Scene.shapes, -1 where nothing was hit
+    normal: np.ndarray       # (N, 3) world-frame unit surface normal facing the ray
+
+
+def _mesh_arrays(mesh: Mesh, warn) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    scale = np.asarray(mesh.scale, dtype=float).reshape(-1)
+    scale = np.full(3, scale[0]) if scale.size == 1 else scale
+    if mesh.vertices is not None and mesh.triangles is not None:
+        return np.asarray(mesh.vertices, dtype=float) * scale, np.asarray(mesh.triangles, dtype=np.int64)
+    if mesh.path is None:
+        warn(f"mesh {mesh.uri!r} was not found; it is invisible to simulated sensors")
+        return None
+    import trimesh
+
+    try:
+        loaded = trimesh.load(mesh.path, force="mesh", process=False)
+    except Exception as exc:  # trimesh raises many types for unreadable files
+        warn(f"mesh {mesh.path!r} could not be loaded ({exc}); it is invisible to simulated sensors")
+        return None
+    return np.asarray(loaded.vertices, dtype=float) * scale, np.asarray(loaded.faces, dtype=np.int64)
+
+
+class Scene:
+    """The robot (moving with its joints) and its static environment bodies."""
+
+    def __init__(self, robot: Robot, *, environment: bool = True, backend: str = "auto",
+                 bodies: Iterable[Robot] = ()):
+        self.robot = robot
+        self.backend = raycast.resolve_backend(backend)
+        self.warnings: list[str] = []
+        self.bodies: dict[str, Robot] = {robot.name: robot}
+        if environment:
+            self.bodies.update(robot.environment)
+        for body in bodies:
+            self.bodies[body.name] = body
+        self.models = {name: KinematicModel(body) for name, body in self.bodies.items()}
+        self.shapes: list[Shape] = []
+        mesh_cache: dict[tuple, raycast.TriangleMesh] = {}
+        for name, body in self.bodies.items():
+            for link in body.links.values():
+                for geom in (link.collisions or link.visuals):
+                    shape = self._shape(name, link.name, geom, mesh_cache)
+                    if shape is not None:
+                        self.shapes.append(shape)
+        self._link_poses: dict[str, dict[str, np.ndarray]] = {}
+        for name in self.bodies:
+            self.set_joint_positions({}, body=name)
+
+    def _warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def _shape(self, body: str, link: str, geom: Geometry, cache) -> Optional[Shape]:
+        s = geom.shape
+        if isinstance(s, Box):
+            h = np.asarray(s.half_extents, dtype=float)
+            return Shape(body, link, geom, "box", bound_radius=float(np.linalg.norm(h)))
+        if isinstance(s, Sphere):
+            return Shape(body, link, geom, "sphere", bound_radius=float(s.radius))
+        if isinstance(s, Cylinder):
+            return Shape(body, link, geom, "cylinder", bound_radius=float(np.hypot(s.radius, 0.5 * s.length)))
+        if isinstance(s, Mesh):
+            key = (s.path, s.uri, tuple(np.ravel(s.scale)), id(s.vertices), id(s.triangles))
+            mesh = cache.get(key)
+            if mesh is None:
+                arrays = _mesh_arrays(s, self._warn)
+                if arrays is None:
+                    return None
+                mesh = cache[key] = raycast.TriangleMesh(*arrays, backend=self.backend)
+            radius = float(np.linalg.norm(mesh.vertices, axis=1).max()) if len(mesh.vertices) else 0.0
+            return Shape(body, link, geom, "mesh", mesh=mesh, bound_radius=radius)
+        self._warn(f"{body}/{link}: geometry {type(s).__name__} is not simulated")
+        return None
+
+    # -- state ---------------------------------------------------------------
+    def set_joint_positions(self, positions: Mapping[str, object], body: Optional[str] = None) -> None:
+        """Move ``body`` (default: the robot) to these joint values (others: initial values)."""
+        name = body or self.robot.name
+        placement = self.bodies[name].placement
+        poses = self.models[name].link_poses(positions)
+        self._link_poses[name] = {link: placement @ pose for link, pose in poses.items()}
+        self._world = None
+
+    def link_pose(self, link: str, body: Optional[str] = None) -> np.ndarray:
+        return self._link_poses[body or self.robot.name][link]
+
+    def sensor_pose(self, sensor: AttachedSensor, body: Optional[str] = None) -> np.ndarray:
+        """World pose of the frame the sensor's data is expressed in (cameras: the optical frame)."""
+        pose = self.link_pose(sensor.link, body) @ sensor.origin
+        return pose @ optical_offset(sensor) if sensor.type == "camera" else pose
+
+    def shape_poses(self) -> list[np.ndarray]:
+        if self._world is None:
+            self._world = [self._link_poses[s.body][s.link] @ s.geometry.origin for s in self.shapes]
+        return self._world
+
+    # -- queries -------------------------------------------------------------
+    def cast(self, origins: np.ndarray, directions: np.ndarray, max_range: float = np.inf,
+             exclude: Iterable[tuple[str, str]] = ()) -> Hits:
+        """First hit of each ray (world frame, unit directions) within ``max_range``.
+
+        ``exclude`` lists (body, link) pairs to ignore, e.g. the sensor's own link.
+        """
+        origins = np.asarray(origins, dtype=float).reshape(-1, 3)
+        directions = np.asarray(directions, dtype=float).reshape(-1, 3)
+        n = len(origins)
+        best = np.full(n, np.inf)
+        which = np.full(n, -1, dtype=np.int64)
+        normal = np.zeros((n, 3))
+        skip = set(exclude)
+        for index, (shape, pose) in enumerate(zip(self.shapes, self.shape_poses())):
+            if (shape.body, shape.link) in skip:
+                continue
+            rows = self._candidates(origins, directions, pose[:3, 3], shape.bound_radius, max_range)
+            if rows is not None and len(rows) == 0:
+                continue
+            o, d = (origins, directions) if rows is None else (origins[rows], directions[rows])
+            rot = pose[:3, :3]
+            o_local = (o - pose[:3, 3]) @ rot
+            d_local = d @ rot
+            t, n_local = self._intersect(shape, o_local, d_local)
+            target = slice(None) if rows is None else rows
+            closer = t < best[target]
+            if not closer.any():
+                continue
+            idx = np.flatnonzero(closer) if rows is None else rows[closer]
+            best[idx] = t[closer]
+            which[idx] = index
+            normal[idx] = n_local[closer] @ rot.T
+        miss = best > max_range
+        best[miss] = np.inf
+        which[miss] = -1
+        normal[miss] = 0.0
+        return Hits(best, which, normal)
+
+    @staticmethod
+    def _candidates(origins, directions, centre, radius, max_range):
+        """Rows whose ray passes within ``radius`` of ``centre`` (None = all rows, cheap case)."""
+        if not np.isfinite(radius):
+            return None
+        rel = centre - origins
+        along = np.einsum("ij,ij->i", rel, directions)
+        closest2 = np.einsum("ij,ij->i", rel, rel) - along * along
+        ok = ((closest2 <= radius * radius * (1 + 1e-9) + 1e-12) & (along >= -radius)
+              & (along <= max_range + radius))
+        if ok.all():
+            return None
+        return np.flatnonzero(ok)
+
+    @staticmethod
+    def _intersect(shape: Shape, o: np.ndarray, d: np.ndarray):
+        s = shape.geometry.shape
+        if shape.kind == "box":
+            return raycast.intersect_box(o, d, s.half_extents)
+        if shape.kind == "sphere":
+            return raycast.intersect_sphere(o, d, float(s.radius))
+        if shape.kind == "cylinder":
+            return raycast.intersect_cylinder(o, d, float(s.radius), float(s.length))
+        return shape.mesh.intersect(o, d)
+
+    def triangle_count(self) -> int:
+        return sum(len(s.mesh) for s in self.shapes if s.mesh is not None)
