@@ -1,0 +1,186 @@
+"""Simulated Schunk-style modules: one trapezoidal-profile axis per joint, brakes, injectable faults.
+
+Time comes from ``clock`` (``time.monotonic`` by default): :meth:`SimHardware.read` advances the
+simulation to "now" in fixed internal steps, so behaviour does not depend on how often it is read.
+Random faults (``fault_rate`` per module and second) and measurement noise draw from one
+``numpy.random.Generator`` seeded with ``seed``: a run with the same seed and the same step
+sequence is reproduced exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from .base import (
+    FaultKind,
+    Hardware,
+    HardwareError,
+    JointLimits,
+    JointSample,
+    ModuleState,
+    ModuleStatus,
+)
+from .trajectory import TrapezoidalAxis
+
+FAULT_MESSAGES = {
+    FaultKind.FOLLOWING_ERROR: "following error exceeded",
+    FaultKind.COMMUNICATION_TIMEOUT: "communication timeout",
+    FaultKind.EMERGENCY_STOP: "emergency stop",
+    FaultKind.POSITION_LIMIT: "position limit reached",
+    FaultKind.DRIVE: "drive fault",
+}
+
+
+class _Module:
+    def __init__(self, joint: str, limits: JointLimits, position: float):
+        self.joint = joint
+        self.limits = limits
+        self.axis = TrapezoidalAxis(position, velocity=limits.velocity, acceleration=limits.acceleration,
+                                    lower=limits.lower, upper=limits.upper)
+        self.enabled = False
+        self.halting = False
+        self.fault: FaultKind | None = None
+
+    @property
+    def state(self) -> ModuleState:
+        if self.fault is not None:
+            return ModuleState.FAULT
+        if not self.enabled:
+            return ModuleState.DISABLED
+        return ModuleState.STOPPING if self.halting and not self.axis.at_rest else ModuleState.ENABLED
+
+    def step(self, dt: float) -> None:
+        if not self.enabled:
+            return                                        # brake holds the joint
+        self.axis.step(dt)
+        if self.fault is not None and self.axis.velocity == 0.0:
+            self.enabled = False                          # fault reaction done: brake in
+            self.axis.hold()
+        if self.halting and self.axis.at_rest and self.fault is None:
+            self.axis.hold()                              # halted: hold here under control
+
+
+class SimHardware(Hardware):
+    """Per-joint simulated modules with the description's limits."""
+
+    def __init__(self, joint_names: Sequence[str], limits: Sequence[JointLimits],
+                 initial: Sequence[float] | None = None, *, seed: int = 0, fault_rate: float = 0.0,
+                 noise: float = 0.0, inertia: float = 0.05, period: float = 0.002,
+                 clock: Callable[[], float] = time.monotonic):
+        super().__init__(joint_names, limits)
+        start = np.zeros(len(self.joint_names)) if initial is None else self._vector(initial, "initial")
+        self.modules = [_Module(j, lim, p) for j, lim, p in zip(self.joint_names, self.limits, start)]
+        self.rng = np.random.default_rng(seed)
+        self.fault_rate = float(fault_rate)
+        self.noise = float(noise)
+        self.inertia = float(inertia)
+        self.period = float(period)
+        self.clock = clock
+        self.is_open = False
+        self._last: float | None = None
+
+    # -- lifecycle ----------------------------------------------------------
+    def open(self) -> None:
+        self.is_open = True
+        self._last = self.clock()
+
+    def close(self) -> None:
+        self.enable(False) if self.is_open else None
+        self.is_open = False
+
+    def enable(self, on: bool = True) -> None:
+        self._require_open("enable")
+        for m in self.modules:
+            if on and m.fault is not None:
+                raise HardwareError(f"enable rejected: {m.joint} faulted ({FAULT_MESSAGES[m.fault]})")
+        for m in self.modules:
+            if on and not m.enabled:
+                m.axis.hold()
+                m.halting = False
+            elif not on:
+                m.axis.hold()
+            m.enabled = on
+
+    # -- simulation ------------------------------------------------------------
+    def advance(self, dt: float) -> None:
+        """Advance every module by ``dt`` seconds in steps of at most ``period``."""
+        steps = max(1, math.ceil(dt / self.period - 1e-9))
+        h = dt / steps
+        for _ in range(steps):
+            if self.fault_rate > 0.0:
+                hits = self.rng.random(len(self.modules)) < self.fault_rate * h
+                for index in np.flatnonzero(hits):
+                    kinds = list(FaultKind)
+                    self.inject_fault(self.joint_names[index], kinds[self.rng.integers(len(kinds))])
+            for m in self.modules:
+                m.step(h)
+
+    def inject_fault(self, joint: str | None, kind: FaultKind) -> None:
+        """Fault one module (emergency stop: all modules); it decelerates to rest, then brakes."""
+        targets = self.modules if kind is FaultKind.EMERGENCY_STOP or joint is None else \
+            [self.modules[self.joint_names.index(joint)]]
+        for m in targets:
+            if m.fault is None:
+                m.fault = kind
+                m.axis.stop()
+
+    # -- I/O ----------------------------------------------------------------------
+    def read(self) -> JointSample:
+        self._require_open("read")
+        now = self.clock()
+        if now > self._last:
+            self.advance(now - self._last)
+        self._last = now
+        p = np.array([m.axis.position for m in self.modules])
+        v = np.array([m.axis.velocity for m in self.modules])
+        a = np.array([m.axis.acceleration for m in self.modules])
+        if self.noise > 0.0:
+            p = p + self.rng.normal(0.0, self.noise, p.size)
+        max_effort = np.array([lim.effort for lim in self.limits])
+        effort = np.clip(self.inertia * a, -max_effort, max_effort)
+        return JointSample(position=p, velocity=v, effort=effort, acceleration=a)
+
+    def command_position(self, positions: Sequence[float]) -> None:
+        targets = self._vector(positions, "position command")
+        self._require_operational("position command")
+        for m, target in zip(self.modules, targets):
+            m.halting = False
+            m.axis.set_target(target)
+
+    def command_velocity(self, velocities: Sequence[float]) -> None:
+        speeds = self._vector(velocities, "velocity command")
+        self._require_operational("velocity command")
+        for m, v in zip(self.modules, speeds):
+            m.halting = False
+            m.axis.set_velocity(v)
+
+    def halt(self) -> None:
+        self._require_open("halt")
+        for m in self.modules:
+            if m.enabled and m.fault is None:
+                m.halting = True
+                m.axis.stop()
+
+    def recover(self) -> None:
+        self._require_open("recover")
+        for m in self.modules:
+            if m.fault is not None:
+                m.fault = None
+                m.axis.hold()
+                m.enabled = True
+                m.halting = False
+
+    def status(self) -> list[ModuleStatus]:
+        return [ModuleStatus(joint=m.joint, state=m.state if self.is_open else ModuleState.OFFLINE,
+                             hardware_id=f"sim:{m.joint}", brake=not m.enabled, fault=m.fault,
+                             message=FAULT_MESSAGES[m.fault] if m.fault else m.state.value,
+                             details={"target": f"{m.axis.target:.6f}"})
+                for m in self.modules]
+
+    def _require_open(self, what: str) -> None:
+        if not self.is_open:
+            raise HardwareError(f"{what} rejected: hardware not open")

@@ -1,0 +1,157 @@
+"""Motion primitives shared by the simulated modules, the simulated CiA 402 drive and the controller.
+
+- :class:`TrapezoidalAxis`: online trapezoidal profile generator (what a Schunk module or a CiA 402
+  drive in profile-position mode does with a new target): tracks a position target within the
+  velocity / acceleration limits, stops with a given deceleration, never leaves its position range.
+- :class:`Trajectory`: joint_trajectory_controller-style interpolation of waypoints (linear from
+  positions, cubic with velocities, quintic with accelerations) through scipy's ``BPoly``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.interpolate import BPoly
+
+
+class TrapezoidalAxis:
+    """One axis moved in discrete steps by a time-optimal trapezoidal velocity profile.
+
+    The speed command each step is the largest one from which the axis can still stop on the
+    target decelerating at ``acceleration`` in the same discrete steps, so it arrives exactly,
+    never overshoots a reachable target and never exceeds ``velocity`` or ``acceleration``.
+    """
+
+    def __init__(self, position: float = 0.0, *, velocity: float, acceleration: float,
+                 lower: float = -math.inf, upper: float = math.inf):
+        if velocity <= 0.0 or acceleration <= 0.0:
+            raise ValueError("velocity and acceleration limits must be positive")
+        self.max_velocity = float(velocity)
+        self.max_acceleration = float(acceleration)
+        self.lower, self.upper = float(lower), float(upper)
+        self.position = float(np.clip(position, self.lower, self.upper))
+        self.velocity = 0.0
+        self.acceleration = 0.0
+        self.target = self.position
+        self.profile_velocity = self.max_velocity
+        self.profile_acceleration = self.max_acceleration
+        self._stopping: float | None = None        # deceleration while halting / quick stopping
+        self._velocity_command: float | None = None  # velocity mode when set
+
+    def set_target(self, position: float, velocity: float | None = None,
+                   acceleration: float | None = None) -> float:
+        """New position target (clipped to the range); profile limits capped by the axis limits."""
+        self.target = float(np.clip(position, self.lower, self.upper))
+        self.profile_velocity = min(velocity or self.max_velocity, self.max_velocity)
+        self.profile_acceleration = min(acceleration or self.max_acceleration, self.max_acceleration)
+        self._stopping = self._velocity_command = None
+        return self.target
+
+    def set_velocity(self, velocity: float) -> None:
+        """Velocity mode: reach ``velocity`` (capped) at full acceleration, stopping at the range ends."""
+        self._velocity_command = float(np.clip(velocity, -self.max_velocity, self.max_velocity))
+        self.profile_acceleration = self.max_acceleration
+        self._stopping = None
+
+    def stop(self, deceleration: float | None = None) -> None:
+        """Decelerate to rest (``deceleration`` capped by the axis limit), then hold there."""
+        self._stopping = min(deceleration or self.max_acceleration, self.max_acceleration)
+
+    def hold(self) -> None:
+        """Stop immediately (brake): velocity drops to zero."""
+        self.velocity = self.acceleration = 0.0
+        self.target = self.position
+        self._stopping = self._velocity_command = None
+
+    @property
+    def at_rest(self) -> bool:
+        if self.velocity != 0.0:
+            return False
+        return self._stopping is not None or (self._velocity_command is None and self.position == self.target)
+
+    @staticmethod
+    def _stoppable_speed(distance: float, accel: float, dt: float) -> float:
+        """Largest speed from which k discrete steps of ``accel * dt`` less speed stop in ``distance``."""
+        step = accel * dt * dt
+        k = (math.sqrt(1.0 + 8.0 * distance / step) - 1.0) / 2.0
+        return accel * dt * k
+
+    def step(self, dt: float) -> None:
+        if dt <= 0.0:
+            return
+        v = self.velocity
+        if self._stopping is not None:
+            accel = self._stopping
+            desired = 0.0
+        elif self._velocity_command is not None:
+            accel = self.profile_acceleration
+            end = self.upper if self._velocity_command > 0.0 else self.lower
+            room = abs(end - self.position)
+            speed = min(abs(self._velocity_command), self._stoppable_speed(room, accel, dt), room / dt)
+            desired = math.copysign(speed, self._velocity_command)
+        else:
+            accel = self.profile_acceleration
+            d = self.target - self.position
+            speed = min(self.profile_velocity, self._stoppable_speed(abs(d), accel, dt), abs(d) / dt)
+            desired = math.copysign(speed, d)
+            if abs(v) > self.max_velocity:                 # limits lowered while moving
+                desired = math.copysign(self.max_velocity, v)
+        new_v = float(np.clip(desired, v - accel * dt, v + accel * dt))
+        new_p = self.position + new_v * dt
+        if not self.lower <= new_p <= self.upper:          # hard stop at the end of the range
+            new_p = float(np.clip(new_p, self.lower, self.upper))
+            new_v = 0.0
+        if (self._stopping is not None or self._velocity_command is not None) and new_v == 0.0:
+            self.target = new_p
+        self.acceleration = (new_v - v) / dt
+        self.position, self.velocity = new_p, new_v
+
+
+class Trajectory:
+    """Waypoints of several joints, interpolated like ros2_controllers' joint_trajectory_controller.
+
+    ``times`` are absolute (seconds, strictly increasing); the polynomial degree follows the fields
+    given: positions only -> linear, + velocities -> cubic, + accelerations -> quintic.  Before the
+    first point the first point is held, after the last one the last point (at rest).
+    """
+
+    def __init__(self, times: Sequence[float], positions: np.ndarray,
+                 velocities: np.ndarray | None = None, accelerations: np.ndarray | None = None):
+        self.times = np.asarray(times, dtype=float)
+        self.positions = np.atleast_2d(np.asarray(positions, dtype=float))
+        if np.any(np.diff(self.times) <= 0.0):
+            raise ValueError("time_from_start must be strictly increasing")
+        if accelerations is not None and velocities is None:
+            raise ValueError("accelerations given without velocities")
+        fields = [self.positions]
+        for extra in (velocities, accelerations):
+            if extra is not None:
+                fields.append(np.atleast_2d(np.asarray(extra, dtype=float)))
+        self.order = len(fields)                # 1 linear, 2 cubic, 3 quintic
+        n_joints = self.positions.shape[1]
+        if len(self.times) == 1:
+            self._splines = None
+        else:
+            self._splines = [BPoly.from_derivatives(self.times, np.stack([f[:, j] for f in fields], axis=1))
+                             for j in range(n_joints)]
+
+    @property
+    def start_time(self) -> float:
+        return float(self.times[0])
+
+    @property
+    def end_time(self) -> float:
+        return float(self.times[-1])
+
+    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Desired (positions, velocities, accelerations) at absolute time ``t``."""
+        n = self.positions.shape[1]
+        if self._splines is None or t >= self.times[-1]:
+            return self.positions[-1].copy(), np.zeros(n), np.zeros(n)
+        t = max(t, float(self.times[0]))
+        p = np.array([s(t) for s in self._splines])
+        v = np.array([s(t, 1) for s in self._splines])
+        a = np.array([s(t, 2) for s in self._splines]) if self.order > 1 else np.zeros(n)
+        return p, v, a
