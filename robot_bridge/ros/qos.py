@@ -1,0 +1,46 @@
+"""QoS profiles matching robot_state_publisher and tf2_ros, so standard tools interoperate.
+
+Functions return a fresh profile each call (QoSProfile objects are mutable).
+"""
+
+from __future__ import annotations
+
+import copy
+
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_profile_sensor_data,
+)
+
+
+def _profile(depth: int, durability: DurabilityPolicy) -> QoSProfile:
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                      reliability=ReliabilityPolicy.RELIABLE, durability=durability)
+
+
+def description_qos() -> QoSProfile:
+    """/robot_description: latched, so late subscribers (rviz, MoveIt) get the last description."""
+    return _profile(1, DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def tf_static_qos() -> QoSProfile:
+    """/tf_static publisher (tf2_ros StaticBroadcasterQoS): depth 1, latched."""
+    return _profile(1, DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def tf_static_listener_qos() -> QoSProfile:
+    """/tf_static subscriber (tf2_ros StaticListenerQoS): latched, deep enough for many publishers."""
+    return _profile(100, DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def tf_qos() -> QoSProfile:
+    """/tf publisher and subscriber (tf2_ros DynamicBroadcasterQoS / DynamicListenerQoS)."""
+    return _profile(100, DurabilityPolicy.VOLATILE)
+
+
+def sensor_data_qos() -> QoSProfile:
+    """Sensor streams: best effort, volatile, depth 5 (rclpy qos_profile_sensor_data)."""
+    return copy.copy(qos_profile_sensor_data)

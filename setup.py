@@ -1,0 +1,67 @@
+"""ament_python package robot_bridge (also a plain pip-installable package)."""
+
+import os
+import xml.etree.ElementTree as ET
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "robot_bridge"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# The one list of Python runtime dependencies (package.xml mirrors it as rosdep keys).
+INSTALL_REQUIRES = [
+    "lxml",
+    "numpy",
+    "scipy",
+    "trimesh",
+    "PyYAML",
+    "matplotlib",
+    "python-can",
+    "canopen",
+]
+TEST_REQUIRES = [
+    "pytest",
+    "pytest-timeout",
+    "hypothesis",
+    "ruff",
+    "pin",  # pinocchio: independent forward-kinematics truth
+    "cmeel-urdfdom",  # check_urdf
+]
+
+
+def _version() -> str:
+    return ET.parse(os.path.join(HERE, "package.xml")).getroot().findtext("version").strip()
+
+
+def _files(pattern: str) -> list[str]:
+    return sorted(p for p in glob(pattern) if os.path.isfile(p))
+
+
+setup(
+    name=PACKAGE,
+    version=_version(),
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
+        ("share/" + PACKAGE, ["package.xml"]),
+        ("share/" + PACKAGE + "/launch", _files("launch/*.py")),
+        ("share/" + PACKAGE + "/config", _files("config/*")),
+    ],
+    python_requires=">=3.10",
+    install_requires=INSTALL_REQUIRES,
+    extras_require={"test": TEST_REQUIRES},
+    zip_safe=True,
+    maintainer="robot_bridge maintainers",
+    maintainer_email="robot_bridge@example.com",
+    description="OpenRAVE XML / COLLADA / URDF / SRDF robots as ROS 2 citizens",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+            "description_node = robot_bridge.nodes.description:main",
+            "sensor_bridge_node = robot_bridge.nodes.sensor_bridge:main",
+            "controller_node = robot_bridge.nodes.controller:main",
+            "robot-bridge = robot_bridge.cli.main:main",
+        ],
+    },
+)

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Create or update the development venv (called by `make setup`; see the Makefile for the variables).
+#
+# Without a system ROS 2: pinned ROS 2 Kilted wheels from PyPI + tf2_msgs built from tools/venv_interfaces.
+# With a sourced system ROS 2 (rclpy and tf2_msgs import): a --system-site-packages venv that uses it.
+# Then robot_bridge is installed editable with its test extras. Safe to re-run.
+set -euo pipefail
+
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+CMAKE=${CMAKE:-cmake}
+CC=${CC:-cc}
+CXX=${CXX:-c++}
+REQUIREMENTS=requirements-ros.txt
+IFACE_SRC=tools/venv_interfaces
+start=$SECONDS
+
+die() { echo "make setup: error: $*" >&2; exit 1; }
+note() { echo "make setup: $*"; }
+
+command -v "$PYTHON" >/dev/null 2>&1 || die "Python interpreter '$PYTHON' not found (set PYTHON=...)."
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+    || die "$PYTHON is Python $("$PYTHON" -c 'import platform; print(platform.python_version())'); 3.10 or newer is required."
+"$PYTHON" -c 'import venv, ensurepip' 2>/dev/null \
+    || die "$PYTHON cannot create virtual environments (install the python3-venv package)."
+
+if "$PYTHON" -c 'import rclpy, tf2_msgs.msg' >/dev/null 2>&1; then
+    mode=system
+    note "using the sourced ROS 2 install (${ROS_DISTRO:-unknown distro}); no wheels, no interface build"
+else
+    mode=wheels
+    # Check the interface-build toolchain before spending minutes on downloads.
+    command -v "$CMAKE" >/dev/null 2>&1 \
+        || die "cmake not found ('$CMAKE'); it is needed to build tf2_msgs into the venv (apt install cmake)."
+    command -v "$CC" >/dev/null 2>&1 \
+        || die "C compiler not found ('$CC'); it is needed to build tf2_msgs into the venv (apt install build-essential)."
+    command -v "$CXX" >/dev/null 2>&1 \
+        || die "C++ compiler not found ('$CXX'); it is needed to build tf2_msgs into the venv (apt install g++)."
+fi
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+    note "creating $VENV"
+    venv_opts=()
+    [[ $mode == system ]] && venv_opts+=(--system-site-packages)
+    "$PYTHON" -m venv "${venv_opts[@]}" "$VENV"
+elif [[ $mode == system ]] && ! grep -qs 'include-system-site-packages = true' "$VENV/pyvenv.cfg"; then
+    die "$VENV was made without --system-site-packages, so it cannot see the sourced ROS 2; remove it (rm -rf $VENV) and re-run."
+fi
+VPY="$VENV/bin/python"
+VENV_ABS=$(cd "$VENV" && pwd)
+
+if [[ $mode == wheels ]]; then
+    note "installing ROS 2 wheels ($REQUIREMENTS)"
+    "$VPY" -m pip install -q -r "$REQUIREMENTS"
+
+    iface_hash=$(cat "$REQUIREMENTS" $(find "$IFACE_SRC" -type f | LC_ALL=C sort) | sha256sum | cut -c1-16)
+    build_dir="$VENV_ABS/.build/tf2_msgs"
+    if [[ "$(cat "$build_dir.stamp" 2>/dev/null)" == "$iface_hash" ]] \
+        && "$VPY" -c 'from tf2_msgs.msg import TFMessage' >/dev/null 2>&1; then
+        note "tf2_msgs up to date"
+    else
+        note "building tf2_msgs into $VENV (log: $build_dir/build.log)"
+        rm -rf "$build_dir" && mkdir -p "$build_dir"
+        if ! (
+            export AMENT_PREFIX_PATH="$VENV_ABS" PATH="$VENV_ABS/bin:$PATH" CC CXX
+            "$CMAKE" -S "$IFACE_SRC/tf2_msgs" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
+                -DCMAKE_INSTALL_PREFIX="$VENV_ABS" -DCMAKE_PREFIX_PATH="$VENV_ABS" \
+                -DPython3_EXECUTABLE="$VENV_ABS/bin/python" -DBUILD_TESTING=OFF
+            "$CMAKE" --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)"
+            "$CMAKE" --install "$build_dir"
+        ) >"$build_dir/build.log" 2>&1; then
+            tail -n 30 "$build_dir/build.log" >&2
+            die "building tf2_msgs failed (full log: $build_dir/build.log)"
+        fi
+        echo "$iface_hash" >"$build_dir.stamp"
+    fi
+fi
+
+note "installing robot_bridge (editable) with test extras"
+"$VPY" -m pip install -q -e '.[test]'
+
+"$VPY" -c 'import rclpy; from tf2_msgs.msg import TFMessage; from sensor_msgs.msg import LaserScan' \
+    || die "the venv cannot import rclpy / tf2_msgs / sensor_msgs after setup"
+note "done in $((SECONDS - start)) s"
