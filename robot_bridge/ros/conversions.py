@@ -1,0 +1,213 @@
+"""numpy / core results <-> ROS 2 messages, and sanity checks of incoming sensor messages.
+
+Builders never copy pixel or range data more than once (numpy -> message
+buffer).  Validators return ``None`` for a good message or a short reason
+string; they only read the message.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan
+
+# -- builders (sensor simulation) ------------------------------------------------
+
+DISTORTION_SIZES = {"plumb_bob": (5,), "rational_polynomial": (8,), "equidistant": (4,)}
+ENCODING_BYTES = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "mono16": 2, "8UC1": 1,
+                  "8UC3": 3, "16UC1": 2, "32FC1": 4, "64FC1": 8, "bayer_rggb8": 1, "bayer_bggr8": 1,
+                  "bayer_gbrg8": 1, "bayer_grbg8": 1, "yuv422": 2, "uyvy": 2, "yuyv": 2}
+
+
+def laser_scan_msg(ranges: np.ndarray, *, angle_min: float, angle_increment: float, range_min: float,
+                   range_max: float, frame_id: str, stamp: Time, scan_time: float = 0.0,
+                   time_increment: float = 0.0, intensities: Optional[np.ndarray] = None) -> LaserScan:
+    msg = LaserScan()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = stamp
+    msg.angle_min = float(angle_min)
+    msg.angle_increment = float(angle_increment)
+    msg.angle_max = float(angle_min + (len(ranges) - 1) * angle_increment)
+    msg.range_min = float(range_min)
+    msg.range_max = float(range_max)
+    msg.scan_time = float(scan_time)
+    msg.time_increment = float(time_increment)
+    msg.ranges = np.ascontiguousarray(ranges, dtype=np.float32)
+    if intensities is not None:
+        msg.intensities = np.ascontiguousarray(intensities, dtype=np.float32)
+    return msg
+
+
+def image_msg(pixels: np.ndarray, encoding: str, frame_id: str, stamp: Time) -> Image:
+    """(H, W) or (H, W, C) array -> Image (little-endian, tightly packed rows)."""
+    pixels = np.ascontiguousarray(pixels)
+    msg = Image()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = stamp
+    msg.height, msg.width = int(pixels.shape[0]), int(pixels.shape[1])
+    msg.encoding = encoding
+    msg.is_bigendian = 0
+    msg.step = int(pixels.strides[0])
+    msg.data = pixels.reshape(-1).view(np.uint8).tobytes()
+    return msg
+
+
+def camera_info_msg(*, width: int, height: int, fx: float, fy: float, cx: float, cy: float, frame_id: str,
+                    stamp: Time, distortion_model: str = "plumb_bob",
+                    distortion: Sequence[float] = ()) -> CameraInfo:
+    """CameraInfo of a pinhole camera (R = identity, P = [K | 0])."""
+    msg = CameraInfo()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = stamp
+    msg.width, msg.height = int(width), int(height)
+    msg.distortion_model = distortion_model
+    size = DISTORTION_SIZES.get(distortion_model, (len(distortion),))[0]
+    d = [float(v) for v in distortion] + [0.0] * max(0, size - len(distortion))
+    msg.d = d
+    msg.k = [float(fx), 0.0, float(cx), 0.0, float(fy), float(cy), 0.0, 0.0, 1.0]
+    msg.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    msg.p = [float(fx), 0.0, float(cx), 0.0, 0.0, float(fy), float(cy), 0.0, 0.0, 0.0, 1.0, 0.0]
+    return msg
+
+
+NOT_PROVIDED = [-1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]   # REP-145: covariance[0] = -1
+
+
+def imu_msg(*, frame_id: str, stamp: Time, orientation_xyzw: Optional[Sequence[float]] = None,
+            angular_velocity: Optional[Sequence[float]] = None,
+            linear_acceleration: Optional[Sequence[float]] = None,
+            orientation_covariance: Sequence[float] = (0.0,) * 9,
+            angular_velocity_covariance: Sequence[float] = (0.0,) * 9,
+            linear_acceleration_covariance: Sequence[float] = (0.0,) * 9) -> Imu:
+    """Imu message; a field given as None is marked not provided (covariance element 0 = -1)."""
+    msg = Imu()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = stamp
+    if orientation_xyzw is None:
+        msg.orientation_covariance = NOT_PROVIDED
+    else:
+        q = msg.orientation
+        q.x, q.y, q.z, q.w = (float(v) for v in orientation_xyzw)
+        msg.orientation_covariance = [float(v) for v in orientation_covariance]
+    for field, value, cov in (("angular_velocity", angular_velocity, angular_velocity_covariance),
+                              ("linear_acceleration", linear_acceleration, linear_acceleration_covariance)):
+        if value is None:
+            setattr(msg, f"{field}_covariance", NOT_PROVIDED)
+        else:
+            vec = getattr(msg, field)
+            vec.x, vec.y, vec.z = (float(v) for v in value)
+            setattr(msg, f"{field}_covariance", [float(v) for v in cov])
+    return msg
+
+
+# -- validators (sensor relay) ------------------------------------------------------
+
+def _finite(*values: float) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+def laser_beam_count(angle_min: float, angle_max: float, angle_increment: float) -> int:
+    return int(round((angle_max - angle_min) / angle_increment)) + 1
+
+
+def validate_laser_scan(msg: LaserScan) -> Optional[str]:
+    if not _finite(msg.angle_min, msg.angle_max, msg.angle_increment, msg.range_min, msg.range_max):
+        return "non-finite angle or range limits"
+    if msg.angle_increment == 0.0 or (msg.angle_max - msg.angle_min) * msg.angle_increment < 0.0:
+        return f"angle_increment {msg.angle_increment} does not step from angle_min to angle_max"
+    if not 0.0 <= msg.range_min <= msg.range_max:
+        return f"range_min {msg.range_min} / range_max {msg.range_max} out of order"
+    expected = laser_beam_count(msg.angle_min, msg.angle_max, msg.angle_increment)
+    if len(msg.ranges) != expected:
+        return f"{len(msg.ranges)} ranges, angles give {expected}"
+    if len(msg.intensities) not in (0, len(msg.ranges)):
+        return f"{len(msg.intensities)} intensities for {len(msg.ranges)} ranges"
+    return None
+
+
+def rep117_normalize(msg: LaserScan) -> int:
+    """Legacy out-of-range finite readings -> REP-117 (+inf beyond range_max, -inf below range_min).
+
+    Modifies ``msg.ranges`` in place (a view, no copy) only when something must
+    change; returns the number of readings changed.
+    """
+    ranges = np.frombuffer(msg.ranges, dtype=np.float32) if len(msg.ranges) else np.zeros(0, np.float32)
+    with np.errstate(invalid="ignore"):
+        too_far = ranges > msg.range_max
+        too_near = ranges < msg.range_min
+    too_far &= np.isfinite(ranges)
+    too_near &= np.isfinite(ranges)
+    changed = int(too_far.sum() + too_near.sum())
+    if changed:
+        fixed = ranges.copy()
+        fixed[too_far] = np.inf
+        fixed[too_near] = -np.inf
+        msg.ranges = fixed
+    return changed
+
+
+def validate_image(msg: Image) -> Optional[str]:
+    if msg.width == 0 or msg.height == 0:
+        return f"empty image {msg.width}x{msg.height}"
+    if not msg.encoding:
+        return "no encoding"
+    bpp = ENCODING_BYTES.get(msg.encoding)
+    if bpp is not None and msg.step < msg.width * bpp:
+        return f"step {msg.step} < width {msg.width} x {bpp} bytes ({msg.encoding})"
+    if msg.step * msg.height != len(msg.data):
+        return f"step {msg.step} x height {msg.height} != {len(msg.data)} data bytes"
+    return None
+
+
+def validate_camera_info(msg: CameraInfo, width: Optional[int] = None, height: Optional[int] = None
+                         ) -> Optional[str]:
+    """Self-consistency, and the size the description gives (when known)."""
+    if msg.width == 0 or msg.height == 0:
+        return f"empty size {msg.width}x{msg.height}"
+    if width and height and (msg.width, msg.height) != (int(width), int(height)):
+        return f"size {msg.width}x{msg.height} differs from the description's {width}x{height}"
+    k = list(msg.k)
+    if not _finite(*k) or k[0] <= 0.0 or k[4] <= 0.0 or k[8] != 1.0:
+        return "K is not a pinhole matrix (fx, fy > 0, K[8] = 1)"
+    sizes = DISTORTION_SIZES.get(msg.distortion_model)
+    if sizes is not None and len(msg.d) not in sizes + (0,):
+        return f"{len(msg.d)} coefficients for distortion model {msg.distortion_model!r}"
+    if not _finite(*msg.d, *msg.p, *msg.r):
+        return "non-finite D, R or P"
+    return None
+
+
+def _vector_ok(v) -> bool:
+    return _finite(v.x, v.y, v.z)
+
+
+def validate_imu(msg: Imu) -> Optional[str]:
+    q = msg.orientation
+    if msg.orientation_covariance[0] != -1.0:
+        if not _finite(q.x, q.y, q.z, q.w) or abs(math.sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w)
+                                                  - 1.0) > 1e-3:
+            return "orientation is not a unit quaternion (and not marked absent)"
+    if msg.angular_velocity_covariance[0] != -1.0 and not _vector_ok(msg.angular_velocity):
+        return "non-finite angular velocity"
+    if msg.linear_acceleration_covariance[0] != -1.0 and not _vector_ok(msg.linear_acceleration):
+        return "non-finite linear acceleration"
+    return None
+
+
+def validate_wrench(msg) -> Optional[str]:
+    w = msg.wrench
+    return None if _vector_ok(w.force) and _vector_ok(w.torque) else "non-finite force or torque"
+
+
+def validate_odometry(msg) -> Optional[str]:
+    p = msg.pose.pose
+    q = p.orientation
+    if not _vector_ok(p.position) or not _finite(q.x, q.y, q.z, q.w):
+        return "non-finite pose"
+    if abs(math.sqrt(q.x * q.x + q.y * q.y + q.z * q.z + q.w * q.w) - 1.0) > 1e-3:
+        return "orientation is not a unit quaternion"
+    t = msg.twist.twist
+    return None if _vector_ok(t.linear) and _vector_ok(t.angular) else "non-finite twist"
