@@ -1,0 +1,115 @@
+"""The compiled FK the description node and benches rely on: single and batch, against a scipy reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from robot_bridge.kinematics.fk import KinematicModel, forward_kinematics
+from robot_bridge.model import Joint, Link, Mimic, Robot
+from robot_bridge.model.transform import make, translation
+
+TYPES = ("revolute", "prismatic", "fixed", "universal", "spherical", "continuous", "hinge2")
+
+
+def _random_tree(rng, n_links: int, types=TYPES) -> Robot:
+    r = Robot("tree")
+    r.links["l0"] = Link("l0")
+    for i in range(1, n_links):
+        parent = f"l{rng.integers(0, i)}"
+        jtype = types[rng.integers(0, len(types))]
+        dof = {"fixed": 0, "universal": 2, "hinge2": 2, "spherical": 3}.get(jtype, 1)
+        axes = [a / np.linalg.norm(a) for a in rng.normal(size=(dof, 3))]
+        offset = np.eye(4) if rng.random() < 0.5 else make(Rotation.random(random_state=i).as_matrix(),
+                                                           rng.normal(size=3))
+        r.links[f"l{i}"] = Link(f"l{i}")
+        r.joints[f"j{i}"] = Joint(f"j{i}", jtype, parent, f"l{i}",
+                                  origin=make(Rotation.random(random_state=100 + i).as_matrix(),
+                                              rng.normal(size=3)),
+                                  axes=axes, child_offset=offset, initial=rng.normal(size=dof))
+    return r
+
+
+def _reference(robot: Robot, values: dict) -> dict:
+    """Direct recursion over the model conventions with scipy rotations."""
+    def motion(j, q):
+        m = np.eye(4)
+        if j.type == "prismatic":
+            m[:3, 3] = j.axes[0] * q[0]
+        elif j.dof:
+            rot = Rotation.identity()
+            for axis, v in zip(j.axes, q, strict=True):
+                rot = rot * Rotation.from_rotvec(np.asarray(axis) * v)
+            m[:3, :3] = rot.as_matrix()
+        return m
+
+    def pose(link):
+        j = robot.parent_joint(link)
+        if j is None:
+            return np.eye(4)
+        q = values.get(j.name, j.initial)
+        return pose(j.parent) @ j.origin @ motion(j, np.atleast_1d(q)) @ j.child_offset
+    return {link: pose(link) for link in robot.links}
+
+
+@pytest.mark.parametrize("n_links", [3, 8, 20, 60])
+def test_single_and_batch_fk_match_reference(n_links):
+    rng = np.random.default_rng(n_links)
+    robot = _random_tree(rng, n_links)
+    km = KinematicModel(robot)
+    configs = []
+    for _ in range(4):
+        values = {j.name: rng.uniform(-2, 2, j.dof) for j in robot.joints.values() if j.dof}
+        poses = km.link_poses(values)
+        truth = _reference(robot, values)
+        for link in robot.links:
+            np.testing.assert_allclose(poses[link], truth[link], atol=1e-10)
+        configs.append(values)
+    q = km.configuration_matrix(configs)
+    batch = km.link_poses_batch(q)
+    assert batch.shape == (4, len(km.link_names), 4, 4)
+    for k, values in enumerate(configs):
+        truth = _reference(robot, values)
+        for i, link in enumerate(km.link_names):
+            np.testing.assert_allclose(batch[k, i], truth[link], atol=1e-10)
+
+
+def test_both_composition_strategies_agree():
+    robot = _random_tree(np.random.default_rng(5), 80, types=("revolute", "prismatic", "fixed"))
+    km = KinematicModel(robot)
+    values = {j.name: 0.3 for j in robot.joints.values() if j.dof}
+    a = km.link_poses(values)
+    km._jump = not km._jump
+    b = km.link_poses(values)
+    for link in robot.links:
+        np.testing.assert_allclose(a[link], b[link], atol=1e-12)
+
+
+def test_hand_derived_prismatic_and_defaults():
+    r = Robot("p")
+    for n in ("a", "b", "c"):
+        r.links[n] = Link(n)
+    r.joints["s"] = Joint("s", "prismatic", "a", "b", origin=translation([1, 0, 0]),
+                          axes=[np.array([0.0, 1.0, 0.0])], initial=[0.25])
+    r.joints["m"] = Joint("m", "prismatic", "b", "c", axes=[np.array([0.0, 0.0, 1.0])],
+                          mimic=[Mimic("2*s+1")])
+    pytest.importorskip("robot_bridge.kinematics.expr")
+    poses = forward_kinematics(r)                          # s at its initial value, m = 1.5
+    np.testing.assert_allclose(poses["c"][:3, 3], [1, 0.25, 1.5])
+    poses = forward_kinematics(r, {"s": 0.5, "m": 99.0})   # the mimic formula wins
+    np.testing.assert_allclose(poses["c"][:3, 3], [1, 0.5, 2.0])
+    km = KinematicModel(r)
+    batch = km.link_poses_batch([[0.5, 0.0]])
+    np.testing.assert_allclose(batch[0, km.link_names.index("c")][:3, 3], [1, 0.5, 2.0])
+
+
+def test_errors_are_reported():
+    r = Robot("u")
+    r.links["a"], r.links["b"] = Link("a"), Link("b")
+    r.joints["u"] = Joint("u", "universal", "a", "b")
+    km = KinematicModel(r)
+    with pytest.raises(ValueError, match="2 DOF"):
+        km.link_poses({"u": [1.0]})
+    with pytest.raises(ValueError, match="expected 2"):
+        km.link_poses_batch(np.zeros((3, 5)))
