@@ -186,7 +186,8 @@ def polyroots(*coeffs: float) -> list[float]:
 _FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "abs": (1, abs), "acos": (1, math.acos), "acosh": (1, math.acosh), "asin": (1, math.asin),
     "asinh": (1, math.asinh), "atan": (1, math.atan), "atan2": (2, math.atan2),
-    "atanh": (1, math.atanh), "cbrt": (1, lambda x: float(np.cbrt(x))), "ceil": (1, lambda x: _rounding(math.ceil, x)),
+    "atanh": (1, math.atanh), "cbrt": (1, lambda x: float(np.cbrt(x))),
+    "ceil": (1, lambda x: _rounding(math.ceil, x)),
     "cos": (1, math.cos), "cosh": (1, _hyper(math.cosh)),
     "cot": (1, lambda x: 1.0 / math.tan(x)), "csc": (1, lambda x: 1.0 / math.sin(x)),
     "exp": (1, _exp), "exp2": (1, lambda x: _pow(2.0, x)), "floor": (1, lambda x: _rounding(math.floor, x)),
@@ -243,7 +244,6 @@ def _tree_depth(root) -> int:
 
 _PRECEDENCE = {"|": 1, "&": 2, "=": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
                "+": 4, "-": 4, "*": 5, "/": 5, "%": 5}
-_FRAME_BUDGET = 4 * MAX_DEPTH      # parser recursion: about 3 frames per parenthesis level
 
 
 class _Parser:
@@ -253,7 +253,7 @@ class _Parser:
         known = tuple(sorted((v for v in variables or () if not _is_plain_name(v)), key=len, reverse=True))
         self.toks = _tokenize(text, known)
         self.i = 0
-        self.frames = 0
+        self.depth = 0               # open parentheses, calls, prefix operators and exponents
         self.temporaries: set[str] = set()
         self.used: set[str] = set()
         self.multi = False
@@ -280,8 +280,8 @@ class _Parser:
         return self.take()
 
     def enter(self):
-        self.frames += 1
-        if self.frames > _FRAME_BUDGET:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
             raise self.error(f"formula nested deeper than {MAX_DEPTH} levels")
 
     def program(self):
@@ -300,7 +300,6 @@ class _Parser:
 
     def expression(self, min_prec: int = 1):
         """Binary operators by precedence climbing (left-associative)."""
-        self.enter()
         left = self.operand()
         while True:
             tok = self.peek()
@@ -309,14 +308,15 @@ class _Parser:
                 break
             self.take()
             left = _binary(tok.text, left, self.expression(prec + 1))
-        self.frames -= 1
         return left
 
     def operand(self):
         """Prefix operators, an atom, then ``^`` (binds tighter than the prefixes)."""
+        depth = self.depth
         self.enter()
         prefixes = []
         while self.peek().kind == "op" and self.peek().text in _UNARY:
+            self.enter()
             prefixes.append(self.take().text)
         node = self.atom()
         if self.at_op("^"):
@@ -324,7 +324,7 @@ class _Parser:
             node = _fold(("bin", "^", node, self.operand()))     # right-associative, 2^-1 allowed
         for op in reversed(prefixes):
             node = _fold(("un", op, node))
-        self.frames -= 1
+        self.depth = depth
         return node
 
     def atom(self):
