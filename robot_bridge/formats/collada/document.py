@@ -1,0 +1,254 @@
+"""A parsed COLLADA document: namespace-free element tree, id index, SIDREF and
+``<param>`` resolution, units and transform elements.
+
+Tags are stripped of their namespace right after parsing so COLLADA 1.4.1 and
+1.5 documents, and MathML with or without a prefix, read the same way.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from ...errors import SchemaError
+from ...model import transform as tf
+from ..xmlsafe import element_path
+
+# instance_* elements whose target is searched when resolving SIDREFs through them
+_FOLLOW = {"instance_node", "instance_kinematics_model", "instance_articulated_system", "instance_joint",
+           "instance_kinematics_scene", "instance_physics_model"}
+
+
+def floats(text: Optional[str]) -> np.ndarray:
+    """Whitespace-separated numbers (fast path through numpy)."""
+    if not text:
+        return np.zeros(0)
+    try:
+        return np.array(text.split(), dtype=float)
+    except ValueError:
+        raise ValueError(f"expected numbers, got {text.strip()[:60]!r}") from None
+
+
+class Document:
+    def __init__(self, tree, file: str):
+        self.file = file
+        self.root = tree.getroot()
+        for el in self.root.iter():
+            tag = el.tag
+            if isinstance(tag, str) and tag.startswith("{"):
+                el.tag = tag.split("}", 1)[1]
+        self.version = self.root.get("version", "")
+        self.ids: dict[str, Any] = {}
+        for el in self.root.iter():
+            if isinstance(el.tag, str):
+                ident = el.get("id")
+                if ident is not None and ident not in self.ids:
+                    self.ids[ident] = el
+        self.meter = self._unit(self.root)
+        self._cache: dict[tuple, Any] = {}
+
+    # -- errors --------------------------------------------------------------
+    def error(self, cls, message: str, el=None):
+        return cls(message, file=self.file, line=getattr(el, "sourceline", None),
+                   element=element_path(el) if el is not None else None)
+
+    def number(self, el, what: str = "number") -> float:
+        try:
+            return float((el.text or "").strip())
+        except ValueError:
+            got = (el.text or "").strip()[:40]
+            raise self.error(SchemaError, f"expected a {what}, got {got!r}", el) from None
+
+    def numbers(self, el, count: Optional[int] = None) -> np.ndarray:
+        try:
+            values = floats(el.text)
+        except ValueError as exc:
+            raise self.error(SchemaError, str(exc), el) from None
+        if count is not None and values.size != count:
+            raise self.error(SchemaError, f"expected {count} numbers, got {values.size}", el)
+        return values
+
+    # -- units ---------------------------------------------------------------
+    @staticmethod
+    def _unit(el) -> Optional[float]:
+        unit = el.find("asset/unit")
+        if unit is None or unit.get("meter") is None:
+            return None if el.getparent() is not None else 1.0
+        try:
+            value = float(unit.get("meter"))
+        except ValueError:
+            return 1.0
+        return value if value > 0 else 1.0
+
+    def unit_of(self, el) -> float:
+        """Metres per document length unit at ``el`` (nearest ``asset/unit``)."""
+        node = el
+        while node is not None:
+            if node.find("asset") is not None:
+                value = self._unit(node)
+                if value is not None:
+                    return value
+            node = node.getparent()
+        return self.meter
+
+    # -- lookup --------------------------------------------------------------
+    def url(self, url: Optional[str]):
+        """The element a local URL (``#id``) points to, or None."""
+        if not url:
+            return None
+        if url.startswith("#"):
+            url = url[1:]
+        elif "#" in url:
+            return None  # external document: caller warns
+        el = self.ids.get(url)
+        if el is None and "/" in url:   # "#geometry/vertices": id path, as collada-dom resolves it
+            first, *rest = url.split("/")
+            el = self.ids.get(first)
+            for part in rest:
+                if el is None:
+                    break
+                el = next((c for c in el.iter() if c.get("id") == part or c.get("sid") == part), None)
+        return el
+
+    def _children(self, el) -> Iterable:
+        for child in el:
+            if isinstance(child.tag, str):
+                yield child
+        if el.tag in _FOLLOW:
+            target = self.url(el.get("url"))
+            if target is not None:
+                yield target
+
+    def find_sid(self, start, sid: str):
+        """Breadth-first search for ``sid`` below ``start`` (through instance_* urls)."""
+        key = ("sid", id(start), sid)
+        if key in self._cache:
+            return self._cache[key][1]
+        queue = deque(self._children(start))
+        seen = set()
+        found = None
+        while queue:
+            el = queue.popleft()
+            if el in seen:
+                continue
+            seen.add(el)
+            if el.get("sid") == sid:
+                found = el
+                break
+            queue.extend(self._children(el))
+        self._cache[key] = (start, found)   # keep start alive so id() stays unique
+        return found
+
+    def resolve(self, ref: Optional[str], context=None, follow_params: bool = True):
+        """Element a SIDREF like ``kmodel1/joint3/axis0`` names (None if unresolved).
+
+        The first component is an id (or ``.`` for ``context``); newparams holding a
+        ``<SIDREF>`` are followed.  Falls back to a document-wide sid search."""
+        if not ref:
+            return None
+        parts = [p for p in ref.strip().split("/") if p]
+        if not parts:
+            return None
+        if parts[0] == "." and context is not None:
+            el = context
+        else:
+            el = self.ids.get(parts[0])
+            if el is None:
+                el = self.find_sid(self.root, parts[0])
+        for part in parts[1:]:
+            if el is None:
+                return None
+            el = self._follow(el) if follow_params else el
+            el = self.find_sid(el, part)
+        return self._follow(el) if follow_params else el
+
+    def _follow(self, el, depth: int = 0):
+        while el is not None and el.tag == "newparam" and depth < 32:
+            sidref = el.find("SIDREF")
+            if sidref is None:
+                return el
+            el = self.resolve((sidref.text or "").strip(), el, follow_params=False)
+            depth += 1
+        return el
+
+    def newparam(self, name: str, context):
+        """The <newparam sid=name> in scope of ``context`` (nearest ancestor first)."""
+        node = context
+        while node is not None:
+            for child in node:
+                if child.tag in ("newparam", "setparam") and name in (child.get("sid"), child.get("ref")):
+                    return child
+            if node.tag == "instance_kinematics_scene":
+                target = self.url(node.get("url"))
+                if target is not None:
+                    for p in target.iter("newparam"):
+                        if p.get("sid") == name:
+                            return p
+            node = node.getparent()
+        for p in self.root.iter("newparam"):
+            if p.get("sid") == name:
+                return p
+        return None
+
+    def value(self, el, context=None):
+        """Value of a common_*_or_param element: literal child (float/int/bool/SIDREF)
+        or a ``<param>`` reference to a newparam.  Returns float/bool/element/None."""
+        if el is None:
+            return None
+        param = el.find("param")
+        if param is not None:
+            name = (param.text or param.get("ref") or "").strip()
+            p = self.newparam(name, el if context is None else context)
+            return self.value(p, context) if p is not None else None
+        for child in el:
+            if child.tag == "float" or child.tag == "int":
+                return self.number(child)
+            if child.tag == "bool":
+                return (child.text or "").strip().lower() in ("true", "1")
+            if child.tag == "SIDREF":
+                return self.resolve((child.text or "").strip(), child)
+        text = (el.text or "").strip()
+        if text:
+            if text.lower() in ("true", "false"):
+                return text.lower() == "true"
+            try:
+                return float(text)
+            except ValueError:
+                return None
+        return None
+
+    # -- transforms ----------------------------------------------------------
+    def transform(self, el, scale_units: bool = True, allow_scale: bool = False) -> np.ndarray:
+        """Compose ``el``'s transform children (translate/rotate/matrix/...) in order."""
+        unit = self.unit_of(el) if scale_units else 1.0
+        t = np.eye(4)
+        for child in el:
+            tag = child.tag
+            if tag == "translate":
+                t = t @ tf.translation(self.numbers(child, 3) * unit)
+            elif tag == "rotate":
+                v = self.numbers(child, 4)
+                if np.linalg.norm(v[:3]) > 0 and v[3] != 0.0:
+                    t = t @ tf.make(tf.rotation_axis_angle(v[:3], np.radians(v[3])))
+            elif tag == "matrix":
+                m = self.numbers(child, 16).reshape(4, 4).copy()
+                m[:3, 3] *= unit
+                t = t @ m
+            elif tag == "scale":
+                s = self.numbers(child, 3)
+                if not allow_scale and not np.allclose(s, 1.0):
+                    raise self.error(SchemaError, "non-unit <scale> in a kinematic transform", child)
+                t = t @ np.diag([s[0], s[1], s[2], 1.0])
+            elif tag == "lookat":
+                v = self.numbers(child, 9)
+                eye, at, up = v[:3] * unit, v[3:6] * unit, v[6:]
+                z = eye - at
+                z /= np.linalg.norm(z)
+                x = np.cross(up, z)
+                x /= np.linalg.norm(x)
+                t = t @ tf.make(np.column_stack([x, np.cross(z, x), z]), eye)
+            elif tag == "skew":
+                raise self.error(SchemaError, "<skew> transforms are not supported", child)
+        return t

@@ -1,0 +1,237 @@
+"""library_geometries meshes, materials and the visual-scene node tree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from ...errors import SchemaError
+from ...model import Box, Cylinder, Geometry, Material, Mesh, Sphere
+from .document import Document, floats
+
+_PRIMITIVES = ("triangles", "polylist", "polygons", "trifans", "tristrips")
+
+
+@dataclass
+class VNode:
+    """A visual-scene node with instance_node references expanded."""
+
+    el: object
+    parent: Optional["VNode"]
+    world: np.ndarray                               # in the visual scene frame (may carry scale)
+    children: list["VNode"] = field(default_factory=list)
+
+
+def visual_tree(doc: Document, scene_el) -> list[VNode]:
+    """Expanded node trees of a <visual_scene> (world transforms at the file's values)."""
+    roots: list[VNode] = []
+
+    def build(el, parent: Optional[VNode], depth: int) -> VNode:
+        if depth > 64:
+            raise doc.error(SchemaError, "visual scene nodes nest deeper than 64 (instance_node cycle?)", el)
+        world = (parent.world if parent else np.eye(4)) @ doc.transform(el, allow_scale=True)
+        node = VNode(el, parent, world)
+        for child in el:
+            if child.tag == "node":
+                node.children.append(build(child, node, depth + 1))
+            elif child.tag == "instance_node":
+                target = doc.url(child.get("url"))
+                if target is not None and target.tag == "node":
+                    node.children.append(build(target, node, depth + 1))
+        return node
+
+    for el in scene_el.findall("node"):
+        roots.append(build(el, None, 0))
+    return roots
+
+
+def walk(nodes: list[VNode]):
+    for n in nodes:
+        yield n
+        yield from walk(n.children)
+
+
+def _color(doc: Document, el) -> Optional[np.ndarray]:
+    if el is None:
+        return None
+    c = el.find("color")
+    if c is None:
+        return None
+    return doc.numbers(c)
+
+
+def material_of(doc: Document, material_el) -> Material:
+    """Material from a <material> (phong/lambert/blinn/constant of its effect),
+    with OpenRAVE's transparency rules (colour alpha, then <transparency>)."""
+    mat = Material(name=material_el.get("name") or material_el.get("id"))
+    inst = material_el.find("instance_effect")
+    effect = doc.url(inst.get("url")) if inst is not None else None
+    if effect is None:
+        return mat
+    shading = None
+    for tech in effect.iter("technique"):
+        for name in ("phong", "blinn", "lambert", "constant"):
+            shading = tech.find(name)
+            if shading is not None:
+                break
+        if shading is not None:
+            break
+    if shading is None:
+        return mat
+    transparency = 0.0
+    ambient = _color(doc, shading.find("ambient"))
+    diffuse = _color(doc, shading.find("diffuse"))
+    if ambient is not None and ambient.size >= 3:
+        mat.ambient = tuple(float(v) for v in ambient[:3])
+        if ambient.size >= 4:
+            transparency = 1.0 - float(ambient[3])
+    if diffuse is not None and diffuse.size >= 3:
+        mat.diffuse = tuple(float(v) for v in diffuse[:3])
+        if diffuse.size >= 4:
+            transparency = 1.0 - float(diffuse[3])
+    tr = shading.find("transparency/float")
+    if tr is not None:
+        transparency = 1.0 - doc.number(tr)
+    mat.transparency = 0.0 if transparency >= 1.0 or transparency < 0.0 else transparency
+    return mat
+
+
+def _source_positions(doc: Document, primitive, mesh) -> tuple[np.ndarray, int, int]:
+    """(vertex positions (N,3) in metres, VERTEX input offset, index stride)."""
+    stride = 0
+    vertex_offset = None
+    for inp in primitive.findall("input"):
+        offset = int(inp.get("offset", "0"))
+        stride = max(stride, offset + 1)
+        if inp.get("semantic") == "VERTEX":
+            vertex_offset = offset
+            vertices = doc.url(inp.get("source"))
+    if vertex_offset is None or vertices is None:
+        raise doc.error(SchemaError, "primitive has no VERTEX input", primitive)
+    pos = next((i for i in vertices.findall("input") if i.get("semantic") == "POSITION"), None)
+    source = doc.url(pos.get("source")) if pos is not None else None
+    array = source.find("float_array") if source is not None else None
+    if array is None:
+        raise doc.error(SchemaError, "vertices have no POSITION float_array source", vertices)
+    values = doc.numbers(array)
+    accessor = source.find("technique_common/accessor")
+    vstride = int(accessor.get("stride", "3")) if accessor is not None else 3
+    offset = int(accessor.get("offset", "0")) if accessor is not None else 0
+    if vstride < 3:
+        raise doc.error(SchemaError, f"position accessor stride {vstride} < 3", accessor)
+    values = values[offset:]
+    count = values.size // vstride
+    positions = values[:count * vstride].reshape(count, vstride)[:, :3] * doc.unit_of(source)
+    return positions, vertex_offset, stride
+
+
+def _triangles(doc: Document, primitive, vertex_offset: int, stride: int) -> np.ndarray:
+    kind = primitive.tag
+    p_elements = primitive.findall("p")
+    if kind == "triangles" or kind == "polylist":
+        idx = floats(p_elements[0].text).astype(np.int64) if p_elements else np.zeros(0, np.int64)
+        idx = idx[vertex_offset::stride] if idx.size else idx
+        if kind == "triangles":
+            n = idx.size // 3
+            return idx[:n * 3].reshape(n, 3)
+        vcount_el = primitive.find("vcount")
+        counts = floats(vcount_el.text).astype(np.int64) if vcount_el is not None else np.zeros(0, np.int64)
+        polygons, start = [], 0
+        for c in counts:
+            polygons.append(idx[start:start + c])
+            start += c
+    else:
+        polygons = []
+        for p in p_elements + [ph.find("p") for ph in primitive.findall("ph") if ph.find("p") is not None]:
+            polygons.append(floats(p.text).astype(np.int64)[vertex_offset::stride])
+    tris = []
+    for poly in polygons:
+        if len(poly) < 3:
+            continue
+        if kind == "tristrips":
+            for i in range(len(poly) - 2):
+                a, b, c = poly[i], poly[i + 1], poly[i + 2]
+                tris.append((a, b, c) if i % 2 == 0 else (b, a, c))
+        else:   # polygons / polylist / trifans: fan around the first vertex
+            for i in range(1, len(poly) - 1):
+                tris.append((poly[0], poly[i], poly[i + 1]))
+    return np.array(tris, dtype=np.int64).reshape(-1, 3)
+
+
+def _primitive_shape(doc: Document, info, warn: Callable[[str], None]):
+    """OpenRAVE geometry_info primitive (box/sphere/cylinder) and its transform."""
+    unit = doc.unit_of(info)
+    origin = doc.transform(info)
+    box = info.find("box/half_extents")
+    if box is not None:
+        return Box(half_extents=doc.numbers(box, 3) * unit), origin
+    sphere = info.find("sphere/radius")
+    if sphere is not None:
+        return Sphere(radius=doc.number(sphere) * unit), origin
+    cyl = info.find("cylinder")
+    if cyl is not None and cyl.find("radius") is not None and cyl.find("height") is not None:
+        radius = doc.numbers(cyl.find("radius"))
+        return Cylinder(radius=float(radius[0]) * unit, length=doc.number(cyl.find("height")) * unit), origin
+    for child in info:
+        if child.tag not in ("translate", "rotate", "matrix", "visible") and isinstance(child.tag, str):
+            warn(f"geometry_info <{child.tag}> is not modelled; the geometry's mesh is used")
+    return None, origin
+
+
+def read_geometry(doc: Document, geometry_el, materials: dict[str, Material], path: Optional[str],
+                  warn: Callable[[str], None], with_meshes: bool = True) -> list[Geometry]:
+    """Geometries (in the geometry frame) of one <geometry>: an OpenRAVE primitive
+    when geometry_info gives one, else one triangle mesh per primitive element."""
+    gid = geometry_el.get("id") or geometry_el.get("name") or "geometry"
+    visible = True
+    info = geometry_el.find("extra[@type='geometry_info']/technique")
+    if info is not None:
+        vis = info.find("visible/bool")
+        if vis is not None:
+            visible = (vis.text or "").strip().lower() in ("true", "1")
+        shape, origin = _primitive_shape(doc, info, warn)
+        if shape is not None:
+            mesh = geometry_el.find("mesh")
+            first = next((p for p in mesh if p.tag in _PRIMITIVES), None) if mesh is not None else None
+            material = materials.get(first.get("material")) if first is not None else None
+            return [Geometry(shape=shape, origin=origin, material=material or Material(), name=gid,
+                             visible=visible)]
+    mesh = geometry_el.find("mesh")
+    if mesh is None:
+        kinds = sorted({c.tag for c in geometry_el if isinstance(c.tag, str) and c.tag != "extra"})
+        warn(f"<geometry> kinds {kinds} are not read (only <mesh>)")
+        return []
+    out = []
+    uri = f"{path}#{gid}" if path else f"#{gid}"
+    prims = [p for p in mesh if p.tag in _PRIMITIVES]
+    for child in mesh:
+        if child.tag in ("lines", "linestrips"):
+            warn(f"mesh <{child.tag}> primitives are not read (no surface)")
+    for i, prim in enumerate(prims):
+        name = gid if len(prims) == 1 else f"{gid}_{i}"
+        if with_meshes:
+            positions, voff, stride = _source_positions(doc, prim, mesh)
+            tris = _triangles(doc, prim, voff, stride)
+            if tris.size and (tris.max() >= len(positions) or tris.min() < 0):
+                raise doc.error(SchemaError, f"index {int(tris.max())} out of range of {len(positions)} "
+                                "vertices", prim)
+            used = np.unique(tris)
+            remap = np.zeros(len(positions), dtype=np.int64)
+            remap[used] = np.arange(used.size)
+            shape = Mesh(uri=uri, path=path, vertices=positions[used], triangles=remap[tris])
+        else:
+            shape = Mesh(uri=uri, path=path)
+        out.append(Geometry(shape=shape, material=materials.get(prim.get("material")) or Material(),
+                            name=name, visible=visible))
+    return out
+
+
+def bound_materials(doc: Document, instance_geometry) -> dict[str, Material]:
+    out = {}
+    for im in instance_geometry.findall("bind_material/technique_common/instance_material"):
+        target = doc.url(im.get("target"))
+        if target is not None:
+            out[im.get("symbol")] = material_of(doc, target)
+    return out
