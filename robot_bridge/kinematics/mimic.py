@@ -11,11 +11,17 @@ from ..model import Robot
 from .expr import compile_expression
 
 
+def all_joints(robot: Robot) -> list:
+    """Tree joints plus the joints left out because they close a kinematic loop
+    (``robot.extras["closed_loop_joints"]``): they still carry values mimic formulas use."""
+    return list(robot.joints.values()) + list(robot.extras.get("closed_loop_joints", {}).values())
+
+
 def dof_variable_names(robot: Robot) -> dict[str, tuple[str, int]]:
     """Variable name -> (joint, dof index).  A 1-DOF joint is its name; a multi-DOF
     joint's DOFs are ``name_0``, ``name_1``... (and ``name`` means DOF 0)."""
     names: dict[str, tuple[str, int]] = {}
-    for j in robot.joints.values():
+    for j in all_joints(robot):
         if j.dof == 0:
             continue
         names[j.name] = (j.name, 0)
@@ -28,8 +34,11 @@ def dof_variable_names(robot: Robot) -> dict[str, tuple[str, int]]:
 class MimicEvaluator:
     def __init__(self, robot: Robot):
         self.variables = dof_variable_names(robot)
+        # loop-closing joints are not in the value maps FK passes: they start at their initial values
+        self._loop_values = {j.name: np.array(j.initial, dtype=float)
+                             for j in robot.extras.get("closed_loop_joints", {}).values() if j.dof}
         entries = []   # (joint, dof, compiled expression, depends-on set of joints)
-        for j in robot.joints.values():
+        for j in all_joints(robot):
             for i, m in enumerate(j.mimic):
                 if m is None:
                     continue
@@ -66,11 +75,14 @@ class MimicEvaluator:
         env = {}
         for var, (joint, i) in self.variables.items():
             arr = values.get(joint)
+            if arr is None:
+                arr = self._loop_values.get(joint)
             if arr is not None:
                 env[var] = float(arr[i])
         for joint, dof, expr in self.steps:
             v = expr.evaluate(env)
-            values[joint][dof] = v
+            if joint in values:
+                values[joint][dof] = v
             for var, (jn, i) in self.variables.items():
                 if jn == joint and i == dof:
                     env[var] = v
