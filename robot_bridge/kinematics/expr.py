@@ -43,6 +43,7 @@ from ..errors import ExpressionError
 MAX_LENGTH = 100_000
 MAX_DEPTH = 200
 EPSILON = 1e-12          # fparser's default comparison epsilon for double
+_LIMIT_TOLERANCE = 1e-12
 _NAN = float("nan")
 _INF = float("inf")
 
@@ -658,6 +659,22 @@ class Expression:
             return [v for v, _ in self._multi_fn(values)]
         except KeyError as exc:
             raise self._missing(exc) from None
+
+    def evaluate_within(self, values: Mapping[str, float], lower: float, upper: float,
+                        circular: bool = False) -> float:
+        """The value OpenRAVE gives a mimic DOF with limits [lower, upper]
+        (KinBody::SetDOFValues): the first candidate inside the limits (one within
+        1e-12 outside is clamped); if none is, the first candidate clamped to the
+        limits.  A circular DOF takes the first candidate.  NaN if there is none."""
+        candidates = self.evaluate_all(values)
+        if not candidates:
+            return _NAN
+        if not circular:
+            for v in candidates:
+                if lower - _LIMIT_TOLERANCE <= v <= upper + _LIMIT_TOLERANCE:
+                    return min(max(v, lower), upper)
+            return min(max(candidates[0], lower), upper)
+        return candidates[0]
 
     def _missing(self, exc: KeyError) -> ExpressionError:
         return ExpressionError(f"no value for variable {exc.args[0]!r} in {_clip(self.source)!r}")

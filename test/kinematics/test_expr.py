@@ -135,6 +135,20 @@ def test_polyroots_formula_matches_numpy_roots(p4_formula):
         assert e.evaluate({"A": a}) == pytest.approx(expected[0])
 
 
+def test_root_choice_by_joint_limits(p4_formula):
+    e = compile_expression(p4_formula, variables=["A"])
+    both = e.evaluate_all({"A": 0.1})
+    assert len(both) == 2 and both[0] < -0.1 < 0 < both[1] < 2
+    # P4's limits in the file are [-0.1, 2]: OpenRAVE keeps the root inside them
+    assert e.evaluate_within({"A": 0.1}, -0.1, 2.0) == both[1]
+    assert e.evaluate_within({"A": 0.1}, -0.1, 2.0, circular=True) == both[0]
+    # no candidate inside: the first one clamped; a scalar formula is clamped the same way
+    assert e.evaluate_within({"A": 0.1}, 0.5, 1.0) == 0.5
+    assert compile_expression("2*J").evaluate_within({"J": 1.0}, -1.0, 1.5) == 1.5
+    assert compile_expression("2*J").evaluate_within({"J": 0.5 + 1e-13}, -1.0, 1.0) == 1.0
+    assert math.isnan(compile_expression("sqrt(J)").evaluate_within({"J": -1.0}, -1.0, 1.0))
+
+
 def test_polyroots_semantics():
     # (x-1)(x-2)(x^2+1): two real roots; a double root is reported once; values map per root
     e = compile_expression("r := polyroots4(1, -3, 3, -3, 2); 10*r + 1")
