@@ -1,0 +1,241 @@
+"""description_node: robot_description, TF and semantics of one robot file.
+
+robot_state_publisher-compatible (topics, QoS, publish_frequency rule) for any
+format ``robot_bridge.formats.load`` reads, plus: multi-DOF and nonlinear mimic
+joints, tool/sensor/handle/gripper frames and environment bodies on
+/tf_static, a semantic description, rviz markers, and ``~/reload``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from tf2_msgs.msg import TFMessage
+from visualization_msgs.msg import MarkerArray
+
+from ..kinematics.state_publisher import RateGate, StatePublisher
+from ..model import Robot
+from ..ros import qos
+from ..ros.markers import robot_markers
+from ..ros.tf import TFBatchBuilder, tf_message
+
+# The one parameter schema: (name, default, description).  A Parameter.Type
+# default declares a typed parameter without a value (empty string array).
+PARAMETERS = [
+    ("description_file", "", "Robot file: .robot.xml, .kinbody.xml, .env.xml, .dae, .zae or .urdf"),
+    ("srdf_file", "", "Optional SRDF (MoveIt / hpp); without it one is generated from the model if it has "
+                      "manipulators or semantics"),
+    ("search_path", Parameter.Type.STRING_ARRAY, "Directories searched for included files and meshes "
+                                                 "(before $OPENRAVE_DATA)"),
+    ("publish_frequency", 20.0, "Maximum /tf rate per joint in Hz, as robot_state_publisher; "
+                                "0 publishes on every JointState"),
+    ("ignore_timestamp", False, "Publish every JointState regardless of publish_frequency"),
+    ("frame_prefix", "", "Prefix added to every published TF frame"),
+    ("publish_default_joint_states", False, "Publish the initial configuration on joint_states at "
+                                            "10 Hz while no other node publishes there"),
+    ("mesh_dir", "", "Directory for meshes converted for the URDF (empty: keep original files)"),
+]
+RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_prefix", "mesh_dir"}
+DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
+WARN_THROTTLE = 10.0                   # s
+
+
+@dataclass
+class LoadedModel:
+    """Everything published for one successfully read description."""
+
+    robot: Robot
+    state: StatePublisher
+    urdf: str
+    srdf: str | None
+    tf_builder: TFBatchBuilder
+
+
+def _semantic_text(robot: Robot, srdf_file: str) -> str | None:
+    """SRDF to publish: the given file (attached to the model), else one generated from the model.
+
+    A broken ``srdf_file`` fails the load; a failed generation only costs the
+    semantic topic (recorded as a model warning).
+    """
+    if srdf_file:
+        from ..formats import srdf
+
+        srdf.attach_semantics(robot, srdf.read_srdf(srdf_file, robot))
+        return Path(srdf_file).read_text(encoding="utf-8")
+    if robot.semantics is None and not robot.manipulators:
+        return None
+    try:
+        from ..formats import srdf
+
+        return srdf.to_srdf(robot)
+    except Exception as exc:      # generation is best effort: the description itself is still good
+        robot.warn(f"no robot_description_semantic: SRDF generation failed: {type(exc).__name__}: {exc}")
+        return None
+
+
+def load_model(description_file: str, srdf_file: str = "", search_path=(), frame_prefix: str = "",
+               mesh_dir: str = "") -> LoadedModel:
+    """Read and convert everything; raises (DescriptionError, OSError, ...) without side effects."""
+    from ..formats import load
+    from ..formats.urdf import to_urdf
+
+    if not description_file:
+        raise ValueError("parameter description_file is empty")
+    robot = load(description_file, search_path=list(search_path) or None)
+    srdf_text = _semantic_text(robot, srdf_file)
+    urdf_text, _report = to_urdf(robot, mesh_dir=mesh_dir or None)
+    return LoadedModel(robot, StatePublisher(robot, frame_prefix), urdf_text, srdf_text, TFBatchBuilder())
+
+
+class DescriptionNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("description_node", **kwargs)
+        for name, default, description in PARAMETERS:
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        self.model: LoadedModel | None = None
+        self.semantic_published = False
+        self.gate = RateGate(self._param("publish_frequency"), self._param("ignore_timestamp"))
+
+        self.description_pub = self.create_publisher(String, "robot_description", qos.description_qos())
+        self.semantic_pub = self.create_publisher(String, "robot_description_semantic", qos.description_qos())
+        self.tf_static_pub = self.create_publisher(TFMessage, "/tf_static", qos.tf_static_qos())
+        self.tf_pub = self.create_publisher(TFMessage, "/tf", qos.tf_qos())
+        self.markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.description_qos())
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.sensor_data_qos())
+        self.create_service(Trigger, "~/reload", self._on_reload)
+        self.default_pub = None
+        if self._param("publish_default_joint_states"):
+            self.default_pub = self.create_publisher(JointState, "joint_states", 10)
+            self.create_timer(DEFAULT_JOINT_STATES_PERIOD, self._publish_default_joint_state)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+        ok, error = self.reload()
+        if not ok:
+            self.get_logger().error(f"cannot load the robot description: {error}; waiting for a good "
+                                    "~/reload or description_file change")
+
+    # -- parameters ---------------------------------------------------------
+    def _param(self, name: str, overrides: dict | None = None):
+        if overrides and name in overrides:
+            return overrides[name]
+        try:
+            value = self.get_parameter(name).value
+        except rclpy.exceptions.ParameterUninitializedException:
+            value = None
+        return [] if value is None and name == "search_path" else value
+
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        new = {p.name: p.value for p in params}
+        if "publish_frequency" in new and (new["publish_frequency"] is None or new["publish_frequency"] < 0):
+            return SetParametersResult(successful=False, reason="publish_frequency must be >= 0")
+        if RELOAD_PARAMETERS & new.keys():
+            ok, error = self.reload(new)
+            if not ok:
+                return SetParametersResult(successful=False, reason=error)
+        if {"publish_frequency", "ignore_timestamp"} & new.keys():
+            self.gate = RateGate(float(self._param("publish_frequency", new)),
+                                 bool(self._param("ignore_timestamp", new)))
+        return SetParametersResult(successful=True)
+
+    # -- loading ------------------------------------------------------------
+    def reload(self, overrides: dict | None = None) -> tuple[bool, str]:
+        """Load the files; on success publish the new model, else keep serving the old one."""
+        p = {name: self._param(name, overrides) for name in RELOAD_PARAMETERS}
+        try:
+            model = load_model(p["description_file"], p["srdf_file"], p["search_path"], p["frame_prefix"],
+                               p["mesh_dir"])
+        except Exception as exc:    # any reader failure must leave the node serving
+            return False, f"{type(exc).__name__}: {exc}"
+        self.model = model
+        self._publish_model(model)
+        robot = model.robot
+        for warning in robot.warnings:
+            self.get_logger().warning(f"{robot.source or p['description_file']}: {warning}")
+        self.get_logger().info(f"robot {robot.name!r}: {len(robot.links)} links, {len(model.state.moving)} "
+                               f"moving URDF joints, {len(model.state.static_transforms())} static frames")
+        return True, ""
+
+    def _publish_model(self, model: LoadedModel) -> None:
+        stamp = self.get_clock().now().to_msg()
+        self.description_pub.publish(String(data=model.urdf))
+        if model.srdf is not None or self.semantic_published:
+            # a model without semantics replaces a previous SRDF by an empty one
+            self.semantic_pub.publish(String(data=model.srdf or ""))
+            self.semantic_published = True
+        self.tf_static_pub.publish(tf_message(model.state.static_transforms(), stamp))
+        self.markers_pub.publish(robot_markers(model.robot, model.state.prefix, stamp))
+
+    def _on_reload(self, request, response):
+        response.success, error = self.reload()
+        response.message = error or f"loaded {self._param('description_file')}"
+        if not response.success:
+            self.get_logger().error(f"reload failed, keeping the previous model: {error}")
+        return response
+
+    # -- joint states -------------------------------------------------------
+    def _on_joint_state(self, msg: JointState) -> None:
+        model = self.model
+        if model is None:
+            return
+        if len(msg.name) != len(msg.position):
+            self.get_logger().warning(
+                f"ignored a JointState with {len(msg.name)} names and {len(msg.position)} positions",
+                throttle_duration_sec=WARN_THROTTLE)
+            return
+        rows, unknown = model.state.accept(msg.name, msg.position)
+        if unknown:
+            self.get_logger().warning(f"JointState names unknown joints (ignored): {', '.join(unknown)}",
+                                      throttle_duration_sec=WARN_THROTTLE)
+        stamp = msg.header.stamp
+        if not len(rows) or not self.gate.admit(msg.name, stamp.sec * 1_000_000_000 + stamp.nanosec):
+            return
+        moving = model.state.transforms(rows)
+        self.tf_pub.publish(model.tf_builder.build(moving.parents, moving.children, moving.translations,
+                                                   moving.quaternions, stamp))
+
+    def _publish_default_joint_state(self) -> None:
+        model = self.model
+        if model is None or self.count_publishers(self.default_pub.topic_name) > 1:
+            return
+        names, positions = model.state.default_joint_state()
+        msg = JointState(name=names, position=positions)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.default_pub.publish(msg)
+
+
+def make_executor():
+    """The events executor when rclpy has it (much lower per-callback overhead), else the default."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        return rclpy.executors.SingleThreadedExecutor()
+    return EventsExecutor()
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args if args is not None else sys.argv)
+    node = DescriptionNode()
+    executor = make_executor()
+    executor.add_node(node)
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
