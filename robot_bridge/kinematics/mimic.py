@@ -47,7 +47,11 @@ class MimicEvaluator:
                 except ExpressionError as exc:
                     raise exc.with_location(element=f"joint[@name='{j.name}']/mimic") from None
                 deps = {self.variables[v][0] for v in expr.variables}
-                entries.append((j.name, i, expr, deps))
+                if j.name in deps and j.dof == 1:
+                    raise KinematicsError(f"mimic formula of joint {j.name!r} refers to itself",
+                                          element=f"joint[@name='{j.name}']/mimic")
+                limits = (float(j.lower[i]), float(j.upper[i]), bool(j.circular[i]))
+                entries.append((j.name, i, expr, deps, limits))
         self.steps = self._order(entries)
 
     @staticmethod
@@ -66,7 +70,7 @@ class MimicEvaluator:
                 ordered.append(e)
                 pending.remove(e)
             done |= {e[0] for e in ready} - {e[0] for e in pending}
-        return [(joint, dof, expr) for joint, dof, expr, _ in ordered]
+        return [(joint, dof, expr, limits) for joint, dof, expr, _, limits in ordered]
 
     def apply(self, values: MutableMapping[str, np.ndarray]) -> None:
         """Overwrite mimic DOFs in ``values`` (joint -> array) from their formulas."""
@@ -79,8 +83,9 @@ class MimicEvaluator:
                 arr = self._loop_values.get(joint)
             if arr is not None:
                 env[var] = float(arr[i])
-        for joint, dof, expr in self.steps:
-            v = expr.evaluate(env)
+        for joint, dof, expr, (lower, upper, circular) in self.steps:
+            # a multi-valued formula (polyroots) picks its value by the joint limits, as OpenRAVE does
+            v = expr.evaluate_within(env, lower, upper, circular) if expr.is_multi else expr.evaluate(env)
             if joint in values:
                 values[joint][dof] = v
             for var, (jn, i) in self.variables.items():

@@ -34,7 +34,7 @@ def values_for(robot, **given):
 def test_chained_mimic_joints_follow_dependency_order():
     robot = chain_robot({"j2": "2*j1 + 0.1", "j3": "j2 - j1"})    # j3 depends on the mimic j2
     evaluator = MimicEvaluator(robot)
-    assert [joint for joint, _, _ in evaluator.steps] == ["j2", "j3"]
+    assert [step[0] for step in evaluator.steps] == ["j2", "j3"]
     values = values_for(robot, j1=0.3, j2=99.0, j3=99.0)          # stale mimic values are overwritten
     evaluator.apply(values)
     assert values["j2"][0] == pytest.approx(0.7)                  # 2*0.3 + 0.1
@@ -88,3 +88,8 @@ def test_robot_without_mimic_has_no_steps():
     values = values_for(chain_robot({}), j1=0.5)
     evaluator.apply(values)
     assert values["j1"][0] == 0.5
+
+
+def test_self_referencing_formula_is_a_cycle():
+    with pytest.raises(KinematicsError, match="refers to itself"):
+        MimicEvaluator(chain_robot({"j2": "j2 + 1"}))
