@@ -14,6 +14,7 @@ SETUP_INPUTS := setup.py setup.cfg requirements-ros.txt tools/setup_venv.sh \
 	$(shell find tools/venv_interfaces -type f 2>/dev/null | LC_ALL=C sort)
 SETUP_HASH := $(shell cat $(SETUP_INPUTS) | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.setup-stamp-$(SETUP_HASH)
+LINT_PATHS := $(wildcard robot_bridge test bench)
 
 .PHONY: help setup lint test demo clean distclean
 
@@ -31,7 +32,7 @@ $(STAMP):
 	@rm -f $(VENV)/.setup-stamp-* && touch $@
 
 lint: setup
-	$(VPY) -m ruff check robot_bridge test bench
+	$(VPY) -m ruff check $(LINT_PATHS)
 
 # pytest exits 5 when it collects no tests: like any non-zero status it fails the target.
 test: lint
