@@ -126,8 +126,12 @@ class Hardware(abc.ABC):
     def read(self) -> JointSample: ...
 
     @abc.abstractmethod
-    def command_position(self, positions: Sequence[float]) -> None:
-        """New position targets; each module moves there with its trapezoidal profile."""
+    def command_position(self, positions: Sequence[float], velocities: Sequence[float] | None = None) -> None:
+        """New position targets; each module moves there with its trapezoidal profile.
+
+        ``velocities``: the set-points' own velocity when streaming a trajectory (feed-forward);
+        hardware without feed-forward ignores it.
+        """
 
     @abc.abstractmethod
     def command_velocity(self, velocities: Sequence[float]) -> None: ...

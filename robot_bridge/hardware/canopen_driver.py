@@ -173,7 +173,8 @@ class CanopenHardware(Hardware):
             d.last_velocity = v
         return JointSample(*(list(map(float, x)) for x in (position, velocity, effort, acceleration)))
 
-    def command_position(self, positions: Sequence[float]) -> None:
+    def command_position(self, positions: Sequence[float], velocities: Sequence[float] | None = None) -> None:
+        """Profile-position set-points (``velocities`` feed-forward is not available in this mode)."""
         targets = self._vector(positions, "position command")
         self._require_operational("position command")
         for d in self.drives:

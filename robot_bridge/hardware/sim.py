@@ -144,12 +144,13 @@ class SimHardware(Hardware):
         effort = np.clip(self.inertia * a, -max_effort, max_effort)
         return JointSample(position=p, velocity=v, effort=effort, acceleration=a)
 
-    def command_position(self, positions: Sequence[float]) -> None:
+    def command_position(self, positions: Sequence[float], velocities: Sequence[float] | None = None) -> None:
         targets = self._vector(positions, "position command")
+        feedforward = np.zeros(targets.size) if velocities is None else self._vector(velocities, "velocity")
         self._require_operational("position command")
-        for m, target in zip(self.modules, targets):
+        for m, target, ff in zip(self.modules, targets, feedforward):
             m.halting = False
-            m.axis.set_target(target)
+            m.axis.set_target(target, feedforward=ff)
 
     def command_velocity(self, velocities: Sequence[float]) -> None:
         speeds = self._vector(velocities, "velocity command")

@@ -39,11 +39,17 @@ class TrapezoidalAxis:
         self.profile_acceleration = self.max_acceleration
         self._stopping: float | None = None        # deceleration while halting / quick stopping
         self._velocity_command: float | None = None  # velocity mode when set
+        self.feedforward = 0.0
 
     def set_target(self, position: float, velocity: float | None = None,
-                   acceleration: float | None = None) -> float:
-        """New position target (clipped to the range); profile limits capped by the axis limits."""
+                   acceleration: float | None = None, feedforward: float = 0.0) -> float:
+        """New position target (clipped to the range); profile limits capped by the axis limits.
+
+        ``feedforward`` is the target's own velocity (a moving set-point, as in cyclic synchronous
+        position mode): added to the speed command, it removes the lag of tracking a moving target.
+        """
         self.target = float(np.clip(position, self.lower, self.upper))
+        self.feedforward = float(feedforward)
         self.profile_velocity = min(velocity or self.max_velocity, self.max_velocity)
         self.profile_acceleration = min(acceleration or self.max_acceleration, self.max_acceleration)
         self._stopping = self._velocity_command = None
@@ -63,6 +69,7 @@ class TrapezoidalAxis:
         """Stop immediately (brake): velocity drops to zero."""
         self.velocity = self.acceleration = 0.0
         self.target = self.position
+        self.feedforward = 0.0
         self._stopping = self._velocity_command = None
 
     @property
@@ -95,7 +102,8 @@ class TrapezoidalAxis:
             accel = self.profile_acceleration
             d = self.target - self.position
             speed = min(self.profile_velocity, self._stoppable_speed(abs(d), accel, dt), abs(d) / dt)
-            desired = math.copysign(speed, d)
+            desired = float(np.clip(self.feedforward + math.copysign(speed, d), -self.profile_velocity,
+                                    self.profile_velocity))
             if abs(v) > self.max_velocity:                 # limits lowered while moving
                 desired = math.copysign(self.max_velocity, v)
         new_v = float(np.clip(desired, v - accel * dt, v + accel * dt))

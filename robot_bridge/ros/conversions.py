@@ -211,3 +211,29 @@ def validate_odometry(msg) -> Optional[str]:
         return "orientation is not a unit quaternion"
     t = msg.twist.twist
     return None if _vector_ok(t.linear) and _vector_ok(t.angular) else "non-finite twist"
+
+
+# -- time and trajectories (controller) -----------------------------------------------
+
+def seconds(stamp) -> float:
+    """builtin_interfaces Time or Duration -> float seconds."""
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def duration_msg(t: float):
+    from builtin_interfaces.msg import Duration
+
+    ns = int(round(t * 1e9))
+    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def trajectory_point(positions: Sequence[float], velocities: Sequence[float] = (),
+                     accelerations: Sequence[float] = (), effort: Sequence[float] = (),
+                     time_from_start: float = 0.0):
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    return JointTrajectoryPoint(positions=[float(x) for x in positions],
+                                velocities=[float(x) for x in velocities],
+                                accelerations=[float(x) for x in accelerations],
+                                effort=[float(x) for x in effort],
+                                time_from_start=duration_msg(time_from_start))

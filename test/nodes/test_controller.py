@@ -1,0 +1,267 @@
+"""controller_node over real rclpy with the simulated modules (hand-built 7-DOF LWA-style arm)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
+from lwa_fixture import ACCELERATION, HOME, JOINTS, LOWER, UPPER, VELOCITY, Harness, lwa_robot  # noqa: E402
+
+pytest.importorskip("rclpy")
+from builtin_interfaces.msg import Duration  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from robot_bridge.hardware import FaultKind  # noqa: E402
+from robot_bridge.nodes.controller import Rejected  # noqa: E402
+
+TOL = 1e-9
+
+
+@pytest.fixture
+def harness():
+    h = Harness(lwa_robot(), state_rate=100.0)
+    yield h
+    h.close()
+
+
+def point(positions, velocities=(), t=0.0):
+    sec = int(t)
+    return JointTrajectoryPoint(positions=list(positions), velocities=list(velocities),
+                                time_from_start=Duration(sec=sec, nanosec=int(round((t - sec) * 1e9))))
+
+
+def report(name, **numbers):
+    print(f"\n{name}: {json.dumps(numbers)}")
+
+
+def assert_within_limits(joint_states, states, joints=JOINTS):
+    """Every /joint_states sample inside position and velocity limits, every ~/state feedback inside
+    the acceleration limit (the hardware's measured acceleration)."""
+    index = [JOINTS.index(j) for j in joints]
+    lower, upper, vmax, amax = LOWER[index], UPPER[index], VELOCITY[index], ACCELERATION[index]
+    for msg in joint_states:
+        q, v = np.array(msg.position), np.array(msg.velocity)
+        assert np.all(q >= lower - TOL) and np.all(q <= upper + TOL), q
+        assert np.all(np.abs(v) <= vmax * (1 + 1e-9)), v
+    peak_a = 0.0
+    for msg in states:
+        a = np.array(msg.points[1].accelerations)
+        assert np.all(np.abs(a) <= amax * (1 + 1e-6)), a
+        peak_a = max(peak_a, float(np.max(np.abs(a) / amax)))
+    return peak_a
+
+
+def test_trajectory_executed_and_joint_states_follow(harness):
+    goal_1 = np.array([0.8, -0.6, 0.5, 1.0, -0.7, 0.9, 1.2])
+    goal_2 = np.array([0.3, 0.4, -0.5, 0.2, 0.7, -0.9, -1.0])
+    msg = JointTrajectory(joint_names=JOINTS, points=[
+        point(goal_1, np.zeros(7), 2.0), point(goal_2, np.zeros(7), 4.0)])
+    start = time.monotonic()
+    harness.trajectory_pub.publish(msg)
+    harness.wait_for(lambda: np.max(np.abs(harness.latest_position() - goal_2)) < 1e-3
+                     and time.monotonic() - start > 4.0, 8.0, "goal reached")
+    time.sleep(0.2)
+    joint_states = harness.snapshot(harness.joint_states, start)
+    states = harness.snapshot(harness.states, start)
+    final_error = float(np.max(np.abs(harness.latest_position() - goal_2)))
+    assert final_error < 1e-3
+    # it passed through the middle waypoint on the way (tracking, not just the end point)
+    passed = min(float(np.max(np.abs(np.array(m.position) - goal_1))) for m in joint_states)
+    assert passed < 0.02
+    tracking = max(float(np.max(np.abs(m.points[2].positions))) for m in states)
+    peak_a = assert_within_limits(joint_states, states)
+    peak_v = max(float(np.max(np.abs(np.array(m.velocity)) / VELOCITY)) for m in joint_states)
+    assert len(joint_states) > 200
+    report("trajectory_sim", final_error_rad=final_error, waypoint_error_rad=passed,
+           max_tracking_error_rad=tracking, samples=len(joint_states), peak_velocity_fraction=peak_v,
+           peak_acceleration_fraction=peak_a)
+
+
+def test_halt_stops_within_deceleration_limit(harness):
+    target = np.zeros(7)
+    target[0] = 2.5
+    harness.commands_pub.publish(Float64MultiArray(data=list(target)))
+    harness.wait_for(lambda: harness.snapshot(harness.joint_states)[-1].velocity[0] > 0.99 * VELOCITY[0],
+                     4.0, "cruise speed")
+    response = harness.call("halt")
+    assert response.success, response.message
+    after = time.monotonic()
+    first = harness.wait_for(lambda: harness.snapshot(harness.joint_states, after), 2.0, "sample")[0]
+    q0, v0 = first.position[0], first.velocity[0]
+    assert v0 > 0.5
+    harness.wait_for(lambda: harness.snapshot(harness.joint_states)[-1].velocity[0] == 0.0, 3.0, "rest")
+    samples = harness.snapshot(harness.joint_states, after)
+    stopped = next(i for i, m in enumerate(samples) if m.velocity[0] == 0.0)
+    stop_time = (samples[stopped].header.stamp.sec + samples[stopped].header.stamp.nanosec * 1e-9) - \
+        (first.header.stamp.sec + first.header.stamp.nanosec * 1e-9)
+    distance = harness.latest_position()[0] - q0
+    ideal = v0 ** 2 / (2 * ACCELERATION[0])
+    # decelerating at exactly the limit: v0^2/2a, up to one 2 ms simulation step
+    assert ideal - 0.002 * v0 <= distance <= ideal + 0.002 * v0
+    assert stop_time <= v0 / ACCELERATION[0] + 0.05
+    velocities = [m.velocity[0] for m in samples]
+    assert all(b <= a + TOL for a, b in zip(velocities, velocities[1:]))      # monotonic slow-down
+    peak_a = assert_within_limits(samples, harness.snapshot(harness.states, after))
+    time.sleep(0.2)
+    assert harness.latest_position()[0] == pytest.approx(q0 + distance, abs=1e-9)   # holds
+    report("halt_sim", v0=v0, stop_distance=distance, ideal_distance=ideal, stop_time=stop_time,
+           ideal_time=v0 / ACCELERATION[0], peak_acceleration_fraction=peak_a)
+
+
+def _statuses(harness, since):
+    arrays = harness.snapshot(harness.diagnostics, since)
+    return {s.name.split(": ")[-1]: s for s in arrays[-1].status} if arrays else {}
+
+
+def test_fault_is_error_on_diagnostics_commands_rejected_recover_clears(harness):
+    with harness.node.lock:
+        harness.node.hardware.inject_fault("lwa_joint_3", FaultKind.FOLLOWING_ERROR)
+    since = time.monotonic()
+    statuses = harness.wait_for(lambda: (s := _statuses(harness, since)) and
+                                s["lwa_joint_3"].level == DiagnosticStatus.ERROR and s, 3.0, "ERROR")
+    assert "following error" in statuses["lwa_joint_3"].message
+    assert {kv.key: kv.value for kv in statuses["lwa_joint_3"].values}["fault"] == "following_error"
+    assert all(statuses[j].level != DiagnosticStatus.ERROR for j in JOINTS if j != "lwa_joint_3")
+    # commands of every kind are refused while faulted
+    before = harness.latest_position()
+    harness.commands_pub.publish(Float64MultiArray(data=[0.5] * 7))
+    harness.trajectory_pub.publish(JointTrajectory(joint_names=JOINTS, points=[point([0.5] * 7, t=1.0)]))
+    home = harness.call("home")
+    assert not home.success and "fault" in home.message
+    time.sleep(0.5)
+    assert np.allclose(harness.latest_position(), before, atol=1e-9)
+    recovered = harness.call("recover")
+    assert recovered.success, recovered.message
+    since = time.monotonic()
+    harness.wait_for(lambda: (s := _statuses(harness, since)) and
+                     all(v.level == DiagnosticStatus.OK for v in s.values()), 3.0, "all OK")
+    home = harness.call("home")
+    assert home.success, home.message
+    expected = np.array([HOME.get(j, 0.0) for j in JOINTS])
+    harness.wait_for(lambda: np.max(np.abs(harness.latest_position() - expected)) < 1e-6, 4.0, "home")
+
+
+def test_disable_engages_brakes_and_rejects_commands(harness):
+    assert harness.call("enable", False).success
+    since = time.monotonic()
+    statuses = harness.wait_for(lambda: _statuses(harness, since), 3.0, "diagnostics")
+    assert all(s.level == DiagnosticStatus.WARN for s in statuses.values())
+    assert {kv.key: kv.value for kv in statuses[JOINTS[0]].values}["brake"] == "engaged"
+    before = harness.latest_position()
+    harness.commands_pub.publish(Float64MultiArray(data=[0.5] * 7))
+    time.sleep(0.3)
+    assert np.array_equal(harness.latest_position(), before)
+    home = harness.call("home")
+    assert not home.success and "disabled" in home.message
+    assert harness.call("enable", True).success
+    assert harness.call("home").success
+
+
+def _msg(names, points, stamp=0.0):
+    msg = JointTrajectory(joint_names=names, points=points)
+    msg.header.stamp.sec = int(stamp)
+    msg.header.stamp.nanosec = int(round((stamp - int(stamp)) * 1e9))
+    return msg
+
+
+def test_trajectory_rules(harness):
+    node = harness.node
+    now = node._now()
+    build = node.build_trajectory
+    with pytest.raises(Rejected, match="allow_partial_joints_goal"):
+        build(_msg(JOINTS[:2], [point([0.1, 0.1], t=1.0)]), now)
+    with pytest.raises(Rejected, match="unknown joints"):
+        build(_msg(["nope"] + JOINTS[1:], [point([0.0] * 7, t=1.0)]), now)
+    with pytest.raises(Rejected, match="strictly increasing"):
+        build(_msg(JOINTS, [point([0.1] * 7, t=1.0), point([0.2] * 7, t=1.0)]), now)
+    with pytest.raises(Rejected, match="in the past"):
+        build(_msg(JOINTS, [point([0.1] * 7, t=1.0)], stamp=now - 5.0), now)
+    with pytest.raises(Rejected, match="outside limits"):
+        build(_msg(JOINTS, [point([3.0] * 7, t=1.0)]), now)
+    with pytest.raises(Rejected, match="velocities"):
+        build(_msg(JOINTS, [point([0.1] * 7, [0.0] * 7, t=1.0), point([0.2] * 7, t=2.0)]), now)
+    # stamp 0 = now; interpolation starts from the current reference (prepended point)
+    traj = build(_msg(JOINTS, [point([0.4] * 7, t=2.0)]), now)
+    assert traj.start_time == pytest.approx(now) and traj.end_time == pytest.approx(now + 2.0)
+    p, v, _ = traj.sample(now + 1.0)
+    assert np.allclose(p, 0.2) and np.allclose(v, 0.2)          # linear: positions only
+    # a future stamp: the first point is due at stamp + time_from_start, reached from the current
+    # state (0, 0) by a cubic: at s = t/T the position is 0.4 (3 s^2 - 2 s^3)
+    traj = build(_msg(JOINTS, [point([0.4] * 7, [0.0] * 7, t=1.0)], stamp=now + 1.0), now)
+    assert np.allclose(traj.sample(now + 0.5)[0], 0.4 * (3 * 0.25 ** 2 - 2 * 0.25 ** 3))
+    assert np.allclose(traj.sample(now + 2.0)[0], 0.4)
+    # cubic from current state (0, 0) to (0.4, 0) over 2 s: midpoint (p0 + p1) / 2, speed 1.5 d / T
+    p, v, _ = traj.sample(now + 1.0)
+    assert np.allclose(p, 0.2) and np.allclose(v, 1.5 * 0.4 / 2.0)
+    node.set_parameters([harness.rclpy.parameter.Parameter("allow_partial_joints_goal", value=True)])
+    traj = build(_msg(["lwa_joint_2"], [point([0.3], t=1.0)]), now)
+    p, _, _ = traj.sample(now + 5.0)
+    assert p[1] == pytest.approx(0.3) and np.allclose(np.delete(p, 1), 0.0)
+
+
+def test_new_trajectory_preempts(harness):
+    first = JointTrajectory(joint_names=JOINTS, points=[point([1.0] + [0.0] * 6, t=3.0)])
+    second = JointTrajectory(joint_names=JOINTS, points=[point([-0.3] + [0.0] * 6, t=1.5)])
+    harness.trajectory_pub.publish(first)
+    harness.wait_for(lambda: harness.latest_position()[0] > 0.1, 3.0, "first moving")
+    harness.trajectory_pub.publish(second)
+    start = time.monotonic()
+    harness.wait_for(lambda: abs(harness.latest_position()[0] + 0.3) < 1e-3, 5.0, "second goal")
+    peak = max(m.position[0] for m in harness.snapshot(harness.joint_states, start))
+    assert peak < 0.5                                            # never went on toward 1.0
+    assert_within_limits(harness.snapshot(harness.joint_states, start),
+                         harness.snapshot(harness.states, start))
+
+
+def test_state_topic_is_reference_feedback_error(harness):
+    msg = harness.wait_for(lambda: harness.snapshot(harness.states), 2.0, "state")[-1]
+    assert list(msg.joint_names) == JOINTS and len(msg.points) == 3
+    ref, fb, err = msg.points
+    assert np.allclose(np.array(ref.positions) - np.array(fb.positions), err.positions)
+    assert len(fb.effort) == 7
+
+
+def test_load_fixture_file_through_formats(fixtures):
+    try:
+        import robot_bridge.formats.urdf  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"URDF reader not importable yet: {exc}")
+    path = fixtures / "hardware" / "lwa_arm.urdf"
+    h = Harness(None, description_file=str(path))
+    try:
+        assert h.node.joints == JOINTS
+        assert [lim.velocity for lim in h.node.limits] == pytest.approx(list(VELOCITY))
+        assert h.latest_position().shape == (7,)
+        target = [0.2, -0.2, 0.1, 0.3, 0.0, 0.0, 0.5]
+        h.commands_pub.publish(Float64MultiArray(data=target))
+        h.wait_for(lambda: np.max(np.abs(h.latest_position() - target)) < 1e-6, 4.0, "target")
+    finally:
+        h.close()
+
+
+def test_bad_description_keeps_node_alive(tmp_path):
+    bad = tmp_path / "bad.urdf"
+    bad.write_text("<robot name='x'><joint", encoding="utf-8")
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from robot_bridge.nodes.controller import ControllerNode
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = ControllerNode(context=context,
+                              parameter_overrides=[Parameter("description_file", value=str(bad))])
+        assert node.hardware is None
+        with pytest.raises(Rejected, match="not set up"):
+            node.home()
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
