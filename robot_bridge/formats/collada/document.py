@@ -208,7 +208,8 @@ class Document:
             if child.tag == "bool":
                 return (child.text or "").strip().lower() in ("true", "1")
             if child.tag == "SIDREF":
-                return self.resolve((child.text or "").strip(), child)
+                target = self.resolve((child.text or "").strip(), child)
+                return self.value(target) if target is not None and target.tag == "newparam" else target
         text = (el.text or "").strip()
         if text:
             if text.lower() in ("true", "false"):
@@ -216,7 +217,8 @@ class Document:
             try:
                 return float(text)
             except ValueError:
-                return None
+                raise self.error(SchemaError, f"expected a number, bool or <param>, got {text[:40]!r}",
+                                 el) from None
         return None
 
     # -- transforms ----------------------------------------------------------
