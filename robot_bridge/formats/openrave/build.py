@@ -214,7 +214,10 @@ def _manipulators_and_sensors(body: BodyState, robot: Robot, notes: Notes, sourc
         robot.manipulators[m.name] = m
     root = body.links[0].name
     for s in body.sensors:
-        if not s.link:
+        state = body.sensor_links.get(id(s))
+        if state is not None:
+            s.link = state.name
+        elif not s.link:
             s.link = root
         if s.link not in robot.links:
             raise UnknownReferenceError(f"attached sensor {s.name!r}: unknown link {s.link!r}",

@@ -77,6 +77,7 @@ class BodyState:
     joints: list[JointState] = field(default_factory=list)
     manipulators: list[Manipulator] = field(default_factory=list)
     sensors: list[AttachedSensor] = field(default_factory=list)
+    sensor_links: dict[int, LinkState] = field(default_factory=dict)     # id(sensor) -> its link
     adjacent: list[tuple[str, str]] = field(default_factory=list)
     jointvalues: Optional[list[float]] = None
     extras: dict[str, Any] = field(default_factory=dict)
