@@ -1,0 +1,407 @@
+"""sensor_bridge_node: every attached sensor of a robot file as standard ROS 2 topics.
+
+Per sensor (``sensors.<name>.mode``):
+- ``relay``: subscribe the driver's topic(s), validate, fix ``frame_id`` (the
+  frame the description node publishes: ``frames.data_frame``), optionally
+  restamp and rate-limit, republish.  Invalid messages are dropped, counted
+  (``SensorBridge.dropped``) and reported with a throttled warning.
+- ``sim``: generate data from the model and its environment at the current
+  /joint_states (laser and camera by ray casting, IMU from the frame's motion).
+- ``off``: nothing.
+
+Topics (relative to the node namespace): laser ``<sensor>/scan``; camera
+``<sensor>/image_raw`` + ``<sensor>/camera_info``; IMU ``<sensor>/imu``;
+force6d ``<sensor>/wrench``; odometry ``<sensor>/odom``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan
+
+from ..kinematics.frames import data_frame
+from ..model import AttachedSensor, Robot
+from ..ros import conversions as conv
+from ..ros import qos
+
+# The node's parameter schema: (name, default, description).  A Parameter.Type default declares a typed
+# parameter without a value.
+PARAMETERS = [
+    ("description_file", "", "Robot file (.robot.xml, .env.xml, .dae, .zae, .urdf) whose attached sensors "
+                             "are bridged; an .env.xml also gives the environment for simulation"),
+    ("search_path", Parameter.Type.STRING_ARRAY, "Directories searched for included files and meshes "
+                                                 "(before $OPENRAVE_DATA)"),
+    ("frame_prefix", "", "Prefix of every frame_id (as the description node's frame_prefix)"),
+    ("default_mode", "sim", "Mode of sensors without sensors.<name>.mode: relay, sim or off"),
+    ("relay_namespace", "driver", "Relay input topics default to <relay_namespace>/<sensor>/<topic>"),
+    ("joint_states_topic", "joint_states", "JointState topic moving the simulated sensors"),
+    ("ray_backend", "auto", "Triangle-mesh ray casting: auto (embree > trimesh > numpy), embree, trimesh, "
+                            "numpy"),
+    ("output_reliability", "reliable", "QoS reliability of published topics: reliable or best_effort"),
+    ("output_depth", 5, "QoS history depth of published topics"),
+    ("input_reliability", "best_effort", "QoS reliability of relay subscriptions: best_effort (matches any "
+                                         "driver, SensorDataQoS) or reliable"),
+    ("warn_throttle", 5.0, "Seconds between repeated warnings about dropped messages"),
+    ("seed", -1, "Random seed of the simulated noise (-1: from the OS)"),
+]
+
+# Declared once per sensor as sensors.<sensor>.<name>.
+SENSOR_PARAMETERS = [
+    ("mode", "", "relay, sim or off (empty: default_mode)"),
+    ("input_topic", "", "relay: driver topic (default <relay_namespace>/<sensor>/<scan|image_raw|imu|wrench|"
+                        "odom>)"),
+    ("input_info_topic", "", "relay cameras: driver CameraInfo topic (default "
+                             "<relay_namespace>/<sensor>/camera_info)"),
+    ("restamp", False, "relay: replace header.stamp by the time of arrival"),
+    ("max_rate", 0.0, "relay: republish at most this often (Hz); 0 = every valid message"),
+    ("rep117", True, "relay lasers: finite readings beyond range_max / below range_min -> +inf / -inf"),
+    ("rate", 0.0, "sim: publish rate in Hz (0: from the description, else 10)"),
+    ("noise_std", 0.0, "sim lasers and depth images: Gaussian range noise (m)"),
+    ("encoding", "", "sim cameras: rgb8 or 32FC1 on image_raw (empty: the description's format, else rgb8)"),
+    ("depth_topic", "", "sim cameras: also publish the 32FC1 depth image on this topic"),
+    ("gyro_noise_std", 0.0, "sim IMU: angular velocity noise (rad/s)"),
+    ("accel_noise_std", 0.0, "sim IMU: linear acceleration noise (m/s^2)"),
+    ("gyro_bias", Parameter.Type.DOUBLE_ARRAY, "sim IMU: constant angular velocity bias (3 values)"),
+    ("accel_bias", Parameter.Type.DOUBLE_ARRAY, "sim IMU: constant acceleration bias (3 values)"),
+    ("orientation_covariance", Parameter.Type.DOUBLE_ARRAY, "IMU covariance (9 values; empty: description)"),
+    ("angular_velocity_covariance", Parameter.Type.DOUBLE_ARRAY, "IMU covariance (9 values; empty: "
+                                                                 "description)"),
+    ("linear_acceleration_covariance", Parameter.Type.DOUBLE_ARRAY, "IMU covariance (9 values; empty: "
+                                                                    "description)"),
+]
+
+MODES = ("relay", "sim", "off")
+# sensor type -> [(topic suffix, message type)]; the first stream's frame_id is the sensor's data frame.
+STREAMS = {
+    "laser": [("scan", LaserScan)],
+    "camera": [("image_raw", Image), ("camera_info", CameraInfo)],
+    "imu": [("imu", Imu)],
+    "force6d": [("wrench", WrenchStamped)],
+    "odometry": [("odom", Odometry)],
+}
+SIMULATED = ("laser", "camera", "imu")
+
+
+@dataclass
+class RelayStream:
+    sensor: str
+    topic: str
+    validate: Callable[[object], Optional[str]]
+    publisher: object
+    frame_id: str
+    restamp: bool
+    min_period_ns: int
+    fix_rep117: bool = False
+    last_ns: Optional[int] = None
+    counts: Counter = field(default_factory=Counter)
+
+
+class SensorBridge(Node):
+    """The sensor bridge; ``robot`` may be given directly (embedding, tests) instead of description_file."""
+
+    def __init__(self, robot: Optional[Robot] = None, **kwargs):
+        super().__init__("sensor_bridge", **kwargs)
+        for name, default, description in PARAMETERS:
+            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        self.robot: Optional[Robot] = robot
+        self.relays: dict[tuple[str, str], RelayStream] = {}
+        self.dropped: dict[str, Counter] = defaultdict(Counter)   # sensor -> reason -> count
+        self.published: Counter = Counter()                         # sensor -> messages out
+        self.scene = None
+        self._joint_positions: dict[str, float] = {}
+        self._joints_dirty = False
+        seed = self.get_parameter("seed").value
+        self.rng = np.random.default_rng(None if seed < 0 else seed)
+        if self.robot is None:
+            self.robot = self._load()
+        if self.robot is not None:
+            self._setup(self.robot)
+
+    # -- set-up ------------------------------------------------------------------
+    def _p(self, name: str):
+        """A parameter's value; None for a typed parameter left without a value."""
+        try:
+            return self.get_parameter(name).value
+        except ParameterUninitializedException:
+            return None
+
+    def _load(self) -> Optional[Robot]:
+        path = self._p("description_file")
+        if not path:
+            self.get_logger().error("no description_file given: no sensors to bridge")
+            return None
+        from ..formats import load
+
+        try:
+            return load(path, search_path=list(self._p("search_path") or []))
+        except Exception as exc:  # any reader failure: report, stay up without sensors
+            self.get_logger().error(f"cannot read {path}: {exc}")
+            return None
+
+    def _sensor_params(self, sensor: AttachedSensor) -> dict:
+        values = {}
+        for name, default, description in SENSOR_PARAMETERS:
+            full = f"sensors.{sensor.name}.{name}"
+            self.declare_parameter(full, default, ParameterDescriptor(description=description))
+            values[name] = self._p(full)
+        return values
+
+    def _output_qos(self) -> QoSProfile:
+        policy = (ReliabilityPolicy.BEST_EFFORT if self._p("output_reliability") == "best_effort"
+                  else ReliabilityPolicy.RELIABLE)
+        return QoSProfile(depth=int(self._p("output_depth")), reliability=policy)
+
+    def _input_qos(self) -> QoSProfile:
+        profile = qos.sensor_data_qos()
+        if self._p("input_reliability") == "reliable":
+            profile.reliability = ReliabilityPolicy.RELIABLE
+        return profile
+
+    def _setup(self, robot: Robot) -> None:
+        prefix = self._p("frame_prefix")
+        sim_sensors = []
+        for sensor in robot.sensors.values():
+            params = self._sensor_params(sensor)
+            mode = params["mode"] or self._p("default_mode")
+            if mode not in MODES:
+                self.get_logger().error(f"sensor {sensor.name!r}: unknown mode {mode!r} "
+                                        "(expected relay, sim or off); sensor disabled")
+                continue
+            if sensor.type not in STREAMS:
+                self.get_logger().warning(f"sensor {sensor.name!r}: type {sensor.type!r} has no ROS message "
+                                          "mapping; not bridged")
+                continue
+            if mode == "relay":
+                self._setup_relay(sensor, params, prefix)
+            elif mode == "sim":
+                if sensor.type not in SIMULATED:
+                    self.get_logger().error(f"sensor {sensor.name!r}: {sensor.type} cannot be simulated "
+                                            "(use mode relay); sensor disabled")
+                    continue
+                sim_sensors.append((sensor, params))
+        if sim_sensors:
+            self._setup_sim(robot, sim_sensors, prefix)
+
+    # -- relay ---------------------------------------------------------------------
+    def _setup_relay(self, sensor: AttachedSensor, params: dict, prefix: str) -> None:
+        frame_id = data_frame(sensor, prefix)
+        period = int(1e9 / params["max_rate"]) if params["max_rate"] > 0 else 0
+        for suffix, msg_type in STREAMS[sensor.type]:
+            default_in = f"{self._p('relay_namespace')}/{sensor.name}/{suffix}"
+            given = params["input_info_topic"] if suffix == "camera_info" else params["input_topic"]
+            stream = RelayStream(
+                sensor=sensor.name, topic=suffix, validate=self._validator(sensor, msg_type),
+                publisher=self.create_publisher(msg_type, f"{sensor.name}/{suffix}", self._output_qos()),
+                frame_id=frame_id, restamp=params["restamp"], min_period_ns=period,
+                fix_rep117=msg_type is LaserScan and params["rep117"])
+            self.relays[(sensor.name, suffix)] = stream
+            self.create_subscription(msg_type, given or default_in,
+                                     lambda msg, s=stream: self._relay(s, msg), self._input_qos())
+
+    @staticmethod
+    def _validator(sensor: AttachedSensor, msg_type) -> Callable[[object], Optional[str]]:
+        if msg_type is CameraInfo:
+            w, h = sensor.params.get("width"), sensor.params.get("height")
+            return lambda msg: conv.validate_camera_info(msg, w, h)
+        return {LaserScan: conv.validate_laser_scan, Image: conv.validate_image, Imu: conv.validate_imu,
+                WrenchStamped: conv.validate_wrench, Odometry: conv.validate_odometry}[msg_type]
+
+    def _relay(self, stream: RelayStream, msg) -> None:
+        reason = stream.validate(msg)
+        if reason is not None:
+            self.dropped[stream.sensor][reason] += 1
+            stream.counts["invalid"] += 1
+            self.get_logger().warning(
+                f"{stream.sensor}/{stream.topic}: dropped an invalid message ({reason}); "
+                f"{sum(self.dropped[stream.sensor].values())} dropped so far",
+                throttle_duration_sec=float(self._p("warn_throttle")))
+            return
+        now = self.get_clock().now()
+        if stream.min_period_ns:
+            now_ns = now.nanoseconds
+            if stream.last_ns is not None and now_ns - stream.last_ns < stream.min_period_ns:
+                stream.counts["rate_limited"] += 1
+                return
+            stream.last_ns = now_ns
+        if stream.fix_rep117:
+            stream.counts["rep117_fixed"] += conv.rep117_normalize(msg)
+        msg.header.frame_id = stream.frame_id          # in place: the message is republished as is
+        if stream.restamp:
+            msg.header.stamp = now.to_msg()
+        stream.publisher.publish(msg)
+        stream.counts["relayed"] += 1
+        self.published[stream.sensor] += 1
+
+    # -- simulation ----------------------------------------------------------------
+    def _setup_sim(self, robot: Robot, sensors, prefix: str) -> None:
+        from ..sim import Scene
+
+        try:
+            self.scene = Scene(robot, backend=self._p("ray_backend"))
+        except Exception as exc:  # bad geometry / backend: report, keep the node up
+            self.get_logger().error(f"cannot build the simulation scene: {exc}")
+            return
+        for message in self.scene.warnings:
+            self.get_logger().warning(message)
+        self.create_subscription(JointState, self._p("joint_states_topic"), self._on_joint_states,
+                                 qos.sensor_data_qos())
+        for sensor, params in sensors:
+            try:
+                SimSensor(self, sensor, params, data_frame(sensor, prefix))
+            except (ValueError, KeyError) as exc:
+                self.get_logger().error(f"sensor {sensor.name!r}: cannot simulate: {exc}")
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        if len(msg.position) != len(msg.name):
+            self.get_logger().warning("JointState with names and positions of different lengths ignored",
+                                      throttle_duration_sec=float(self._p("warn_throttle")))
+            return
+        self._joint_positions.update(zip(msg.name, msg.position))
+        self._joints_dirty = True
+
+    def update_scene(self) -> None:
+        """Move the simulated robot to the latest joint states (multi-DOF joints: <joint>_axis<i>)."""
+        if not self._joints_dirty or self.scene is None:
+            return
+        positions = {}
+        for joint in self.robot.joints.values():
+            if joint.dof == 1 and joint.name in self._joint_positions:
+                positions[joint.name] = self._joint_positions[joint.name]
+            elif joint.dof > 1:
+                axes = [self._joint_positions.get(f"{joint.name}_axis{i}") for i in range(joint.dof)]
+                if all(v is not None for v in axes):
+                    positions[joint.name] = axes
+        try:
+            self.scene.set_joint_positions(positions)
+        except Exception as exc:  # e.g. a mimic formula failing on odd values: keep the last pose
+            self.get_logger().warning(f"joint states not applied: {exc}",
+                                      throttle_duration_sec=float(self._p("warn_throttle")))
+        self._joints_dirty = False
+
+
+class SimSensor:
+    """One simulated sensor: a timer producing its messages from the node's scene."""
+
+    def __init__(self, node: SensorBridge, sensor: AttachedSensor, params: dict, frame_id: str):
+        from ..sim import ImuSimulator, LaserModel, PinholeModel
+        from ..sim.imu import covariance
+
+        self.node, self.sensor, self.frame_id = node, sensor, frame_id
+        self.exclude = [(node.robot.name, sensor.link)]
+        out = node._output_qos()
+        p = sensor.params
+        rate = params["rate"]
+        if sensor.type == "laser":
+            overrides = {"noise_std": params["noise_std"]} if params["noise_std"] else None
+            self.model = LaserModel.from_sensor(sensor, overrides)
+            self.pub = node.create_publisher(LaserScan, f"{sensor.name}/scan", out)
+            rate = rate or (1.0 / self.model.scan_time if self.model.scan_time > 0 else 10.0)
+            tick = self._laser
+        elif sensor.type == "camera":
+            overrides = {"noise_std": params["noise_std"]} if params["noise_std"] else None
+            self.model = PinholeModel.from_sensor(sensor, overrides)
+            encoding = params["encoding"] or p.get("format") or ("32FC1" if p.get("depth") else "rgb8")
+            if encoding not in ("rgb8", "32FC1"):
+                raise ValueError(f"simulated cameras produce rgb8 or 32FC1, not {encoding!r}")
+            self.encoding = encoding
+            self.pub = node.create_publisher(Image, f"{sensor.name}/image_raw", out)
+            self.info_pub = node.create_publisher(CameraInfo, f"{sensor.name}/camera_info", out)
+            self.depth_pub = (node.create_publisher(Image, params["depth_topic"], out)
+                              if params["depth_topic"] else None)
+            if any(float(v) != 0.0 for v in p.get("distortion") or ()):
+                node.get_logger().warning(f"sensor {sensor.name!r}: simulated images are undistorted; "
+                                          "camera_info carries zero distortion")
+            rate = rate or float(p.get("frame_rate") or 10.0)
+            tick = self._camera
+        else:
+            self.sim = ImuSimulator(gyro_bias=list(params["gyro_bias"] or [0.0] * 3),
+                                    accel_bias=list(params["accel_bias"] or [0.0] * 3),
+                                    gyro_noise_std=params["gyro_noise_std"],
+                                    accel_noise_std=params["accel_noise_std"], rng=node.rng)
+            self.covariances = [
+                covariance(list(params[k] or []) or p.get(k), noise)
+                for k, noise in (("orientation_covariance", 0.0),
+                                 ("angular_velocity_covariance", params["gyro_noise_std"]),
+                                 ("linear_acceleration_covariance", params["accel_noise_std"]))]
+            self.pub = node.create_publisher(Imu, f"{sensor.name}/imu", out)
+            rate = rate or float(p.get("rate") or 100.0)
+            tick = self._imu
+        self.timer = node.create_timer(1.0 / rate, self._guarded(tick))
+
+    def _guarded(self, tick):
+        def run():
+            try:
+                self.node.update_scene()
+                tick()
+                self.node.published[self.sensor.name] += 1
+            except Exception as exc:  # never let one bad frame kill the node
+                self.node.get_logger().error(f"sensor {self.sensor.name!r}: simulation failed: {exc}",
+                                             throttle_duration_sec=float(self.node._p("warn_throttle")))
+        return run
+
+    def _pose(self) -> np.ndarray:
+        return self.node.scene.sensor_pose(self.sensor)
+
+    def _stamp(self):
+        return self.node.get_clock().now().to_msg()
+
+    def _laser(self) -> None:
+        m = self.model
+        ranges = m.scan(self.node.scene, self._pose(), self.exclude, rng=self.node.rng)
+        self.pub.publish(conv.laser_scan_msg(
+            ranges, angle_min=m.angle_min, angle_increment=m.angle_increment, range_min=m.range_min,
+            range_max=m.range_max, frame_id=self.frame_id, stamp=self._stamp(), scan_time=m.scan_time,
+            time_increment=m.time_increment))
+
+    def _camera(self) -> None:
+        m = self.model
+        depth, rgb = m.render(self.node.scene, self._pose(), self.exclude, color=self.encoding == "rgb8",
+                              rng=self.node.rng)
+        stamp = self._stamp()
+        self.pub.publish(conv.image_msg(rgb if self.encoding == "rgb8" else depth, self.encoding,
+                                        self.frame_id, stamp))
+        if self.depth_pub is not None:
+            self.depth_pub.publish(conv.image_msg(depth, "32FC1", self.frame_id, stamp))
+        self.info_pub.publish(conv.camera_info_msg(
+            width=m.width, height=m.height, fx=m.fx, fy=m.fy, cx=m.cx, cy=m.cy, frame_id=self.frame_id,
+            stamp=stamp, distortion_model=self.sensor.params.get("distortion_model") or "plumb_bob"))
+
+    def _imu(self) -> None:
+        now = self.node.get_clock().now()
+        reading = self.sim.update(now.nanoseconds * 1e-9, self._pose())
+        self.pub.publish(conv.imu_msg(
+            frame_id=self.frame_id, stamp=now.to_msg(), orientation_xyzw=reading.orientation_xyzw,
+            angular_velocity=reading.angular_velocity, linear_acceleration=reading.linear_acceleration,
+            orientation_covariance=self.covariances[0], angular_velocity_covariance=self.covariances[1],
+            linear_acceleration_covariance=self.covariances[2]))
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = SensorBridge()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""sensor_bridge_node in sim mode over real rclpy: laser, depth camera and IMU from the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from fixtures.sim.ros_harness import Harness
+from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan
+
+from fixtures.sim.models import box_body, pan_robot
+from robot_bridge.model import AttachedSensor
+from robot_bridge.sim.imu import STANDARD_GRAVITY
+
+
+@pytest.fixture
+def harness_factory():
+    made = []
+
+    def make(robot, **parameters):
+        made.append(Harness(robot, **parameters))
+        return made[-1]
+
+    yield make
+    for h in made:
+        h.close()
+
+
+def test_sim_laser_ranges_and_frame_follow_joint_states(harness_factory):
+    robot = pan_robot()
+    # 1 m wide box face at y = 3: visible only when the pan joint turns the laser towards +y.
+    robot.environment["wall"] = box_body("wall", [0.5, 0.1, 20], [0, 3.1, 0])
+    h = harness_factory(robot, default_mode="off", **{"sensors.laser.mode": "sim", "seed": 1})
+    scans = h.listen(LaserScan, "laser/scan")
+    assert h.spin_until(lambda: scans)
+    first = scans[-1]
+    assert first.header.frame_id == "laser"
+    assert len(first.ranges) == 241 and np.all(np.isinf(first.ranges))
+    assert first.angle_min == pytest.approx(np.radians(-60))
+    assert first.angle_max == pytest.approx(np.radians(60))
+
+    joints = h.publisher(JointState, "joint_states")
+
+    def turned():
+        joints.publish(JointState(name=["pan"], position=[np.pi / 2]))
+        return scans and np.isfinite(scans[-1].ranges).any()
+
+    assert h.spin_until(turned)
+    ranges = np.asarray(scans[-1].ranges)
+    angles = first.angle_min + first.angle_increment * np.arange(len(ranges))
+    x_at_wall = -2.9 * np.tan(angles)
+    on_face = np.abs(x_at_wall) < 0.5 - 1e-3
+    assert on_face.sum() == 39
+    assert np.max(np.abs(ranges[on_face] - 2.9 / np.cos(angles[on_face]))) < 1e-6
+    assert np.all(np.isinf(ranges[np.abs(x_at_wall) > 0.5 + 1e-3]))
+    assert h.bridge.published["laser"] >= 2
+
+
+def test_sim_depth_camera_per_pixel_depth_and_camera_info(harness_factory):
+    robot = pan_robot()
+    robot.environment["wall"] = box_body("wall", [0.1, 50, 50], [1.66, 0, 0])
+    h = harness_factory(robot, default_mode="off",
+                        **{"sensors.cam.mode": "sim", "sensors.cam.encoding": "32FC1",
+                           "sensors.cam.rate": 20.0, "sensors.cam.depth_topic": "cam/depth/image_raw"})
+    images = h.listen(Image, "cam/image_raw")
+    infos = h.listen(CameraInfo, "cam/camera_info")
+    depths = h.listen(Image, "cam/depth/image_raw")
+    assert h.spin_until(lambda: images and infos and depths)
+    img = images[-1]
+    assert img.header.frame_id == "cam_optical_frame"
+    assert (img.width, img.height, img.encoding, img.step) == (64, 48, "32FC1", 64 * 4)
+    depth = np.frombuffer(bytes(img.data), dtype=np.float32).reshape(48, 64)
+    assert np.max(np.abs(depth - 1.5)) < 1e-6                      # fronto-parallel plane 1.5 m ahead
+    assert bytes(depths[-1].data) == bytes(img.data)
+    info = infos[-1]
+    assert info.header.frame_id == "cam_optical_frame"
+    assert (info.width, info.height) == (64, 48)
+    assert list(info.k) == pytest.approx([50.0, 0, 31.5, 0, 52.0, 23.5, 0, 0, 1])
+    assert list(info.p) == pytest.approx([50.0, 0, 31.5, 0, 0, 52.0, 23.5, 0, 0, 0, 1, 0])
+
+
+def test_sim_rgb_camera_sees_the_box_colour(harness_factory):
+    robot = pan_robot()
+    robot.environment["wall"] = box_body("wall", [0.1, 50, 50], [1.66, 0, 0], rgb=(1.0, 0.5, 0.0))
+    h = harness_factory(robot, default_mode="off", **{"sensors.cam.mode": "sim"})
+    images = h.listen(Image, "cam/image_raw")
+    assert h.spin_until(lambda: images)
+    img = images[-1]
+    assert (img.encoding, img.step) == ("rgb8", 64 * 3)
+    rgb = np.frombuffer(bytes(img.data), dtype=np.uint8).reshape(48, 64, 3)
+    assert rgb[24, 32] == pytest.approx([255, 128, 0], abs=2)
+
+
+def test_sim_imu_at_rest_reads_gravity_up_in_its_frame(harness_factory):
+    robot = pan_robot()
+    h = harness_factory(robot, default_mode="off", **{"sensors.imu.mode": "sim"})
+    imus = h.listen(Imu, "imu/imu")
+    assert h.spin_until(lambda: len(imus) >= 3)
+    msg = imus[-1]
+    assert msg.header.frame_id == "imu"
+    acc = np.array([msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z])
+    # the IMU is tilted 30 deg about its x axis: world up is (0, sin 30, cos 30) in its frame
+    assert acc == pytest.approx(STANDARD_GRAVITY * np.array([0, 0.5, np.cos(np.radians(30))]), abs=1e-9)
+    assert np.linalg.norm(acc) == pytest.approx(9.81, abs=0.01)
+    gyro = [msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z]
+    assert gyro == pytest.approx([0, 0, 0])
+    assert list(msg.linear_acceleration_covariance) == pytest.approx([0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01])
+    q = msg.orientation
+    assert [q.x, q.y, q.z, q.w] == pytest.approx([np.sin(np.radians(15)), 0, 0, np.cos(np.radians(15))])
+
+
+def test_no_description_keeps_the_node_alive(harness_factory):
+    h = harness_factory(None)
+    assert h.bridge.robot is None and not h.bridge.relays
+    h.spin_for(0.1)
+
+
+def test_bad_mode_and_unsimulatable_type_are_reported_not_fatal(harness_factory):
+    robot = pan_robot()
+    robot.sensors["ft"] = AttachedSensor("ft", "head", type="force6d")
+    h = harness_factory(robot, default_mode="sim",
+                        **{"sensors.laser.mode": "bogus", "sensors.cam.mode": "off"})
+    imus = h.listen(Imu, "imu/imu")
+    assert h.spin_until(lambda: imus)
+    h.spin_for(0.1)
+    assert set(h.bridge.published) == {"imu"}          # laser: bad mode, ft: cannot be simulated, cam: off
