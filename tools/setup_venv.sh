@@ -18,9 +18,10 @@ start=$SECONDS
 die() { echo "make setup: error: $*" >&2; exit 1; }
 note() { echo "make setup: $*"; }
 
-command -v "$PYTHON" >/dev/null 2>&1 || die "Python interpreter '$PYTHON' not found (set PYTHON=...)."
+py_version=$("$PYTHON" -c 'import platform; print(platform.python_version())' 2>/dev/null) \
+    || die "cannot run the Python interpreter '$PYTHON' (set PYTHON=...)."
 "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
-    || die "$PYTHON is Python $("$PYTHON" -c 'import platform; print(platform.python_version())'); 3.10 or newer is required."
+    || die "$PYTHON is Python $py_version; 3.10 or newer is required."
 "$PYTHON" -c 'import venv, ensurepip' 2>/dev/null \
     || die "$PYTHON cannot create virtual environments (install the python3-venv package)."
 
