@@ -224,7 +224,8 @@ class ControllerNode(Node):
         hardware = self._ready()
         for s in hardware.status():
             if s.state in (ModuleState.FAULT, ModuleState.DISABLED, ModuleState.OFFLINE):
-                raise Rejected(f"{s.joint} is {s.state.value} ({s.message}); call ~/recover or ~/init")
+                what = "faulted" if s.state is ModuleState.FAULT else s.state.value
+                raise Rejected(f"{s.joint} is {what} ({s.message}); call ~/recover or ~/init")
         return hardware
 
     def _command(self, positions: np.ndarray) -> None:
