@@ -11,7 +11,7 @@ from robot_bridge.errors import (IncludeCycleError, MissingFileError, SchemaErro
                                  UnsafeInputError)
 from robot_bridge.formats import load
 from robot_bridge.kinematics import forward_kinematics
-from robot_bridge.model import Box, Cylinder, Mesh, Sphere
+from robot_bridge.model import Cylinder, Mesh, Sphere
 
 D = math.pi / 180.0
 
@@ -93,10 +93,12 @@ def test_3dof_poses_at_zero(tridof):
 
 
 def test_3dof_poses_nonzero(tridof):
-    # Arm0 = +90 deg about z through (0,0,0.005): Arm1's offset (0.14,0,0.01) turns to (0,0.14,0.01) -> Arm1 at
-    # (0,0.14,0.015).  Arm1 = -90 deg cancels the turn: Arm2 = Arm1 + (0.14,0,0.01) = (0.14,0.14,0.025),
-    # orientation identity.  RClaw = Arm2 + (0.08,0,0.005) = (0.22,0.14,0.03), turned -90 deg then j1 = 0.3 rad
-    # about its +z axis; LClaw = (0.22,0.145,0.025), turned -90 deg then 0.3 rad about its -z axis (axis 0 0 -1).
+    # Arm0 = +90 deg about z through (0,0,0.005): Arm1's offset (0.14,0,0.01) turns to (0,0.14,0.01)
+    # -> Arm1 at (0,0.14,0.015).  Arm1 = -90 deg cancels the turn:
+    # Arm2 = Arm1 + (0.14,0,0.01) = (0.14,0.14,0.025),
+    # orientation identity.  RClaw = Arm2 + (0.08,0,0.005) = (0.22,0.14,0.03), turned -90 deg then
+    # j1 = 0.3 rad about its +z axis; LClaw = (0.22,0.145,0.025), turned -90 deg then 0.3 rad about its
+    # -z axis (axis 0 0 -1).
     q = {"Arm0": math.pi / 2, "Arm1": -math.pi / 2, "Arm2": 0.0, "j1": 0.3, "j2": 0.3}
     p = world(tridof, q)
     np.testing.assert_allclose(p["Arm0"][:3, :3], rz(90), atol=1e-12)
@@ -203,7 +205,8 @@ def test_joint_listed_child_first_is_flipped(tmp_path):
 
 
 def test_limits_units_per_tag_and_type(tmp_path):
-    xml = """<KinBody name="k"><Body name="a"/><Body name="b"/><Body name="c"/><Body name="d"/><Body name="e"/>
+    xml = """<KinBody name="k"><Body name="a"/><Body name="b"/><Body name="c"/><Body name="d"/>
+      <Body name="e"/>
       <Joint name="h" type="hinge"><body>a</body><body>b</body><limitsdeg>90 -45</limitsdeg>
         <maxveldeg>180</maxveldeg><resolution>2</resolution></Joint>
       <Joint name="s" type="slider"><body>a</body><body>c</body><limitsdeg>-0.5 0.25</limitsdeg>
@@ -216,7 +219,8 @@ def test_limits_units_per_tag_and_type(tmp_path):
     assert h.velocity[0] == pytest.approx(math.pi) and h.resolution[0] == pytest.approx(2 * D)
     assert s.type == "prismatic" and (s.lower[0], s.upper[0]) == (-0.5, 0.25)   # limitsdeg not scaled
     assert s.resolution[0] == 0.01
-    assert (rr.lower[0], rr.upper[0]) == (-4, 2) and rr.offset[0] == pytest.approx(-1)  # beyond +-pi: midpoint
+    assert (rr.lower[0], rr.upper[0]) == (-4, 2)
+    assert rr.offset[0] == pytest.approx(-1)          # beyond +-pi: offset = midpoint
     assert (d.lower[0], d.upper[0]) == (-10, 10)                              # slider default limits
     assert h.offset[0] == 0
 
@@ -279,7 +283,8 @@ def test_geometry_conventions(tmp_path):
     r = load_xml(tmp_path, xml, "k.kinbody.xml")
     link = r.links["a"]
     box, cyl, mesh, full = (g.shape for g in link.collisions)
-    np.testing.assert_allclose(box.half_extents, [1, 2, 3]) and np.testing.assert_allclose(box.size, [2, 4, 6])
+    np.testing.assert_allclose(box.half_extents, [1, 2, 3])
+    np.testing.assert_allclose(box.size, [2, 4, 6])
     assert link.collisions[0].material.rgba == (1, 0, 0, 0.75)
     assert isinstance(cyl, Cylinder) and cyl.length == 2
     # model cylinders run along z; the XML one along local y: the geometry frame's z is +-y
@@ -310,7 +315,8 @@ def test_prefix_robot_rewrites_mimic_kinbody_does_not(tmp_path):
       <Joint name="jg" type="hinge" enable="false" mimic_pos="jf" mimic_vel="|jf 1"><body>palm</body>
         <body>g</body></Joint></KinBody>
       <Manipulator name="m"><base>palm</base><effector>f</effector><joints>jf</joints></Manipulator>
-      <AttachedSensor name="s"><link>f</link><sensor type="BaseCamera"><KK>1 1 0 0</KK></sensor></AttachedSensor>
+      <AttachedSensor name="s"><link>f</link><sensor type="BaseCamera"><KK>1 1 0 0</KK></sensor>
+      </AttachedSensor>
       </Robot>""", "hand.robot.xml")
     xml = """<Robot name="two"><KinBody><Body name="base"/></KinBody>
       <Robot prefix="l_" file="hand.robot.xml"/>
@@ -319,7 +325,8 @@ def test_prefix_robot_rewrites_mimic_kinbody_does_not(tmp_path):
     r = load_xml(tmp_path, xml)
     assert r.name == "two"
     assert {"l_palm", "l_f", "l_g"} <= set(r.links) and {"l_jf", "l_jg"} <= set(r.joints)
-    assert r.joints["l_jg"].mimic[0].position == "l_jf" and r.joints["l_jg"].mimic[0].velocity == {"l_jf": "1"}
+    mimic = r.joints["l_jg"].mimic[0]
+    assert mimic.position == "l_jf" and mimic.velocity == {"l_jf": "1"}
     m = r.manipulators["l_m"]
     assert (m.base, m.effector, m.gripper_joints) == ("l_palm", "l_f", ["l_jf"])
     assert r.sensors["l_s"].link == "l_f"
@@ -328,8 +335,8 @@ def test_prefix_robot_rewrites_mimic_kinbody_does_not(tmp_path):
       <Joint name="a" type="hinge"><body>p</body><body>q</body></Joint>
       <Joint name="b" type="hinge" mimic_pos="a"><body>p</body><body>s</body></Joint></KinBody>""",
           "kb.kinbody.xml")
-    kb_robot = """<Robot name="x"><KinBody prefix="k_" file="kb.kinbody.xml"/><KinBody prefix="j_" file="kb.kinbody.xml"/>
-      </Robot>"""
+    kb_robot = """<Robot name="x"><KinBody prefix="k_" file="kb.kinbody.xml"/>
+      <KinBody prefix="j_" file="kb.kinbody.xml"/></Robot>"""
     path = write(tmp_path, kb_robot, "x.robot.xml")
     with pytest.raises(Exception, match="'a'"):
         load(path)         # "a" no longer exists: the unrewritten equation names an unknown joint
@@ -345,7 +352,8 @@ def test_include_lookup_order(tmp_path, monkeypatch):
     other = write(tmp_path, '<Robot name="r"><KinBody file="part.kinbody.xml"/></Robot>', "x/r.robot.xml")
     assert "there" in load(other, search_path=[tmp_path / "data"]).links
     monkeypatch.setenv("OPENRAVE_DATA", str(tmp_path / "envdata"))
-    env_file = write(tmp_path, '<Robot name="r"><KinBody file="sub/only.kinbody.xml"/></Robot>', "y/r.robot.xml")
+    env_file = write(tmp_path, '<Robot name="r"><KinBody file="sub/only.kinbody.xml"/></Robot>',
+                     "y/r.robot.xml")
     assert "envlink" in load(env_file).links
     missing = write(tmp_path, '<Robot name="r">\n<KinBody file="nope.kinbody.xml"/></Robot>', "z/r.robot.xml")
     with pytest.raises(MissingFileError, match="nope.kinbody.xml") as err:
@@ -414,7 +422,8 @@ def test_closed_loop_joint_kept_out_of_tree(tmp_path):
     ('<Body name="a"><translation>1 x 0</translation></Body>', SchemaError, "'x'"),
     ('<Body name="a"/><Body name="b"/><Joint name="j" type="screw"><body>a</body><body>b</body></Joint>',
      SchemaError, "screw"),
-    ('<Body name="a"/><Joint name="j"><body>a</body><body>ghost</body></Joint>', UnknownReferenceError, "ghost"),
+    ('<Body name="a"/><Joint name="j"><body>a</body><body>ghost</body></Joint>', UnknownReferenceError,
+     "ghost"),
     ('<Body name="a"><offsetfrom>nowhere</offsetfrom></Body>', UnknownReferenceError, "nowhere"),
     ('<Body name="a"><Geom type="box"/></Body>', SchemaError, "extents"),
 ])
@@ -430,8 +439,8 @@ def test_include_cycle_and_dtd_refused(tmp_path):
     write(tmp_path, '<Robot name="b"><Robot file="a.robot.xml"/></Robot>', "b.robot.xml")
     with pytest.raises(IncludeCycleError):
         load(tmp_path / "a.robot.xml")
-    evil = write(tmp_path, '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x "y">]><KinBody name="k">&x;</KinBody>',
-                 "evil.kinbody.xml")
+    evil = write(tmp_path, '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x "y">]>'
+                 '<KinBody name="k">&x;</KinBody>', "evil.kinbody.xml")
     with pytest.raises(UnsafeInputError):
         load(evil)
 

@@ -5,6 +5,7 @@ Tree rules (as OpenRAVE's ``KinBody::_ComputeInternalInformation``):
   declaration order decides each joint's parent (the body closer to the root).
   A joint whose bodies are listed child-first is flipped: parent/child swap,
   the relative pose is inverted and the axes negated, so q keeps its meaning.
+- ``robot.joints`` keeps declaration order (OpenRAVE's DOF order).
 - links reached by no joint are rigidly attached to the root by a generated
   fixed joint named ``<link>__fixed`` (``extras["generated"] = True``; a ``_``
   is appended while the name collides).
@@ -162,6 +163,8 @@ def build_robot(body: BodyState, notes: Notes, source: Path) -> Robot:
                                    origin=tf.inverse(root.T) @ link.T, extras={"generated": True})
         visited.add(id(link))
         queue.append(link)
+    order = {js.name: i for i, js in enumerate(body.joints)}     # declaration order, generated ones last
+    robot.joints = dict(sorted(robot.joints.items(), key=lambda item: order.get(item[0], len(order))))
     if loops:
         robot.extras["closed_loop_joints"] = loops
         robot.warn(f"joints close kinematic loops and are kept out of the tree: {', '.join(loops)}")

@@ -416,7 +416,8 @@ def read_attached_sensor(el, body: BodyState, ctx: Context, notes: Notes) -> Non
         if cname == "link":
             link = body.link(text(c))
             if link is None:
-                raise ctx.error(UnknownReferenceError, f"attached sensor {name!r}: unknown link {text(c)!r}", c)
+                raise ctx.error(UnknownReferenceError, f"attached sensor {name!r}: unknown link {text(c)!r}",
+                                c)
             body.sensor_links[id(sensor)] = link     # follows later prefixes, like upstream's pointer
         elif cname == "sensor":
             sensors.read_sensor(c, sensor, ctx, notes)
