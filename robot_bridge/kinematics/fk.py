@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from typing import Mapping, Optional, Sequence
 
@@ -129,25 +130,42 @@ class KinematicModel:
         n = len(weights)
         self._weights = np.array(weights).reshape(n, 16, 4)
         self._row_slot = np.array([s if s >= 0 else len(self.dof_names) for s in slots], dtype=np.intp)
+        self._terms = np.ascontiguousarray(self._weights.transpose(2, 0, 1))
         self._has_prismatic = any(s >= 0 and not r for s, r in zip(slots, revolute, strict=True))
-        # small robots: one dot with a block-diagonal matrix, rows ordered (1, cos, sin, q) x row
+        # small robots: one dot of (1, cos q, cos(q - pi/2) = sin q[, q of prismatic rows]) with a
+        # block-diagonal matrix; the 1 is cos of the constant-0 slot, so it costs a handful of numpy calls
         self._block = None
         if n <= _BLOCK_ROWS:
-            terms = 4 if self._has_prismatic else 3
-            self._block = np.zeros((terms, n, n, 16))
-            for k in range(terms):
-                self._block[k, np.arange(n), np.arange(n)] = self._weights[:, :, k]
-            self._block = self._block.reshape(terms * n, 16 * n)
-            self._ones = np.ones(n)
+            zero = len(self.dof_names)
+            self._trig_slot = np.concatenate([[zero], self._row_slot, self._row_slot])
+            self._trig_shift = np.concatenate([[0.0], np.zeros(n), np.full(n, np.pi / 2)])
+            prismatic = [i for i, (sl, rev) in enumerate(zip(slots, revolute, strict=True))
+                         if sl >= 0 and not rev]
+            self._prismatic_slot = self._row_slot[prismatic]
+            rows = np.arange(n)
+            block = np.zeros((1 + 2 * n + len(prismatic), n, 16))
+            block[0] = self._weights[:, :, 0]
+            block[1 + rows, rows] = self._weights[:, :, 1]
+            block[1 + n + rows, rows] = self._weights[:, :, 2]
+            block[1 + 2 * n + np.arange(len(prismatic)), prismatic] = self._weights[prismatic, :, 3]
+            self._block = block.reshape(len(block), 16 * n)
         self._parents = np.array(parents, dtype=np.intp)
         self._steps = [(i, p) for i, p in enumerate(parents) if p >= 0]
+        self._chains = _chains(parents)
+        self.dof_slot = {name: k for k, name in enumerate(self.dof_names)}     # (joint, dof) -> index
         self._link_rows = [link_row.get(name, -1) for name in self.link_names]
-        self._link_index = list(zip(self.link_names, self._link_rows, strict=True))
+        named_rows = list(zip(self.link_names, self._link_rows, strict=True))
+        self._root_names = [name for name, row in named_rows if row < 0]
+        self._child_names = [name for name, row in named_rows if row >= 0]
+        self._child_rows = [row for row in self._link_rows if row >= 0]
+        picker = operator.itemgetter(*self._link_rows)
+        self._pick = picker if len(self._link_rows) > 1 else (lambda poses: (picker(poses),))
         self._initial = np.zeros(len(self.dof_names) + 1)       # last slot: constant 0 for fixed rows
         for j in self.order:
             if j.dof:
                 start, dof = self._slots[j.name]
                 self._initial[start:start + dof] = j.initial
+        self._compile_mimic()
         # pointer jumping tables: ancestors 1, 2, 4, ... rows up (n = identity sentinel)
         anc = np.where(self._parents < 0, n, self._parents)
         self._jumps = []
@@ -171,13 +189,46 @@ class KinematicModel:
             if arr.size != dof:
                 raise ValueError(f"joint {name!r} has {dof} DOF, got {arr.size} values")
             q[start:start + dof] = arr.reshape(-1)
-        if self.mimic.steps:
-            self._apply_mimic(q)
+        if self._mimic_plan:
+            self.apply_mimic(q)
         return q
 
-    def _apply_mimic(self, q: np.ndarray) -> None:
-        views = {name: q[start:start + dof] for name, (start, dof) in self._slots.items()}
-        self.mimic.apply(views)      # writes through the views into q
+    def _compile_mimic(self) -> None:
+        """The mimic evaluator's steps as DOF-vector operations: linear formulas become
+        ``q[t] = a * q[s] + b`` (vectorised in batches), others read only their own variables."""
+        slot_of = {var: self._slots[joint][0] + i for var, (joint, i) in self.mimic.variables.items()
+                   if joint in self._slots}
+        self._mimic_plan = []
+        for joint, dof, expr, limits in self.mimic.steps:
+            if joint not in self._slots:
+                continue                                  # a loop-closing joint: no value in FK
+            target = self._slots[joint][0] + dof
+            lin = None if expr.is_multi else expr.as_linear()
+            if lin is not None and lin[0] in slot_of:
+                self._mimic_plan.append((target, (slot_of[lin[0]], lin[1], lin[2]), None, ({}, []), None))
+                continue
+            loop_values = getattr(self.mimic, "_loop_values", {})
+            env = {var: float(loop_values[jn][i]) for var, (jn, i) in self.mimic.variables.items()
+                   if var in expr.variables and var not in slot_of}
+            reads = [(var, slot_of[var]) for var in expr.variables if var in slot_of]
+            self._mimic_plan.append((target, None, expr, (env, reads), limits))
+
+    def apply_mimic(self, q: np.ndarray) -> None:
+        """Overwrite mimic DOFs of ``q`` (``dof_names`` layout, shape (dof,) or (m, dof)) from their
+        formulas, in dependency order."""
+        single = q.ndim == 1
+        for target, lin, expr, (env, reads), limits in self._mimic_plan:
+            if lin is not None:
+                if single:
+                    q[target] = lin[1] * float(q[lin[0]]) + lin[2]
+                else:
+                    q[:, target] = lin[1] * q[:, lin[0]] + lin[2]
+                continue
+            for row in q.reshape(-1, q.shape[-1]):
+                values = {**env, **{var: float(row[slot]) for var, slot in reads}}
+                # a multi-valued formula (polyroots) picks its value by the joint limits (MimicEvaluator rule)
+                row[target] = (expr.evaluate_within(values, *limits) if expr.is_multi
+                               else expr.evaluate(values))
 
     def _values_vector(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
         q = self._initial.copy()
@@ -192,17 +243,17 @@ class KinematicModel:
         Revolute rows have no ``q`` weights and prismatic rows no ``cos``/``sin``
         weights, so the coefficients need no masking.
         """
-        qa = q[..., self._row_slot]
         if self._block is not None and q.ndim == 1:
-            terms = (self._ones, np.cos(qa), np.sin(qa), qa) if self._has_prismatic \
-                else (self._ones, np.cos(qa), np.sin(qa))
-            return np.concatenate(terms).dot(self._block).reshape(len(qa), 4, 4)
-        coef = np.empty(qa.shape + (4,))
-        coef[..., 0] = 1.0
-        np.cos(qa, out=coef[..., 1])
-        np.sin(qa, out=coef[..., 2])
-        coef[..., 3] = qa
-        return np.matmul(self._weights, coef[..., None]).reshape(qa.shape + (4, 4))
+            coef = np.cos(q[self._trig_slot] - self._trig_shift)
+            if self._has_prismatic:
+                coef = np.concatenate((coef, q[self._prismatic_slot]))
+            return coef.dot(self._block).reshape(-1, 4, 4)
+        qa = q[..., self._row_slot]
+        w = self._terms                     # (4, rows, 16): constant, cos, sin and q weights
+        flat = w[0] + np.cos(qa)[..., None] * w[1] + np.sin(qa)[..., None] * w[2]
+        if self._has_prismatic:
+            flat += qa[..., None] * w[3]
+        return flat.reshape(qa.shape + (4, 4))
 
     def _compose(self, local: np.ndarray) -> list[np.ndarray]:
         """Root-frame pose of every row."""
@@ -215,9 +266,15 @@ class KinematicModel:
                 poses[:n] = poses[anc] @ poses[:n]
             return list(poses[:n])
         poses = list(local)
-        for i, p in self._steps:
-            poses[i] = poses[p].dot(poses[i])       # ndarray.dot: a third of @'s call overhead
+        for parent, chain in self._chains:          # ndarray.dot: a third of @'s call overhead
+            acc = poses[parent]
+            for i in chain:
+                acc = poses[i] = acc.dot(poses[i])
         return poses
+
+    def dof_vector(self, positions: Optional[Mapping[str, object]] = None) -> np.ndarray:
+        """(dof,) vector in ``dof_names`` order: given values, else initial ones; mimic DOFs computed."""
+        return self._vector(positions)[:-1]
 
     def joint_values(self, positions: Optional[Mapping[str, object]] = None) -> dict[str, np.ndarray]:
         """Per-joint DOF values: given ones, else initial values; mimic DOFs computed."""
@@ -233,7 +290,13 @@ class KinematicModel:
         """
         q = self._vector(positions) if values is None else self._values_vector(values)
         poses = self._compose(self._locals(q))
-        return {name: poses[row] if row >= 0 else _EYE.copy() for name, row in self._link_index}
+        poses.append(_EYE.copy())                   # row -1: the root links
+        if len(self._root_names) > 1:               # no shared identity between several roots
+            poses[-1:] = []
+            out = {name: _EYE.copy() for name in self._root_names}
+            out.update(zip(self._child_names, [poses[row] for row in self._child_rows], strict=True))
+            return out
+        return dict(zip(self.link_names, self._pick(poses), strict=True))
 
     def configuration_matrix(self, positions: Sequence[Mapping[str, object]]) -> np.ndarray:
         """(m, dof) DOF vectors (``dof_names`` order) for :meth:`link_poses_batch`."""
@@ -251,9 +314,8 @@ class KinematicModel:
             raise ValueError(f"expected {len(self.dof_names)} DOF values per configuration, got {q.shape[1]}")
         ext = np.zeros((m, len(self.dof_names) + 1))
         ext[:, :-1] = q
-        if self.mimic.steps:
-            for row in ext:
-                self._apply_mimic(row)
+        if self._mimic_plan:
+            self.apply_mimic(ext)
         poses = self._locals(ext)
         for i, p in self._steps:
             poses[:, i] = poses[:, p] @ poses[:, i]
@@ -261,6 +323,25 @@ class KinematicModel:
         for k, row in enumerate(self._link_rows):
             out[:, k] = poses[:, row] if row >= 0 else np.eye(4)
         return out
+
+
+def _chains(parents: list[int]) -> list[tuple[int, list[int]]]:
+    """Rows grouped into (parent row, chain of rows each the child of the previous), in an
+    order where every parent row is computed before its chains."""
+    children: dict[int, list[int]] = {}
+    for i, p in enumerate(parents):
+        children.setdefault(p, []).append(i)
+    out = []
+    pending = [(root, kid) for root in children.get(-1, []) for kid in children.get(root, [])]
+    while pending:
+        parent, row = pending.pop(0)
+        chain = [row]
+        while children.get(chain[-1]):
+            first, *others = children[chain[-1]]
+            pending += [(chain[-1], o) for o in others]
+            chain.append(first)
+        out.append((parent, chain))
+    return out
 
 
 def _row_weights(before: np.ndarray, axis: Optional[np.ndarray], prismatic: bool,

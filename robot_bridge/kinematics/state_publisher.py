@@ -83,17 +83,17 @@ class StatePublisher:
         n = len(self.moving)
         self.parents = [frames.link_frame(j.parent, prefix) for j in self.moving]
         self.children = [frames.link_frame(j.child, prefix) for j in self.moving]
-        # input name -> row(s) of self.moving it sets
-        self.index: dict[str, tuple[str, int]] = {}
-        for var, (joint, dof) in dof_variable_names(robot).items():
-            self.index[var] = (joint, dof)
+        km = self.kinematics
+        # input name -> index in the DOF vector (URDF names, model variable names)
+        self.index: dict[str, int] = {var: km.dof_slot[key] for var, key in dof_variable_names(robot).items()
+                                      if key in km.dof_slot}
         for j in self.moving:
-            self.index[j.name] = (j.source, j.dof)
-        self._row = {(j.source, j.dof): i for i, j in enumerate(self.moving)}
+            self.index[j.name] = km.dof_slot[(j.source, j.dof)]
+        self._row_of_slot = {km.dof_slot[(j.source, j.dof)]: i for i, j in enumerate(self.moving)}
+        self._row_slots = np.array([km.dof_slot[(j.source, j.dof)] for j in self.moving], dtype=np.intp)
         self._mimic_rows = np.array([i for i, j in enumerate(self.moving)
-                                     if robot.joints[j.source].mimic[j.dof] is not None], dtype=int)
-        self.values = self.kinematics.joint_values()        # model joint -> DOF array (initial)
-        self._src = [(j.source, j.dof) for j in self.moving]
+                                     if robot.joints[j.source].mimic[j.dof] is not None], dtype=np.intp)
+        self.q = km.dof_vector()                          # current DOF values (initial until told)
         # vectorised per-row constants
         origins = np.array([j.origin for j in self.moving]).reshape(n, 4, 4)
         axes = np.array([j.axis for j in self.moving], dtype=float).reshape(n, 3)
@@ -140,24 +140,24 @@ class StatePublisher:
         unknown = []
         rows = []
         for name, value in zip(names, positions, strict=True):
-            key = self.index.get(name)
-            if key is None:
+            slot = self.index.get(name)
+            if slot is None:
                 unknown.append(name)
                 continue
-            self.values[key[0]][key[1]] = value
-            row = self._row.get(key)
+            self.q[slot] = value
+            row = self._row_of_slot.get(slot)
             if row is not None:
                 rows.append(row)
-        self.kinematics.mimic.apply(self.values)
-        rows = np.union1d(np.asarray(rows, dtype=int), self._mimic_rows) if rows or len(self._mimic_rows) \
-            else np.zeros(0, dtype=int)
-        return rows, unknown
+        self.kinematics.apply_mimic(self.q)
+        if len(self._mimic_rows):
+            return np.union1d(np.asarray(rows, dtype=np.intp), self._mimic_rows), unknown
+        return np.asarray(rows, dtype=np.intp), unknown
 
     def transforms(self, rows: np.ndarray | None = None) -> MovingTransforms:
         """Current transforms of the moving joints ``rows`` (all when None)."""
         if rows is None:
             rows = np.arange(len(self.moving))
-        q = np.array([self.values[self._src[i][0]][self._src[i][1]] for i in rows], dtype=float)
+        q = self.q[self._row_slots[rows]]
         rev = self._revolute[rows]
         half = np.where(rev, 0.5 * q, 0.0)
         motion = np.empty((len(rows), 4))
@@ -174,8 +174,8 @@ class StatePublisher:
 
     def default_joint_state(self) -> tuple[list[str], list[float]]:
         """Names and initial positions of every moving URDF joint (for /joint_states)."""
-        return ([j.name for j in self.moving],
-                [float(self.kinematics.joint_values()[j.source][j.dof]) for j in self.moving])
+        initial = self.kinematics.dof_vector()
+        return [j.name for j in self.moving], initial[self._row_slots].tolist()
 
     def tree_joint(self, name: str) -> TreeJoint:
         return next(j for j in self.tree if j.name == name)

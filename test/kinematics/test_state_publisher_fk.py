@@ -102,6 +102,12 @@ def test_hand_derived_prismatic_and_defaults():
     km = KinematicModel(r)
     batch = km.link_poses_batch([[0.5, 0.0]])
     np.testing.assert_allclose(batch[0, km.link_names.index("c")][:3, 3], [1, 0.5, 2.0])
+    r.joints["m"].mimic = [Mimic("atan2(s, 1) + s^2")]         # nonlinear: evaluated per configuration
+    km = KinematicModel(r)
+    batch = km.link_poses_batch([[0.5, 0.0], [-1.0, 0.0]])
+    c = km.link_names.index("c")
+    np.testing.assert_allclose(batch[:, c, 2, 3], [np.arctan(0.5) + 0.25, np.arctan(-1.0) + 1.0])
+    np.testing.assert_allclose(km.dof_vector({"s": 0.5}), [0.5, np.arctan(0.5) + 0.25])
 
 
 def test_errors_are_reported():
