@@ -1,0 +1,89 @@
+"""Allowed-roots policy for every file a description refers to (includes, meshes, sensor files).
+
+A reader builds one :class:`AllowedRoots` per top-level load with :func:`roots_for` and routes
+each lookup through :meth:`AllowedRoots.find` / :meth:`AllowedRoots.check`.  Default roots: the
+described file's folder tree plus the search path.  ``allowed_roots=[...]`` (a reader option)
+or ``$ROBOT_BRIDGE_ALLOWED_ROOTS`` (os.pathsep-separated) replaces them.
+
+Candidates are resolved (symlinks followed, ``..`` collapsed) *before* anything is probed, so a
+reference that leads outside the roots is never stat'ed or opened: it is refused with
+:class:`~robot_bridge.errors.UnsafeInputError` naming the file and the reference.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from ..errors import UnsafeInputError
+
+ENV_ALLOWED_ROOTS = "ROBOT_BRIDGE_ALLOWED_ROOTS"
+
+
+def _real(path: str | os.PathLike) -> Path:
+    return Path(os.path.realpath(os.path.expanduser(os.fspath(path))))
+
+
+class AllowedRoots:
+    """The folders (and everything below them) a description may read from."""
+
+    def __init__(self, roots: Iterable[str | os.PathLike]):
+        out: list[Path] = []
+        for r in roots:
+            real = _real(r)
+            if real not in out:
+                out.append(real)
+        self.roots: tuple[Path, ...] = tuple(out)
+
+    def __repr__(self) -> str:
+        return f"AllowedRoots({[str(r) for r in self.roots]})"
+
+    def contains(self, path: str | os.PathLike) -> bool:
+        real = _real(path)
+        return any(real == r or real.is_relative_to(r) for r in self.roots)
+
+    def _refuse(self, reference: str, real: Path, file, line, element) -> UnsafeInputError:
+        where = ", ".join(str(r) for r in self.roots) or "none"
+        return UnsafeInputError(f"reference {reference!r} resolves to {real}, outside the allowed roots "
+                                f"({where})", file=file, line=line, element=element)
+
+    def check(self, path: str | os.PathLike, *, reference: Optional[str] = None, file=None,
+              line: Optional[int] = None, element: Optional[str] = None) -> Path:
+        """The resolved ``path`` if it lies inside the roots, else UnsafeInputError."""
+        real = _real(path)
+        if not self.contains(real):
+            raise self._refuse(reference if reference is not None else os.fspath(path), real, file, line,
+                               element)
+        return real
+
+    def find(self, reference: str, folders: Sequence[str | os.PathLike] = (), *, file=None,
+             line: Optional[int] = None, element: Optional[str] = None) -> Optional[Path]:
+        """First existing file for ``reference`` (absolute, or relative to each of ``folders`` in
+        order) inside the roots; None when there is none.  Candidates outside the roots are
+        skipped unprobed; if every candidate was outside, the reference is refused."""
+        p = Path(os.path.expanduser(reference))
+        candidates = [p] if p.is_absolute() else [Path(f) / p for f in folders]
+        escaped: list[Path] = []
+        for candidate in candidates:
+            real = _real(candidate)
+            if not self.contains(real):
+                escaped.append(real)
+            elif real.is_file():
+                return real
+        if escaped and len(escaped) == len(candidates):
+            raise self._refuse(reference, escaped[0], file, line, element)
+        return None
+
+
+def roots_for(description: str | os.PathLike, search_path: Iterable[str | os.PathLike] = (),
+              allowed_roots: Optional[Iterable[str | os.PathLike] | str] = None) -> AllowedRoots:
+    """The policy for one load of ``description``: ``allowed_roots`` (a list or an os.pathsep
+    string), else ``$ROBOT_BRIDGE_ALLOWED_ROOTS``, else its folder plus ``search_path``."""
+    if allowed_roots is None:
+        allowed_roots = os.environ.get(ENV_ALLOWED_ROOTS) or None
+    if isinstance(allowed_roots, (str, os.PathLike)):
+        allowed_roots = [r for r in os.fspath(allowed_roots).split(os.pathsep) if r]
+    if allowed_roots is not None:
+        return AllowedRoots(allowed_roots)
+    return AllowedRoots([_real(description).parent, *search_path])
