@@ -80,10 +80,13 @@ class TrapezoidalAxis:
 
     @staticmethod
     def _stoppable_speed(distance: float, accel: float, dt: float) -> float:
-        """Largest speed from which k discrete steps of ``accel * dt`` less speed stop in ``distance``."""
-        step = accel * dt * dt
-        k = (math.sqrt(1.0 + 8.0 * distance / step) - 1.0) / 2.0
-        return accel * dt * k
+        """Largest speed for this step after which steps of ``accel * dt`` less speed stop exactly
+        within ``distance``: with n = floor(k), k(k+1)/2 = distance / (accel dt^2), the n+1 steps
+        v, v - accel dt, ..., v - n accel dt travel dt ((n+1) v - accel dt n(n+1)/2) = distance.
+        """
+        unit = accel * dt * dt
+        n = math.floor((math.sqrt(1.0 + 8.0 * distance / unit) - 1.0) / 2.0)
+        return (distance / dt + accel * dt * n * (n + 1) / 2.0) / (n + 1)
 
     def step(self, dt: float) -> None:
         if dt <= 0.0:
@@ -96,21 +99,21 @@ class TrapezoidalAxis:
             accel = self.profile_acceleration
             end = self.upper if self._velocity_command > 0.0 else self.lower
             room = abs(end - self.position)
-            speed = min(abs(self._velocity_command), self._stoppable_speed(room, accel, dt), room / dt)
+            speed = min(abs(self._velocity_command), self._stoppable_speed(room, accel, dt))
             desired = math.copysign(speed, self._velocity_command)
         else:
             accel = self.profile_acceleration
             d = self.target - self.position
-            speed = min(self.profile_velocity, self._stoppable_speed(abs(d), accel, dt), abs(d) / dt)
+            speed = min(self.profile_velocity, self._stoppable_speed(abs(d), accel, dt))
             desired = float(np.clip(self.feedforward + math.copysign(speed, d), -self.profile_velocity,
                                     self.profile_velocity))
             if abs(v) > self.max_velocity:                 # limits lowered while moving
                 desired = math.copysign(self.max_velocity, v)
         new_v = float(np.clip(desired, v - accel * dt, v + accel * dt))
         new_p = self.position + new_v * dt
-        if not self.lower <= new_p <= self.upper:          # hard stop at the end of the range
+        if not self.lower <= new_p <= self.upper:          # end of the range (rounding or hard stop)
             new_p = float(np.clip(new_p, self.lower, self.upper))
-            new_v = 0.0
+            new_v = float(np.clip((new_p - self.position) / dt, v - accel * dt, v + accel * dt))
         if (self._stopping is not None or self._velocity_command is not None) and new_v == 0.0:
             self.target = new_p
         self.acceleration = (new_v - v) / dt
