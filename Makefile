@@ -34,9 +34,13 @@ $(STAMP):
 lint: setup
 	$(VPY) -m ruff check $(LINT_PATHS)
 
-# pytest exits 5 when it collects no tests: like any non-zero status it fails the target.
-test: lint
-	ROS_DOMAIN_ID=$$(( RANDOM % 100 + 1 )) $(VPY) -m pytest test
+# Lint and tests both run so CI reports both; the target fails if either does. pytest exits 5 when it
+# collects no tests: like any non-zero status, that fails the target.
+test: setup
+	@status=0; \
+	$(VPY) -m ruff check $(LINT_PATHS) || status=$$?; \
+	ROS_DOMAIN_ID=$$(( RANDOM % 100 + 1 )) $(VPY) -m pytest test || status=$$?; \
+	exit $$status
 
 demo:
 	@echo "make demo: not there yet (it arrives with the bringup work)" >&2; exit 1
