@@ -65,9 +65,10 @@ class PinholeModel:
                ) -> tuple[np.ndarray, Optional[np.ndarray]]:
         """(depth float32 (H, W), rgb uint8 (H, W, 3) or None) from the optical frame at world ``pose``."""
         local = self.rays()
-        dirs = local @ pose[:3, :3].T
-        origins = np.broadcast_to(pose[:3, 3], dirs.shape) + self.range_min * dirs
-        hits = scene.cast(origins, dirs, max_range=self.range_max - self.range_min, exclude=exclude)
+        dirs = local @ np.ascontiguousarray(pose[:3, :3].T)
+        origins = pose[:3, 3] + self.range_min * dirs if self.range_min else pose[:3, 3][None]
+        hits = scene.cast(origins, dirs, max_range=self.range_max - self.range_min, exclude=exclude,
+                          apex=pose[:3, 3], normals=color)
         depth = ((hits.distance + self.range_min) * local[:, 2]).astype(np.float32)
         depth[~np.isfinite(depth)] = np.nan
         if self.noise_std > 0.0:

@@ -63,9 +63,10 @@ class LaserModel:
     def scan(self, scene: Scene, pose: np.ndarray, exclude: Iterable[tuple[str, str]] = (),
              rng: Optional[np.random.Generator] = None) -> np.ndarray:
         """Ranges (float32, metres) from the sensor at world ``pose``."""
-        dirs = self.directions() @ pose[:3, :3].T
+        dirs = self.directions() @ np.ascontiguousarray(pose[:3, :3].T)
         origins = pose[:3, 3] + self.range_min * dirs
-        hits = scene.cast(origins, dirs, max_range=self.range_max - self.range_min, exclude=exclude)
+        hits = scene.cast(origins, dirs, max_range=self.range_max - self.range_min, exclude=exclude,
+                          apex=pose[:3, 3], normals=False)
         ranges = hits.distance + self.range_min
         if self.noise_std > 0.0:
             rng = rng or np.random.default_rng()

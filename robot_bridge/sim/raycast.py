@@ -10,10 +10,13 @@ Triangle meshes go through :class:`TriangleMesh`, whose backend is picked by
 measurement (``bench/sensor_bench.py``): Embree (``embreex``) when installed,
 else trimesh's rtree-accelerated ``ray_triangle`` module, else vectorised numpy
 Möller–Trumbore.  The backend only finds *which* triangle is hit; the distance
-is then recomputed in float64 so every backend returns the same precise value.
+to that triangle's plane is then computed in float64, so every backend returns
+the same precise value.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 
@@ -156,17 +159,21 @@ class TriangleMesh:
         normals = np.cross(self.e1, self.e2)
         norm = np.linalg.norm(normals, axis=1, keepdims=True)
         self.face_normals = np.divide(normals, norm, out=np.zeros_like(normals), where=norm > 0)
+        self.plane_offset = np.einsum("ij,ij->i", self.face_normals, self.v0)
         self.backend = resolve_backend(backend)
-        self._intersector = None
-        if self.backend != "numpy":
-            import trimesh
+        self._embree = self._intersector = None
+        if self.backend == "embree":
+            from embreex import rtcore_scene
+            from embreex.mesh_construction import TriangleMesh as EmbreeMesh
 
-            mesh = trimesh.Trimesh(self.vertices, self.faces, process=False)
-            if self.backend == "embree":
-                from trimesh.ray.ray_pyembree import RayMeshIntersector
-            else:
-                from trimesh.ray.ray_triangle import RayMeshIntersector
-            self._intersector = RayMeshIntersector(mesh)
+            self._embree = rtcore_scene.EmbreeScene()
+            EmbreeMesh(scene=self._embree, vertices=self.vertices.astype(np.float32),
+                       indices=self.faces.astype(np.int32))
+        elif self.backend == "trimesh":
+            import trimesh
+            from trimesh.ray.ray_triangle import RayMeshIntersector
+
+            self._intersector = RayMeshIntersector(trimesh.Trimesh(self.vertices, self.faces, process=False))
 
     def __len__(self) -> int:
         return len(self.faces)
@@ -176,6 +183,9 @@ class TriangleMesh:
         n = len(origins)
         if n == 0 or len(self.faces) == 0:
             return np.full(n, -1, dtype=np.int64)
+        if self._embree is not None:
+            hit = self._embree.run(origins.astype(np.float32), directions.astype(np.float32))
+            return hit.astype(np.int64)
         if self._intersector is not None:
             return np.asarray(self._intersector.intersects_first(origins, directions), dtype=np.int64)
         out = np.full(n, -1, dtype=np.int64)
@@ -188,25 +198,32 @@ class TriangleMesh:
             out[start:start + chunk] = np.where(hit, best, -1)
         return out
 
-    def intersect(self, origins: np.ndarray, directions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def intersect(self, origins: np.ndarray, directions: np.ndarray, normals: bool = True
+                  ) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """Distances (and, when asked, facing normals; else None) of the first hits."""
         tri = self.first_triangle(origins, directions)
-        t, normals = _no_hit(len(origins))
-        hit = np.flatnonzero(tri >= 0)
-        if len(hit):
-            f = tri[hit]
-            th = moller_trumbore(origins[hit], directions[hit], self.v0[f], self.e1[f], self.e2[f])
-            # Embree (float32) may report a grazing hit float64 rejects: keep its triangle's plane distance.
-            bad = ~np.isfinite(th)
-            if bad.any():
-                n = self.face_normals[f[bad]]
-                denom = np.einsum("ij,ij->i", directions[hit[bad]], n)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    th[bad] = np.einsum("ij,ij->i", self.v0[f[bad]] - origins[hit[bad]], n) / denom
+        hit = tri >= 0
+        every = bool(hit.all())
+        f, o, d = (tri, origins, directions) if every else (tri[hit], origins[hit], directions[hit])
+        # The backend picked the triangle; the distance to its plane is recomputed in float64.
+        n = self.face_normals[f]
+        denom = np.einsum("ij,ij->i", d, n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            th = (self.plane_offset[f] - np.einsum("ij,ij->i", o, n)) / denom
+        th[~(th >= 0.0)] = np.inf                      # NaN (degenerate) or behind: no hit
+        if every:
+            t = th
+        else:
+            t = np.full(len(tri), np.inf)
             t[hit] = th
-            n = self.face_normals[f]
-            facing = np.einsum("ij,ij->i", n, directions[hit]) > 0.0
-            normals[hit] = np.where(facing[:, None], -n, n)
-        return t, normals
+        if not normals:
+            return t, None
+        n *= -np.sign(denom)[:, None]                   # face the ray
+        if every:
+            return t, n
+        out = np.zeros((len(tri), 3))
+        out[hit] = n
+        return t, out
 
 
 def resolve_backend(backend: str = "auto") -> str:

@@ -42,7 +42,7 @@ class Shape:
 class Hits:
     distance: np.ndarray     # (N,) metres along the unit ray, inf where nothing was hit
     shape: np.ndarray        # (N,) index into Scene.shapes, -1 where nothing was hit
-    normal: np.ndarray       # (N, 3) world-frame unit surface normal facing the ray
+    normal: Optional[np.ndarray]   # (N, 3) world-frame unit surface normal facing the ray (if asked)
 
 
 def _mesh_arrays(mesh: Mesh, warn) -> Optional[tuple[np.ndarray, np.ndarray]]:
@@ -139,42 +139,75 @@ class Scene:
 
     # -- queries -------------------------------------------------------------
     def cast(self, origins: np.ndarray, directions: np.ndarray, max_range: float = np.inf,
-             exclude: Iterable[tuple[str, str]] = ()) -> Hits:
-        """First hit of each ray (world frame, unit directions) within ``max_range``.
+             exclude: Iterable[tuple[str, str]] = (), apex: Optional[np.ndarray] = None,
+             normals: bool = True) -> Hits:
+        """First hit of each ray (world frame, unit directions) within ``max_range`` of its origin.
 
-        ``exclude`` lists (body, link) pairs to ignore, e.g. the sensor's own link.
+        ``exclude`` lists (body, link) pairs to ignore, e.g. the sensor's own link.  ``apex``: a point
+        every ray's line passes through, behind its origin (a sensor's centre); it allows culling all
+        shapes against all rays with one matrix product.
         """
         origins = np.asarray(origins, dtype=float).reshape(-1, 3)
-        directions = np.asarray(directions, dtype=float).reshape(-1, 3)
-        n = len(origins)
+        directions = np.ascontiguousarray(directions, dtype=float).reshape(-1, 3)
+        if len(origins) == 1 and len(directions) > 1:
+            origins = np.broadcast_to(origins, directions.shape)
+        n = len(directions)
         best = np.full(n, np.inf)
         which = np.full(n, -1, dtype=np.int64)
-        normal = np.zeros((n, 3))
+        normal = np.zeros((n, 3)) if normals else None
         skip = set(exclude)
-        for index, (shape, pose) in enumerate(zip(self.shapes, self.shape_poses())):
-            if (shape.body, shape.link) in skip:
-                continue
-            rows = self._candidates(origins, directions, pose[:3, 3], shape.bound_radius, max_range)
+        active = [i for i, s in enumerate(self.shapes) if (s.body, s.link) not in skip]
+        poses = self.shape_poses()
+        rows_of = self._cone_cull(apex, directions, active, poses, max_range) if apex is not None else None
+        for index in active:
+            shape, pose = self.shapes[index], poses[index]
+            if rows_of is not None:
+                rows = rows_of.get(index)
+            else:
+                rows = self._candidates(origins, directions, pose[:3, 3], shape.bound_radius, max_range)
             if rows is not None and len(rows) == 0:
                 continue
             o, d = (origins, directions) if rows is None else (origins[rows], directions[rows])
-            rot = pose[:3, :3]
-            o_local = (o - pose[:3, 3]) @ rot
-            d_local = d @ rot
-            t, n_local = self._intersect(shape, o_local, d_local)
-            target = slice(None) if rows is None else rows
-            closer = t < best[target]
+            rot = np.ascontiguousarray(pose[:3, :3])
+            t, n_local = self._intersect(shape, (o - pose[:3, 3]) @ rot, d @ rot, normals)
+            current = best if rows is None else best[rows]
+            closer = t < current
             if not closer.any():
                 continue
             idx = np.flatnonzero(closer) if rows is None else rows[closer]
             best[idx] = t[closer]
             which[idx] = index
-            normal[idx] = n_local[closer] @ rot.T
+            if normals:
+                normal[idx] = n_local[closer] @ np.ascontiguousarray(rot.T)
         miss = best > max_range
         best[miss] = np.inf
         which[miss] = -1
-        normal[miss] = 0.0
+        if normals:
+            normal[miss] = 0.0
         return Hits(best, which, normal)
+
+    def _cone_cull(self, apex, directions, active, poses, max_range) -> dict[int, Optional[np.ndarray]]:
+        """Per shape, the rows whose line from ``apex`` passes its bounding sphere (None: all rows)."""
+        apex = np.asarray(apex, dtype=float).reshape(3)
+        out: dict[int, Optional[np.ndarray]] = {}
+        cone_shapes, axes, cosines = [], [], []
+        for index in active:
+            radius = self.shapes[index].bound_radius
+            rel = poses[index][:3, 3] - apex
+            dist = float(np.linalg.norm(rel))
+            if not np.isfinite(radius) or dist <= radius:
+                out[index] = None                    # apex inside the bound: test every ray
+            elif dist - radius > max_range + 1e-9:
+                out[index] = np.zeros(0, dtype=np.int64)
+            else:
+                cone_shapes.append(index)
+                axes.append(rel / dist)
+                cosines.append(np.sqrt(1.0 - (radius / dist) ** 2) - 1e-9)
+        if cone_shapes:
+            inside = (np.asarray(axes) @ directions.T) >= np.asarray(cosines)[:, None]   # (shapes, rays)
+            for k, index in enumerate(cone_shapes):
+                out[index] = np.flatnonzero(inside[k])
+        return out
 
     @staticmethod
     def _candidates(origins, directions, centre, radius, max_range):
@@ -191,7 +224,7 @@ class Scene:
         return np.flatnonzero(ok)
 
     @staticmethod
-    def _intersect(shape: Shape, o: np.ndarray, d: np.ndarray):
+    def _intersect(shape: Shape, o: np.ndarray, d: np.ndarray, normals: bool = True):
         s = shape.geometry.shape
         if shape.kind == "box":
             return raycast.intersect_box(o, d, s.half_extents)
@@ -199,7 +232,7 @@ class Scene:
             return raycast.intersect_sphere(o, d, float(s.radius))
         if shape.kind == "cylinder":
             return raycast.intersect_cylinder(o, d, float(s.radius), float(s.length))
-        return shape.mesh.intersect(o, d)
+        return shape.mesh.intersect(o, d, normals)
 
     def triangle_count(self) -> int:
         return sum(len(s.mesh) for s in self.shapes if s.mesh is not None)

@@ -1,0 +1,239 @@
+"""Sensor simulation and relay costs (prints JSON).
+
+- ``laser``: 720 beams at 40 Hz in a 10k-triangle world (two icospheres: a room around the sensor
+  and an object in front of it), per ray casting backend, plus the same world as two analytic
+  spheres.  ``cpu_percent`` = process CPU time per scan (all threads) x 40 Hz, in % of one core.
+- ``depth``: a 320x240 camera at 15 Hz in the same worlds, depth only and depth + RGB.
+- ``relay``: a 640x480 rgb8 publisher at 30 Hz in its own process, the sensor bridge (relay mode)
+  in another, and a subscriber (this process) listening to both the driver topic (direct hop) and
+  the bridge's output; latency = receive time - header.stamp (set just before publishing).  The
+  added p50 latency is relayed p50 - direct p50 of the same run; with and without the shipped Fast
+  DDS profile (config/fastdds_large_messages.xml).
+
+OPENBLAS_NUM_THREADS=1 (as in the bringup): the bridge's numpy work is small matrix products that
+OpenBLAS threads only slow down on a loaded machine.
+
+Usage: .venv/bin/python bench/sensor_bench.py [--quick] [--relay-seconds 10] [--skip-relay]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from robot_bridge.model import AttachedSensor, Geometry, Link, Mesh, Robot, Sphere  # noqa: E402
+from robot_bridge.model.transform import make  # noqa: E402
+from robot_bridge.sim import LaserModel, PinholeModel, Scene  # noqa: E402
+from robot_bridge.sim.raycast import BACKENDS, resolve_backend  # noqa: E402
+
+PROFILE = REPO / "config" / "fastdds_large_messages.xml"
+FIXTURE = REPO / "test" / "fixtures" / "sim" / "pan_laser.env.xml"
+ROOM, OBJECT = (6.0, np.zeros(3)), (0.8, np.array([2.5, 0.4, 0.2]))
+
+
+def world(meshes: bool) -> Robot:
+    """A sensor head at the origin in a room sphere, an object sphere in front (meshes or primitives)."""
+    import trimesh
+
+    robot = Robot("bench", links={"head": Link("head")})
+    robot.sensors["laser"] = AttachedSensor("laser", "head", type="laser", params=dict(
+        angle_min=-np.pi, angle_max=np.pi - 2 * np.pi / 720, angle_increment=2 * np.pi / 720, range_max=30.0))
+    cam_rot = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])   # optical z along world x
+    robot.sensors["depth"] = AttachedSensor("depth", "head", origin=make(cam_rot), type="camera", params=dict(
+        width=320, height=240, fx=277.0, fy=277.0, cx=159.5, cy=119.5, range_max=30.0))
+    for name, (radius, centre) in (("room", ROOM), ("object", OBJECT)):
+        if meshes:
+            sphere = trimesh.creation.icosphere(subdivisions=4, radius=radius)     # 5120 triangles
+            shape = Mesh(uri=f"generated:{name}", vertices=sphere.vertices, triangles=sphere.faces)
+        else:
+            shape = Sphere(radius)
+        body = Robot(name, links={name: Link(name, collisions=[Geometry(shape)])}, placement=make(
+            translation=centre), is_robot=False)
+        robot.environment[name] = body
+    return robot
+
+
+def cpu_per_call(fn, min_seconds: float, max_calls: int) -> tuple[float, int]:
+    fn()                                                   # warm-up (BVH build, caches)
+    calls, start_cpu, start = 0, time.process_time(), time.perf_counter()
+    while calls < max_calls and (calls == 0 or time.perf_counter() - start < min_seconds):
+        fn()
+        calls += 1
+    return (time.process_time() - start_cpu) / calls, calls
+
+
+def bench_sim(quick: bool) -> dict:
+    out = {"laser": {"beams": 720, "rate_hz": 40, "goal_cpu_percent": 20},
+           "depth": {"width": 320, "height": 240, "rate_hz": 15, "goal_cpu_percent": 50}}
+    worlds = []
+    for backend in BACKENDS:
+        try:
+            resolve_backend(backend)
+        except ImportError:
+            out["laser"][backend] = out["depth"][backend] = {"skipped": "not installed"}
+            continue
+        worlds.append((backend, world(True), backend))
+    worlds.append(("analytic_spheres", world(False), "numpy"))
+    seconds = 0.5 if quick else 2.0
+    for label, robot, backend in worlds:
+        scene = Scene(robot, backend=backend)
+        laser, cam = robot.sensors["laser"], robot.sensors["depth"]
+        lm, cm = LaserModel.from_sensor(laser), PinholeModel.from_sensor(cam)
+        lpose, cpose = scene.sensor_pose(laser), scene.sensor_pose(cam)
+        ranges = lm.scan(scene, lpose)
+        assert lm.count == 720 and np.isfinite(ranges).all(), "every beam must hit the room"
+        per_scan, n = cpu_per_call(lambda: lm.scan(scene, lpose), seconds, 400)
+        out["laser"][label] = {"triangles": scene.triangle_count(), "scans": n,
+                               "cpu_ms_per_scan": round(per_scan * 1e3, 3),
+                               "cpu_percent": round(per_scan * 40 * 100, 1)}
+        if per_scan * 320 * 240 / 720 > 3.0:
+            estimate = per_scan * 320 * 240 / 720
+            out["depth"][label] = {"skipped": f"~{estimate:.0f} s/frame extrapolated from the laser"}
+            continue
+        entry = {"triangles": scene.triangle_count()}
+        for mode, color in (("depth", False), ("depth_rgb", True)):
+            per_frame, n = cpu_per_call(lambda: cm.render(scene, cpose, color=color), seconds, 100)
+            entry[mode] = {"cpu_ms_per_frame": round(per_frame * 1e3, 2),
+                           "cpu_percent": round(per_frame * 15 * 100, 1), "frames": n}
+        out["depth"][label] = entry
+    out["auto_backend"] = resolve_backend("auto")
+    return out
+
+
+# -- relay latency ----------------------------------------------------------------------
+
+def run_publisher(topic: str, rate: float, seconds: float) -> None:
+    import rclpy
+    from sensor_msgs.msg import Image
+
+    rclpy.init()
+    node = rclpy.create_node("bench_image_driver")
+    pub = node.create_publisher(Image, topic, 10)
+    msg = Image(width=640, height=480, encoding="rgb8", step=640 * 3)
+    msg.header.frame_id = "driver_camera"
+    msg.data = np.random.default_rng(0).integers(0, 255, 640 * 480 * 3, dtype=np.uint8).tobytes()
+    period, end = 1.0 / rate, time.monotonic() + seconds
+    next_time = time.monotonic()
+    while time.monotonic() < end:
+        msg.header.stamp = node.get_clock().now().to_msg()
+        pub.publish(msg)
+        next_time += period
+        time.sleep(max(0.0, next_time - time.monotonic()))
+    node.destroy_node()
+    rclpy.shutdown()
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_relay(seconds: float, use_profile: bool) -> dict:
+    import rclpy
+    from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+    from sensor_msgs.msg import Image
+
+    env = dict(os.environ)
+    env.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
+    if use_profile:
+        env["FASTDDS_DEFAULT_PROFILES_FILE"] = str(PROFILE)
+    ns = f"bench{os.getpid()}"
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "robot_bridge.nodes.sensor_bridge", "--ros-args", "-r", f"__ns:=/{ns}",
+         "-p", f"description_file:={FIXTURE}", "-p", "default_mode:=off", "-p", "sensors.cam.mode:=relay"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    saved = os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE")
+    os.environ.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
+    if use_profile:
+        os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(PROFILE)
+    context = rclpy.Context()
+    context.init()
+    node = rclpy.create_node("bench_subscriber", context=context, namespace=f"/{ns}")
+    latency: dict[str, list[float]] = {"direct": [], "relayed": []}
+    recording = [False]
+
+    def recorder(kind):
+        def on_image(msg):
+            if recording[0]:
+                now = node.get_clock().now().nanoseconds
+                latency[kind].append((now - (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)) * 1e-6)
+        return on_image
+
+    node.create_subscription(Image, "driver/cam/image_raw", recorder("direct"), qos_profile_sensor_data)
+    node.create_subscription(Image, "cam/image_raw", recorder("relayed"),
+                             QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE))
+    time.sleep(1.5)                                        # the bridge is up before the driver starts
+    publisher = subprocess.Popen(
+        [sys.executable, __file__, "--role", "publisher", "--topic", f"/{ns}/driver/cam/image_raw",
+         "--relay-seconds", str(seconds + 2.0)], cwd=REPO, env=env)
+    executor = rclpy.executors.SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        end = time.monotonic() + 2.0                       # discovery, warm-up
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.01)
+        recording[0] = True
+        cpu0, t0 = _cpu_seconds(bridge.pid), time.monotonic()
+        end = t0 + seconds
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.01)
+        bridge_cpu = (_cpu_seconds(bridge.pid) - cpu0) / (time.monotonic() - t0) * 100
+        recording[0] = False
+    finally:
+        publisher.wait(timeout=seconds + 30)
+        bridge.terminate()
+        bridge.wait(timeout=10)
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
+        os.environ.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
+        if saved is not None:
+            os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = saved
+    result = {"fastdds_profile": str(PROFILE.relative_to(REPO)) if use_profile else None,
+              "image": "640x480 rgb8", "rate_hz": 30, "bridge_cpu_percent": round(bridge_cpu, 1)}
+    for kind, values in latency.items():
+        v = np.asarray(values)
+        result[kind] = {"messages": int(v.size), **({"p50_ms": round(float(np.percentile(v, 50)), 3),
+                                                     "p90_ms": round(float(np.percentile(v, 90)), 3)}
+                                                    if v.size else {})}
+    if latency["direct"] and latency["relayed"]:
+        result["added_p50_ms"] = round(result["relayed"]["p50_ms"] - result["direct"]["p50_ms"], 3)
+        result["goal_added_p50_ms"] = 1.0
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="shorter timing loops")
+    parser.add_argument("--skip-relay", action="store_true")
+    parser.add_argument("--relay-seconds", type=float, default=10.0)
+    parser.add_argument("--role", default="bench", choices=("bench", "publisher"), help=argparse.SUPPRESS)
+    parser.add_argument("--topic", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.role == "publisher":
+        run_publisher(args.topic, 30.0, args.relay_seconds)
+        return 0
+    report = {"openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "cpus": os.cpu_count(),
+              "load_average_1min": round(os.getloadavg()[0], 2)}
+    report.update(bench_sim(args.quick))
+    if not args.skip_relay:
+        report["relay"] = [bench_relay(args.relay_seconds, True), bench_relay(args.relay_seconds, False)]
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
