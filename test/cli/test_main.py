@@ -93,3 +93,14 @@ def test_no_verbs_at_all(monkeypatch, capsys):
     monkeypatch.setattr(cli, "VERBS", ("absent_verb",))
     assert cli.main([]) == 1
     assert "no verbs" in capsys.readouterr().err
+
+
+def test_module_entry_point_runs_in_a_fresh_interpreter():
+    import subprocess
+
+    import robot_bridge
+
+    result = subprocess.run([sys.executable, "-m", "robot_bridge.cli.main", "--version"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"robot-bridge {robot_bridge.__version__}"
