@@ -20,6 +20,8 @@ INSTALL_REQUIRES = [
     "python-can",
     "canopen",
 ]
+# Optional fast ray casting for the simulated sensors (robot_bridge.sim.raycast falls back without them).
+RAYCAST_REQUIRES = ["embreex", "rtree"]
 TEST_REQUIRES = [
     "pytest",
     "pytest-timeout",
@@ -50,7 +52,7 @@ setup(
     ],
     python_requires=">=3.10",
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES},
+    extras_require={"test": TEST_REQUIRES, "raycast": RAYCAST_REQUIRES},
     zip_safe=True,
     maintainer="robot_bridge maintainers",
     maintainer_email="robot_bridge@example.com",

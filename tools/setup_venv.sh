@@ -77,8 +77,8 @@ if [[ $mode == wheels ]]; then
     fi
 fi
 
-note "installing robot_bridge (editable) with test extras"
-"$VPY" -m pip install -q -e '.[test]'
+note "installing robot_bridge (editable) with the test and raycast extras"
+"$VPY" -m pip install -q -e '.[test,raycast]'
 
 "$VPY" -c 'import rclpy; from tf2_msgs.msg import TFMessage; from sensor_msgs.msg import LaserScan' \
     || die "the venv cannot import rclpy / tf2_msgs / sensor_msgs after setup"
