@@ -1,0 +1,230 @@
+"""The bridge's node set, defined once, in plain Python (no rclpy, no launch).
+
+``node_set(Options(...))`` returns one :class:`NodeSpec` per process the bridge runs:
+package, executable, node name, namespace, parameters (the node's ``config/<node>.yaml``
+overlaid with the launch arguments), remappings and command-line arguments.
+``launch/bridge.launch.py`` turns the specs into launch_ros ``Node`` actions;
+``robot-bridge run`` instantiates the node classes named by ``NodeSpec.factory``
+in one process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Mapping
+
+PACKAGE = "robot_bridge"
+DATA_DIR = Path(__file__).resolve().parent / "data"
+DEFAULT_ROBOT = DATA_DIR / "default.env.xml"          # the LWA3-style arm in its world
+DEFAULT_SRDF = DATA_DIR / "lwa3_gripper.srdf"
+RVIZ_CONFIG = "robot_bridge.rviz"
+FASTDDS_PROFILE = "fastdds_large_messages.xml"
+FASTDDS2_DISTROS = ("humble", "iron", "jazzy")
+MODES = ("sim", "real")
+HARDWARE = ("sim", "canopen")
+
+# The launch arguments: (name, default, description).  Defaults are strings, as on a launch command line;
+# an empty robot means the embedded default world, an empty srdf the embedded SRDF for it (else none).
+ARGUMENTS = [
+    ("robot", "", "Robot or environment file (.robot.xml, .env.xml, .dae, .zae, .urdf); empty: the embedded "
+                  "LWA3-style arm in its world"),
+    ("srdf", "", "SRDF of the robot; empty: the embedded SRDF for the embedded robot, none otherwise"),
+    ("mode", "sim", "sim: sensors simulated from the model; real: sensors relayed from driver topics"),
+    ("hardware", "", "Controller hardware, sim or canopen; empty: sim in sim mode, canopen in real mode"),
+    ("namespace", "", "Namespace of every node (robot_description, joint_states and sensor topics move "
+                      "with it; /tf and /tf_static stay global)"),
+    ("frame_prefix", "", "Prefix of every TF frame and sensor frame_id"),
+    ("use_sim_time", "false", "Use /clock for every node"),
+    ("rviz", "false", "Also start rviz2 with config/robot_bridge.rviz"),
+]
+TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
+
+
+def _flag(name: str, value) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in TRUE or text in FALSE:
+        return text in TRUE
+    raise ValueError(f"launch argument {name}={value!r}: expected true or false")
+
+
+@dataclass(frozen=True)
+class Options:
+    """The launch arguments, typed and validated."""
+
+    robot: str = ""
+    srdf: str = ""
+    mode: str = "sim"
+    hardware: str = ""
+    namespace: str = ""
+    frame_prefix: str = ""
+    use_sim_time: bool = False
+    rviz: bool = False
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"launch argument mode={self.mode!r}: expected one of {', '.join(MODES)}")
+        if self.hardware and self.hardware not in HARDWARE:
+            raise ValueError(f"launch argument hardware={self.hardware!r}: expected one of "
+                             f"{', '.join(HARDWARE)} (or empty)")
+        if self.namespace and not self.namespace.strip("/"):
+            raise ValueError(f"launch argument namespace={self.namespace!r}: expected a name")
+
+    @classmethod
+    def from_strings(cls, values: Mapping[str, object]) -> "Options":
+        """From launch-argument strings (unknown keys are an error, missing ones take the defaults)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown launch arguments: {', '.join(unknown)}")
+        typed = {k: _flag(k, v) if k in ("use_sim_time", "rviz") else str(v) for k, v in values.items()}
+        return cls(**typed)
+
+    @property
+    def robot_file(self) -> str:
+        return self.robot or str(DEFAULT_ROBOT)
+
+    @property
+    def srdf_file(self) -> str:
+        if self.srdf:
+            return self.srdf
+        return str(DEFAULT_SRDF) if not self.robot or Path(self.robot).resolve() == DEFAULT_ROBOT else ""
+
+    @property
+    def hardware_kind(self) -> str:
+        return self.hardware or ("sim" if self.mode == "sim" else "canopen")
+
+    @property
+    def node_namespace(self) -> str:
+        return "/" + self.namespace.strip("/") if self.namespace else ""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of the bridge, as launch_ros.actions.Node takes it."""
+
+    package: str
+    executable: str
+    name: str
+    namespace: str
+    parameters: dict = field(default_factory=dict)        # flat, dotted names (sensors.<s>.mode)
+    remappings: tuple = ()                                 # ((from, to), ...)
+    arguments: tuple = ()
+    factory: str = ""                                      # "module:Class" to build it in-process
+
+
+def share_dir() -> Path:
+    """Where config/ and launch/ are: the source tree, the ament index, or <prefix>/share/robot_bridge."""
+    source = Path(__file__).resolve().parents[1]
+    if (source / "package.xml").is_file() and (source / "config").is_dir():
+        return source
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory(PACKAGE))
+    except Exception:      # not a ROS install (ImportError) or package not indexed (PackageNotFoundError)
+        pass
+    for prefix in (sys.prefix, sys.base_prefix):
+        candidate = Path(prefix) / "share" / PACKAGE
+        if (candidate / "config").is_dir():
+            return candidate
+    raise FileNotFoundError(f"cannot find the {PACKAGE} config/ directory (source tree, ament index or "
+                            f"{sys.prefix}/share/{PACKAGE})")
+
+
+def config_file(name: str) -> Path:
+    return share_dir() / "config" / name
+
+
+def flatten(tree: Mapping, prefix: str = "") -> dict:
+    """Nested YAML mappings -> dotted parameter names, as ROS 2 reads ros__parameters."""
+    flat = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def yaml_parameters(path: Path, node_name: str) -> dict:
+    """The ros__parameters of ``node_name`` (or of the ``/**`` wildcard) in a ROS 2 parameter file.
+
+    Empty lists are left out: they carry no type, and the nodes declare array parameters without a value.
+    """
+    import yaml
+
+    if not path.is_file():
+        return {}
+    with open(path, encoding="utf-8") as stream:
+        document = yaml.safe_load(stream) or {}
+    if not isinstance(document, Mapping):
+        raise ValueError(f"{path}: expected a mapping of node names to ros__parameters")
+    params = {}
+    for key in ("/**", "**", node_name, "/" + node_name, "/**/" + node_name):
+        section = document.get(key)
+        if isinstance(section, Mapping):
+            params.update(flatten(section.get("ros__parameters") or {}))
+    return {k: v for k, v in params.items() if v is not None and v != []}
+
+
+def _sensor_modes(params: dict, mode: str) -> dict:
+    """The mode argument wins over per-sensor sim/relay modes of the YAML; ``off`` stays off."""
+    wanted = "sim" if mode == "sim" else "relay"
+    return {k: (wanted if k.startswith("sensors.") and k.endswith(".mode") and v in ("sim", "relay") else v)
+            for k, v in params.items()}
+
+
+def node_set(options: Options | None = None) -> list[NodeSpec]:
+    """The nodes of the bridge for these launch arguments, in start order."""
+    o = options or Options()
+    ns = o.node_namespace
+    common = {"use_sim_time": o.use_sim_time}
+
+    def params(node_name: str, yaml_name: str, **overrides) -> dict:
+        return {**yaml_parameters(config_file(yaml_name), node_name), **common, **overrides}
+
+    sensors = params("sensor_bridge", "sensor_bridge.yaml", description_file=o.robot_file,
+                     frame_prefix=o.frame_prefix, default_mode="sim" if o.mode == "sim" else "relay")
+    specs = [
+        NodeSpec(PACKAGE, "description_node", "description_node", ns,
+                 params("description_node", "description.yaml", description_file=o.robot_file,
+                        srdf_file=o.srdf_file, frame_prefix=o.frame_prefix,
+                        publish_default_joint_states=False),
+                 factory="robot_bridge.nodes.description:DescriptionNode"),
+        NodeSpec(PACKAGE, "sensor_bridge_node", "sensor_bridge", ns, _sensor_modes(sensors, o.mode),
+                 factory="robot_bridge.nodes.sensor_bridge:SensorBridge"),
+        # the controller publishes /joint_states: keep it next to its listeners in the namespace
+        NodeSpec(PACKAGE, "controller_node", "controller_node", ns,
+                 params("controller_node", "controller.yaml", description_file=o.robot_file,
+                        hardware=o.hardware_kind),
+                 remappings=(("/joint_states", "joint_states"),),
+                 factory="robot_bridge.nodes.controller:ControllerNode"),
+    ]
+    if o.rviz:
+        specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),
+                              arguments=("-d", str(config_file(RVIZ_CONFIG)))))
+    return specs
+
+
+def dds_environment(base: Mapping[str, str] | None = None) -> dict:
+    """Environment additions for large messages: the Fast DDS profile shipped in config/, unless the caller
+    chose one.  Fast DDS 3 warns about the old variable name, Fast DDS 2 knows no other."""
+    env = os.environ if base is None else base
+    if env.get("FASTDDS_DEFAULT_PROFILES_FILE") or env.get("FASTRTPS_DEFAULT_PROFILES_FILE"):
+        return {}
+    try:
+        profile = config_file(FASTDDS_PROFILE)
+    except FileNotFoundError:
+        return {}
+    if not profile.is_file():
+        return {}
+    extra = {"FASTDDS_DEFAULT_PROFILES_FILE": str(profile)}        # Fast DDS 3 (Kilted and later)
+    if env.get("ROS_DISTRO") in FASTDDS2_DISTROS:                   # Fast DDS 2 reads the older name only
+        extra["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
+    return extra

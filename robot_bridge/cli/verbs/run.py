@@ -1,0 +1,124 @@
+"""``robot-bridge run``: the whole bridge in one process, without ``ros2 launch``.
+
+The nodes of ``robot_bridge.bringup.node_set`` share one MultiThreadedExecutor (nodes without an
+in-process class, e.g. rviz2, run as subprocesses when their executable is on PATH).  SIGINT and
+SIGTERM shut the bridge down cleanly: every node is destroyed and the hardware closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from ... import bringup
+
+HELP = "start the bridge (description, sensor bridge, controller) in one process, without ros2 launch"
+READY = "robot-bridge run: ready"        # printed once every node is up (scripts wait for it)
+SPIN_PERIOD = 0.1                        # s: longest wait before a stop request is seen
+SHUTDOWN_TIMEOUT = 10.0                  # s: for callbacks still running at a stop request
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    for name, default, description in bringup.ARGUMENTS:
+        flag = "--" + name.replace("_", "-")
+        if name in ("use_sim_time", "rviz"):
+            parser.add_argument(flag, dest=name, action="store_true", help=description)
+        elif name in ("mode", "hardware"):
+            choices = bringup.MODES if name == "mode" else ("",) + bringup.HARDWARE
+            parser.add_argument(flag, dest=name, default=default, choices=choices, help=description)
+        else:
+            parser.add_argument(flag, dest=name, default=default, help=description)
+
+
+def options_from_args(args: argparse.Namespace) -> bringup.Options:
+    return bringup.Options.from_strings({name: getattr(args, name) for name, _, _ in bringup.ARGUMENTS})
+
+
+def create_node(spec: bringup.NodeSpec, context=None):
+    """An in-process node for ``spec``: its class with the spec's name, namespace, parameters and remaps."""
+    from rclpy.parameter import Parameter
+
+    module_name, _, class_name = spec.factory.partition(":")
+    node_class = getattr(importlib.import_module(module_name), class_name)
+    cli_args = ["--ros-args", "-r", f"__node:={spec.name}"]
+    for source, target in spec.remappings:
+        cli_args += ["-r", f"{source}:={target}"]
+    return node_class(context=context, namespace=spec.namespace or None, cli_args=cli_args,
+                      parameter_overrides=[Parameter(k, value=v) for k, v in spec.parameters.items()])
+
+
+def _external(spec: bringup.NodeSpec):
+    """A subprocess for a node without an in-process class; None (with a note) if it is not installed."""
+    path = shutil.which(spec.executable)
+    if path is None:
+        print(f"robot-bridge run: {spec.executable} is not installed; {spec.name} not started",
+              file=sys.stderr)
+        return None
+    command = [path, *spec.arguments, "--ros-args", "-r", f"__node:={spec.name}"]
+    if spec.namespace:
+        command += ["-r", f"__ns:={spec.namespace}"]
+    for name, value in spec.parameters.items():
+        command += ["-p", f"{name}:={str(value).lower() if isinstance(value, bool) else value}"]
+    return subprocess.Popen(command)
+
+
+def _wait_for_running_callbacks(executor) -> None:
+    """Let callbacks already handed to the thread pool finish before the executor is shut down.
+
+    rclpy's Executor.shutdown destroys its guard condition without waiting for them (its work-tracker
+    wait is skipped), so a callback still running then fails with InvalidHandle.  The submitted
+    handlers are only reachable through the private ``_futures`` list; without it, nothing to wait for.
+    """
+    deadline = time.monotonic() + SHUTDOWN_TIMEOUT
+    while time.monotonic() < deadline and not all(f.done() for f in getattr(executor, "_futures", ())):
+        time.sleep(0.01)
+
+
+def main(args: argparse.Namespace) -> int:
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
+
+    options = options_from_args(args)
+    specs = bringup.node_set(options)
+    os.environ.update(bringup.dds_environment())      # before the first participant is created
+    # Our own SIGINT/SIGTERM handling: stop spinning first, destroy the nodes, then shut the context down
+    # (rclpy's handlers would invalidate the context under running callbacks).
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+    nodes, processes, executor = [], [], None
+    try:
+        for spec in specs:
+            if spec.factory:
+                nodes.append(create_node(spec))
+            else:
+                processes.append(_external(spec))
+        executor = MultiThreadedExecutor(num_threads=len(nodes) + 1)
+        for node in nodes:
+            executor.add_node(node)
+        print(f"{READY}: {', '.join(n.get_fully_qualified_name() for n in nodes)} ({options.mode} mode, "
+              f"{options.robot_file})", flush=True)
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=SPIN_PERIOD)
+    finally:
+        if executor is not None:
+            _wait_for_running_callbacks(executor)
+            executor.shutdown(timeout_sec=SHUTDOWN_TIMEOUT)
+        for node in nodes:
+            node.destroy_node()
+        for process in filter(None, processes):
+            process.terminate()
+            process.wait(timeout=10)
+        rclpy.try_shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print("robot-bridge run: stopped", flush=True)
+    return 0

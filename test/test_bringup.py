@@ -1,0 +1,235 @@
+"""robot_bridge.bringup (the node set) and ``robot-bridge run`` (all nodes in one process)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from robot_bridge import bringup
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def by_name(specs):
+    return {s.name: s for s in specs}
+
+
+def schema(spec: bringup.NodeSpec) -> dict:
+    """name -> default of every parameter the node declares (sensor parameters for the default robot)."""
+    from robot_bridge.nodes import controller, description, sensor_bridge
+
+    module = {"description_node": description, "sensor_bridge": sensor_bridge,
+              "controller_node": controller}[spec.name]
+    declared = {name: default for name, default, _ in module.PARAMETERS}
+    if spec.name == "sensor_bridge":
+        for sensor in ("base_laser", "wrist_camera", "wrist_imu"):
+            declared.update({f"sensors.{sensor}.{n}": d for n, d, _ in sensor_bridge.SENSOR_PARAMETERS})
+    declared["use_sim_time"] = False
+    return declared
+
+
+def test_default_node_set():
+    specs = by_name(bringup.node_set())
+    assert list(specs) == ["description_node", "sensor_bridge", "controller_node"]
+    d, s, c = specs["description_node"], specs["sensor_bridge"], specs["controller_node"]
+    assert {x.package for x in specs.values()} == {"robot_bridge"}
+    assert [x.executable for x in specs.values()] == ["description_node", "sensor_bridge_node",
+                                                      "controller_node"]
+    assert all(x.namespace == "" for x in specs.values())
+    default_robot = str(REPO / "robot_bridge" / "data" / "default.env.xml")
+    for spec in specs.values():
+        assert spec.parameters["description_file"] == default_robot
+        assert spec.parameters["use_sim_time"] is False
+    assert d.parameters["srdf_file"] == str(REPO / "robot_bridge" / "data" / "lwa3_gripper.srdf")
+    assert d.parameters["publish_default_joint_states"] is False      # the controller publishes them
+    assert s.parameters["default_mode"] == "sim"
+    assert c.parameters["hardware"] == "sim"
+    # the controller's absolute /joint_states joins its listeners' namespace
+    assert c.remappings == (("/joint_states", "joint_states"),)
+
+
+def test_yaml_values_are_used_and_arguments_override_them():
+    specs = by_name(bringup.node_set())
+    on_disk = yaml.safe_load((REPO / "config" / "description.yaml").read_text())
+    frequency = on_disk["description_node"]["ros__parameters"]["publish_frequency"]
+    assert specs["description_node"].parameters["publish_frequency"] == frequency
+    sensors = yaml.safe_load((REPO / "config" / "sensor_bridge.yaml").read_text())["sensor_bridge"]
+    noise = sensors["ros__parameters"]["sensors"]["base_laser"]["noise_std"]
+    assert specs["sensor_bridge"].parameters["sensors.base_laser.noise_std"] == noise   # nested -> dotted
+    assert specs["sensor_bridge"].parameters["description_file"] != ""                  # yaml had ""
+
+
+def test_real_mode_relays_every_sensor_and_drives_canopen():
+    specs = by_name(bringup.node_set(bringup.Options(mode="real")))
+    sensor = specs["sensor_bridge"].parameters
+    assert sensor["default_mode"] == "relay"
+    modes = {k: v for k, v in sensor.items() if k.startswith("sensors.") and k.endswith(".mode")}
+    assert modes and set(modes.values()) == {"relay"}       # the yaml's per-sensor sim modes follow the mode
+    assert specs["controller_node"].parameters["hardware"] == "canopen"
+    real_sim = by_name(bringup.node_set(bringup.Options(mode="real", hardware="sim")))
+    assert real_sim["controller_node"].parameters["hardware"] == "sim"
+
+
+def test_namespace_prefix_and_sim_time():
+    o = bringup.Options.from_strings({"namespace": "arm1/", "frame_prefix": "arm1/", "use_sim_time": "True"})
+    specs = bringup.node_set(o)
+    assert {s.namespace for s in specs} == {"/arm1"}
+    assert all(s.parameters["use_sim_time"] is True for s in specs)
+    assert by_name(specs)["description_node"].parameters["frame_prefix"] == "arm1/"
+    assert by_name(specs)["sensor_bridge"].parameters["frame_prefix"] == "arm1/"
+
+
+def test_srdf_default_only_for_the_embedded_robot():
+    assert bringup.Options(robot=str(bringup.DEFAULT_ROBOT)).srdf_file == str(bringup.DEFAULT_SRDF)
+    assert bringup.Options(robot="/elsewhere/robot.urdf").srdf_file == ""
+    assert bringup.Options(robot="/elsewhere/robot.urdf", srdf="/elsewhere/r.srdf").srdf_file == \
+        "/elsewhere/r.srdf"
+
+
+def test_rviz_node():
+    specs = bringup.node_set(bringup.Options(rviz=True, namespace="x"))
+    rviz = specs[-1]
+    assert (rviz.package, rviz.executable, rviz.namespace, rviz.factory) == ("rviz2", "rviz2", "/x", "")
+    assert rviz.arguments == ("-d", str(REPO / "config" / "robot_bridge.rviz"))
+    text = (REPO / "config" / "robot_bridge.rviz").read_text()
+    for display in ("RobotModel", "TF", "LaserScan", "Image", "MarkerArray"):
+        assert f"rviz_default_plugins/{display}" in text
+    assert yaml.safe_load(text)["Visualization Manager"]["Displays"][1]["Description Topic"]["Value"] == \
+        "/robot_description"
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"mode": "simulated"}, "mode='simulated'"),
+    ({"hardware": "ethercat"}, "hardware='ethercat'"),
+    ({"rviz": "perhaps"}, "rviz='perhaps'"),
+    ({"namespace": "/"}, "namespace='/'"),
+    ({"robots": "x"}, "unknown launch arguments: robots"),
+])
+def test_invalid_arguments(values, message):
+    with pytest.raises(ValueError, match=message):
+        bringup.Options.from_strings(values)
+
+
+@pytest.mark.parametrize("mode", ["sim", "real"])
+def test_every_parameter_is_declared_by_its_node_with_the_same_type(mode):
+    for spec in bringup.node_set(bringup.Options(mode=mode, namespace="n", frame_prefix="p/")):
+        declared = schema(spec)
+        for name, value in spec.parameters.items():
+            assert name in declared, f"{spec.name}: {name} is not a parameter of the node"
+            default = declared[name]
+            if not hasattr(default, "name"):            # Parameter.Type defaults: arrays without a value
+                assert type(value) is type(default), f"{spec.name}: {name}={value!r} vs default {default!r}"
+
+
+def test_yaml_loader_reads_wildcards_and_skips_untyped_empty_lists(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_text("/**:\n  ros__parameters:\n    use_sim_time: true\n"
+                    "node_a:\n  ros__parameters:\n    a: {b: {c: 1}}\n    empty: []\n    x: 2.5\n"
+                    "node_b:\n  ros__parameters:\n    x: 3.0\n")
+    assert bringup.yaml_parameters(path, "node_a") == {"use_sim_time": True, "a.b.c": 1, "x": 2.5}
+    assert bringup.yaml_parameters(tmp_path / "missing.yaml", "node_a") == {}
+
+
+def test_fast_dds_profile_environment():
+    profile = bringup.config_file(bringup.FASTDDS_PROFILE)
+    if not profile.is_file():
+        pytest.skip("no Fast DDS profile shipped")
+    assert bringup.dds_environment({}) == {"FASTDDS_DEFAULT_PROFILES_FILE": str(profile)}
+    assert bringup.dds_environment({"ROS_DISTRO": "humble"}) == {
+        "FASTDDS_DEFAULT_PROFILES_FILE": str(profile), "FASTRTPS_DEFAULT_PROFILES_FILE": str(profile)}
+    assert bringup.dds_environment({"FASTRTPS_DEFAULT_PROFILES_FILE": "/mine.xml"}) == {}
+
+
+def test_create_node_applies_name_namespace_parameters_and_remaps():
+    """The run verb's in-process nodes, in a private context (the default robot without its world)."""
+    import rclpy
+
+    from robot_bridge.cli.verbs.run import create_node
+
+    robot = str(REPO / "robot_bridge" / "data" / "lwa3_gripper.robot.xml")
+    specs = bringup.node_set(bringup.Options(robot=robot, namespace="t", frame_prefix="t/"))
+    context = rclpy.Context()
+    context.init()
+    nodes = []
+    try:
+        for spec in specs:
+            nodes.append(create_node(spec, context=context))
+            node = nodes[-1]
+            assert node.get_fully_qualified_name() == f"/t/{spec.name}"
+            for name, value in spec.parameters.items():
+                assert node.get_parameter(name).value == value
+        controller = nodes[2]
+        topics = {p.topic_name for p in controller.publishers}
+        assert "/t/joint_states" in topics and "/joint_states" not in topics
+    finally:
+        for node in nodes:
+            node.destroy_node()
+        context.try_shutdown()
+
+
+def _start_run(*arguments, env_extra=None):
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.Popen([sys.executable, "-m", "robot_bridge.cli.main", "run", *arguments],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO)
+
+
+def _wait_ready(process, timeout=60.0) -> list[str]:
+    from robot_bridge.cli.verbs.run import READY
+
+    lines, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith(READY):
+            return lines
+    process.kill()
+    raise AssertionError("robot-bridge run never became ready:\n" + "".join(lines))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_run_serves_in_its_namespace_and_stops_cleanly_on_signal(sig):
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import String
+
+    from robot_bridge.ros import qos
+
+    robot = str(REPO / "robot_bridge" / "data" / "lwa3_gripper.robot.xml")
+    process = _start_run("--robot", robot, "--namespace", "rb_run_test")
+    try:
+        _wait_ready(process)
+        context = rclpy.Context()
+        context.init()
+        probe = rclpy.create_node("probe", context=context, namespace="/rb_run_test")
+        got: dict[str, object] = {}
+        probe.create_subscription(String, "robot_description", lambda m: got.setdefault("urdf", m.data),
+                                  qos.description_qos())
+        probe.create_subscription(JointState, "joint_states", lambda m: got.setdefault("joints", m),
+                                  qos.sensor_data_qos())
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(probe)
+        deadline = time.monotonic() + 30
+        while len(got) < 2 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+        executor.shutdown()
+        probe.destroy_node()
+        context.try_shutdown()
+        assert "<robot name=\"lwa3_gripper\"" in got.get("urdf", "")
+        assert list(got["joints"].name) == ["j1", "j2", "j3", "j4", "j5", "j6", "j7", "finger_joint"]
+    finally:
+        process.send_signal(sig)
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert "robot-bridge run: stopped" in output
+    for failure in ("Traceback", "never retrieved", "context is invalid"):
+        assert failure not in output
