@@ -44,6 +44,7 @@ setup(
     name=PACKAGE,
     version=_version(),
     packages=find_packages(exclude=["test", "test.*"]),
+    package_data={PACKAGE: ["data/*"]},      # the embedded default robot, world and SRDFs
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),
