@@ -6,9 +6,8 @@ import threading
 import time
 
 import pytest
-
-rclpy = pytest.importorskip("rclpy")
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor  # noqa: E402
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 
 class RosProcess:
