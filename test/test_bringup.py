@@ -233,3 +233,21 @@ def test_run_serves_in_its_namespace_and_stops_cleanly_on_signal(sig):
     assert "robot-bridge run: stopped" in output
     for failure in ("Traceback", "never retrieved", "context is invalid"):
         assert failure not in output
+
+
+def test_run_reports_a_node_that_cannot_start(monkeypatch, capsys):
+    """A parameter of the wrong type (e.g. from an edited YAML): one error line, status 2, nothing left."""
+    from robot_bridge.cli.main import main as cli
+
+    real = bringup.node_set
+
+    def broken_node_set(options):
+        specs = real(options)
+        bad = dict(specs[0].parameters, publish_frequency="fast")
+        return [bringup.NodeSpec(**{**specs[0].__dict__, "parameters": bad})] + specs[1:]
+
+    monkeypatch.setattr(bringup, "node_set", broken_node_set)
+    robot = str(REPO / "robot_bridge" / "data" / "lwa3_gripper.robot.xml")
+    assert cli(["run", "--robot", robot]) == 2
+    err = capsys.readouterr().err
+    assert "robot-bridge run: error: cannot start description_node:" in err and "publish_frequency" in err

@@ -22,6 +22,7 @@ from ... import bringup
 HELP = "start the bridge (description, sensor bridge, controller) in one process, without ros2 launch"
 READY = "robot-bridge run: ready"        # printed once every node is up (scripts wait for it)
 SPIN_PERIOD = 0.1                        # s: longest wait before a stop request is seen
+EXIT_START_FAILED = 2
 SHUTDOWN_TIMEOUT = 10.0                  # s: for callbacks still running at a stop request
 
 
@@ -97,10 +98,15 @@ def main(args: argparse.Namespace) -> int:
     nodes, processes, executor = [], [], None
     try:
         for spec in specs:
-            if spec.factory:
-                nodes.append(create_node(spec))
-            else:
+            if not spec.factory:
                 processes.append(_external(spec))
+                continue
+            try:
+                nodes.append(create_node(spec))
+            except Exception as exc:     # e.g. a parameter of the wrong type in a YAML file
+                print(f"robot-bridge run: error: cannot start {spec.name}: {type(exc).__name__}: {exc}",
+                      file=sys.stderr)
+                return EXIT_START_FAILED
         executor = MultiThreadedExecutor(num_threads=len(nodes) + 1)
         for node in nodes:
             executor.add_node(node)
