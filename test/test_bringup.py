@@ -251,3 +251,19 @@ def test_run_reports_a_node_that_cannot_start(monkeypatch, capsys):
     assert cli(["run", "--robot", robot]) == 2
     err = capsys.readouterr().err
     assert "robot-bridge run: error: cannot start description_node:" in err and "publish_frequency" in err
+
+
+def test_every_node_parameter_is_in_its_yaml():
+    """config/<node>.yaml lists every parameter of the node's schema (arrays without a value: commented)."""
+    from robot_bridge.nodes import controller, description, sensor_bridge
+
+    for module, node, name in ((description, "description_node", "description.yaml"),
+                               (sensor_bridge, "sensor_bridge", "sensor_bridge.yaml"),
+                               (controller, "controller_node", "controller.yaml")):
+        text = (REPO / "config" / name).read_text()
+        values = bringup.yaml_parameters(REPO / "config" / name, node)
+        for parameter, default, _ in module.PARAMETERS:
+            if hasattr(default, "name"):                  # Parameter.Type: an array without a value
+                assert f"# {parameter.split('.')[-1]}: [" in text, f"{name}: {parameter} not shown"
+            else:
+                assert parameter in values, f"{name}: {parameter} missing"
