@@ -18,7 +18,9 @@ from ..errors import UnsafeInputError, XMLSyntaxError
 MAX_FILE_BYTES = 64 * 1024 * 1024
 # A DOCTYPE in the prolog (after an optional BOM, XML declaration, comments, PIs): refused before
 # libxml2 sees its entity declarations.  The post-parse docinfo check covers other encodings.
-_PROLOG_DOCTYPE = re.compile(rb"\A(?:\xef\xbb\xbf)?(?:\s+|<\?.*?\?>|<!--.*?-->)*<!DOCTYPE", re.DOTALL)
+# (each alternative matches one way only: nested quantifiers here backtrack exponentially)
+_PROLOG_DOCTYPE = re.compile(rb"\A(?:\xef\xbb\xbf)?(?:\s|<\?(?:(?!\?>).)*\?>|<!--(?:(?!-->).)*-->)*<!DOCTYPE",
+                             re.DOTALL)
 
 
 def _parser(recover: bool = False) -> etree.XMLParser:
