@@ -6,7 +6,8 @@
 - ``depth``: a 320x240 camera at 15 Hz in the same worlds, depth only and depth + RGB.
 - ``relay``: a 640x480 rgb8 publisher at 30 Hz in its own process, the sensor bridge (relay mode)
   in another, and a subscriber (this process) listening to both the driver topic (direct hop) and
-  the bridge's output; latency = receive time - header.stamp (set just before publishing).  The
+  the bridge's output; latency = receive time - header.stamp (set just before publishing), both
+  received serialized so the subscriber's decoding cost is outside the measurement.  The
   added p50 latency is relayed p50 - direct p50 of the same run; with and without the shipped Fast
   DDS profile (config/fastdds_large_messages.xml).
 
@@ -24,6 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import struct  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -127,13 +129,16 @@ def run_publisher(topic: str, rate: float, seconds: float) -> None:
     msg.data = np.random.default_rng(0).integers(0, 255, 640 * 480 * 3, dtype=np.uint8).tobytes()
     period, end = 1.0 / rate, time.monotonic() + seconds
     next_time = time.monotonic()
-    while time.monotonic() < end:
+    while time.monotonic() < end and rclpy.ok():        # the bench stops it with SIGTERM
         msg.header.stamp = node.get_clock().now().to_msg()
-        pub.publish(msg)
+        try:
+            pub.publish(msg)
+        except RuntimeError:                              # RCLError: context shut down by SIGTERM
+            break
         next_time += period
         time.sleep(max(0.0, next_time - time.monotonic()))
     node.destroy_node()
-    rclpy.shutdown()
+    rclpy.try_shutdown()
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -164,25 +169,34 @@ def bench_relay(seconds: float, use_profile: bool) -> dict:
     node = rclpy.create_node("bench_subscriber", context=context, namespace=f"/{ns}")
     latency: dict[str, list[float]] = {"direct": [], "relayed": []}
     recording = [False]
+    seen: set[str] = set()
 
     def recorder(kind):
-        def on_image(msg):
+        # raw (serialized) delivery: the stamp is read from the CDR bytes, so the subscriber's own
+        # deserialization cost stays out of both paths
+        def on_image(raw):
+            seen.add(kind)
             if recording[0]:
                 now = node.get_clock().now().nanoseconds
-                latency[kind].append((now - (msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)) * 1e-6)
+                sec, nanosec = struct.unpack_from("<iI", raw, 4)
+                latency[kind].append((now - (sec * 10**9 + nanosec)) * 1e-6)
         return on_image
 
-    node.create_subscription(Image, "driver/cam/image_raw", recorder("direct"), qos_profile_sensor_data)
+    node.create_subscription(Image, "driver/cam/image_raw", recorder("direct"), qos_profile_sensor_data,
+                             raw=True)
     node.create_subscription(Image, "cam/image_raw", recorder("relayed"),
-                             QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE))
+                             QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE), raw=True)
     time.sleep(1.5)                                        # the bridge is up before the driver starts
     publisher = subprocess.Popen(
         [sys.executable, __file__, "--role", "publisher", "--topic", f"/{ns}/driver/cam/image_raw",
-         "--relay-seconds", str(seconds + 2.0)], cwd=REPO, env=env)
+         "--relay-seconds", str(seconds + 30.0)], cwd=REPO, env=env)
     executor = rclpy.executors.SingleThreadedExecutor(context=context)
     executor.add_node(node)
     try:
-        end = time.monotonic() + 2.0                       # discovery, warm-up
+        deadline = time.monotonic() + 30.0                  # driver started, both paths flowing
+        while len(seen) < 2 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.01)
+        end = time.monotonic() + 1.0                        # warm-up
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.01)
         recording[0] = True
@@ -193,9 +207,13 @@ def bench_relay(seconds: float, use_profile: bool) -> dict:
         bridge_cpu = (_cpu_seconds(bridge.pid) - cpu0) / (time.monotonic() - t0) * 100
         recording[0] = False
     finally:
-        publisher.wait(timeout=seconds + 30)
-        bridge.terminate()
-        bridge.wait(timeout=10)
+        for child in (publisher, bridge):
+            child.terminate()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
         executor.shutdown()
         node.destroy_node()
         context.try_shutdown()

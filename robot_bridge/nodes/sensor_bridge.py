@@ -85,6 +85,16 @@ SENSOR_PARAMETERS = [
 ]
 
 MODES = ("relay", "sim", "off")
+# Mode parameters accept any type: YAML and --ros-args read an unquoted ``off`` as the boolean false.
+DYNAMIC = {"default_mode", "mode"}
+
+
+def _descriptor(name: str, description: str) -> ParameterDescriptor:
+    return ParameterDescriptor(description=description, dynamic_typing=name in DYNAMIC)
+
+
+def _mode(value) -> str:
+    return "off" if value is False else str(value)
 # sensor type -> [(topic suffix, message type)]; the first stream's frame_id is the sensor's data frame.
 STREAMS = {
     "laser": [("scan", LaserScan)],
@@ -106,6 +116,7 @@ class RelayStream:
     restamp: bool
     min_period_ns: int
     fix_rep117: bool = False
+    serialized: bool = False          # Images: relayed as CDR bytes, pixels never decoded
     last_ns: Optional[int] = None
     counts: Counter = field(default_factory=Counter)
 
@@ -116,7 +127,7 @@ class SensorBridge(Node):
     def __init__(self, robot: Optional[Robot] = None, **kwargs):
         super().__init__("sensor_bridge", **kwargs)
         for name, default, description in PARAMETERS:
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+            self.declare_parameter(name, default, _descriptor(name, description))
         self.robot: Optional[Robot] = robot
         self.relays: dict[tuple[str, str], RelayStream] = {}
         self.dropped: dict[str, Counter] = defaultdict(Counter)   # sensor -> reason -> count
@@ -156,7 +167,7 @@ class SensorBridge(Node):
         values = {}
         for name, default, description in SENSOR_PARAMETERS:
             full = f"sensors.{sensor.name}.{name}"
-            self.declare_parameter(full, default, ParameterDescriptor(description=description))
+            self.declare_parameter(full, default, _descriptor(name, description))
             values[name] = self._p(full)
         return values
 
@@ -176,7 +187,7 @@ class SensorBridge(Node):
         sim_sensors = []
         for sensor in robot.sensors.values():
             params = self._sensor_params(sensor)
-            mode = params["mode"] or self._p("default_mode")
+            mode = _mode(params["mode"] if params["mode"] not in ("", None) else self._p("default_mode"))
             if mode not in MODES:
                 self.get_logger().error(f"sensor {sensor.name!r}: unknown mode {mode!r} "
                                         "(expected relay, sim or off); sensor disabled")
@@ -207,10 +218,10 @@ class SensorBridge(Node):
                 sensor=sensor.name, topic=suffix, validate=self._validator(sensor, msg_type),
                 publisher=self.create_publisher(msg_type, f"{sensor.name}/{suffix}", self._output_qos()),
                 frame_id=frame_id, restamp=params["restamp"], min_period_ns=period,
-                fix_rep117=msg_type is LaserScan and params["rep117"])
+                fix_rep117=msg_type is LaserScan and params["rep117"], serialized=msg_type is Image)
             self.relays[(sensor.name, suffix)] = stream
-            self.create_subscription(msg_type, given or default_in,
-                                     lambda msg, s=stream: self._relay(s, msg), self._input_qos())
+            self.create_subscription(msg_type, given or default_in, lambda msg, s=stream: self._relay(s, msg),
+                                     self._input_qos(), raw=stream.serialized)
 
     @staticmethod
     def _validator(sensor: AttachedSensor, msg_type) -> Callable[[object], Optional[str]]:
@@ -221,7 +232,11 @@ class SensorBridge(Node):
                 WrenchStamped: conv.validate_wrench, Odometry: conv.validate_odometry}[msg_type]
 
     def _relay(self, stream: RelayStream, msg) -> None:
-        reason = stream.validate(msg)
+        if stream.serialized:
+            image = conv.parse_serialized_image(msg)
+            reason = conv.validate_serialized_image(image)
+        else:
+            reason = stream.validate(msg)
         if reason is not None:
             self.dropped[stream.sensor][reason] += 1
             stream.counts["invalid"] += 1
@@ -237,11 +252,15 @@ class SensorBridge(Node):
                 stream.counts["rate_limited"] += 1
                 return
             stream.last_ns = now_ns
-        if stream.fix_rep117:
-            stream.counts["rep117_fixed"] += conv.rep117_normalize(msg)
-        msg.header.frame_id = stream.frame_id          # in place: the message is republished as is
-        if stream.restamp:
-            msg.header.stamp = now.to_msg()
+        stamp = now.to_msg() if stream.restamp else None
+        if stream.serialized:
+            msg = conv.rewrite_serialized_header(msg, image, stream.frame_id, stamp)
+        else:
+            if stream.fix_rep117:
+                stream.counts["rep117_fixed"] += conv.rep117_normalize(msg)
+            msg.header.frame_id = stream.frame_id      # in place: the message is republished as is
+            if stamp is not None:
+                msg.header.stamp = stamp
         stream.publisher.publish(msg)
         stream.counts["relayed"] += 1
         self.published[stream.sensor] += 1

@@ -2,12 +2,15 @@
 
 Builders never copy pixel or range data more than once (numpy -> message
 buffer).  Validators return ``None`` for a good message or a short reason
-string; they only read the message.
+string; they only read the message.  Images are relayed serialized: their
+header is read and rewritten in the CDR bytes, the pixels are never decoded.
 """
 
 from __future__ import annotations
 
 import math
+import struct
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -149,17 +152,21 @@ def rep117_normalize(msg: LaserScan) -> int:
     return changed
 
 
-def validate_image(msg: Image) -> Optional[str]:
-    if msg.width == 0 or msg.height == 0:
-        return f"empty image {msg.width}x{msg.height}"
-    if not msg.encoding:
+def image_reason(width: int, height: int, encoding: str, step: int, data_len: int) -> Optional[str]:
+    if width == 0 or height == 0:
+        return f"empty image {width}x{height}"
+    if not encoding:
         return "no encoding"
-    bpp = ENCODING_BYTES.get(msg.encoding)
-    if bpp is not None and msg.step < msg.width * bpp:
-        return f"step {msg.step} < width {msg.width} x {bpp} bytes ({msg.encoding})"
-    if msg.step * msg.height != len(msg.data):
-        return f"step {msg.step} x height {msg.height} != {len(msg.data)} data bytes"
+    bpp = ENCODING_BYTES.get(encoding)
+    if bpp is not None and step < width * bpp:
+        return f"step {step} < width {width} x {bpp} bytes ({encoding})"
+    if step * height != data_len:
+        return f"step {step} x height {height} != {data_len} data bytes"
     return None
+
+
+def validate_image(msg: Image) -> Optional[str]:
+    return image_reason(msg.width, msg.height, msg.encoding, msg.step, len(msg.data))
 
 
 def validate_camera_info(msg: CameraInfo, width: Optional[int] = None, height: Optional[int] = None
@@ -237,3 +244,69 @@ def trajectory_point(positions: Sequence[float], velocities: Sequence[float] = (
                                 accelerations=[float(x) for x in accelerations],
                                 effort=[float(x) for x in effort],
                                 time_from_start=duration_msg(time_from_start))
+
+
+# -- serialized Image relay (no deserialization of the pixel buffer) ---------------------
+#
+# Fast DDS hands rclpy sensor_msgs/Image as XCDR1 little endian: a 4-byte encapsulation header, then
+# header.stamp (int32 sec, uint32 nanosec), header.frame_id (uint32 length incl. NUL, chars, NUL), padding to
+# 4, height, width (uint32), encoding (string), is_bigendian (uint8), padding to 4, step (uint32), data
+# (uint32 length + bytes).  Every field after frame_id is aligned to at most 4 bytes, so replacing frame_id
+# and re-padding to 4 keeps the rest valid byte for byte.
+
+_CDR_LE = (b"\x00\x01", b"\x00\x03")          # CDR_LE, PL_CDR_LE representation identifiers
+
+
+@dataclass
+class SerializedImage:
+    """Fields of a serialized Image, read in place (``rest`` = offset of ``height``)."""
+
+    rest: int
+    height: int
+    width: int
+    encoding: str
+    step: int
+    data_len: int
+
+
+def _align4(offset: int, base: int = 4) -> int:
+    return base + ((offset - base + 3) & ~3)
+
+
+def parse_serialized_image(buf) -> Optional[SerializedImage]:
+    """Image fields from its serialized form; None if not little-endian CDR or truncated."""
+    view = memoryview(buf)
+    if len(view) < 16 or bytes(view[:2]) not in _CDR_LE:
+        return None
+    try:
+        (frame_len,) = struct.unpack_from("<I", view, 12)
+        pos = _align4(16 + frame_len)
+        height, width, enc_len = struct.unpack_from("<III", view, pos)
+        rest = pos
+        pos += 12
+        encoding = bytes(view[pos:pos + max(0, enc_len - 1)]).decode("ascii", errors="replace")
+        pos += enc_len + 1                          # chars + is_bigendian
+        pos = _align4(pos)
+        step, data_len = struct.unpack_from("<II", view, pos)
+        if pos + 8 + data_len > len(view):
+            return None
+    except struct.error:
+        return None
+    return SerializedImage(rest, height, width, encoding, step, data_len)
+
+
+def validate_serialized_image(img: Optional[SerializedImage]) -> Optional[str]:
+    if img is None:
+        return "not a little-endian CDR Image (or truncated)"
+    return image_reason(img.width, img.height, img.encoding, img.step, img.data_len)
+
+
+def rewrite_serialized_header(buf, img: SerializedImage, frame_id: str, stamp: Optional[Time] = None
+                              ) -> bytes:
+    """The serialized message with a new frame_id (and stamp): one copy of the buffer."""
+    view = memoryview(buf)
+    frame = frame_id.encode() + b"\x00"
+    pad = b"\x00" * (_align4(16 + len(frame)) - 16 - len(frame))
+    head = (bytes(view[:4]) + struct.pack("<iI", stamp.sec, stamp.nanosec) if stamp is not None
+            else bytes(view[:12]))
+    return b"".join((head, struct.pack("<I", len(frame)), frame, pad, view[img.rest:]))

@@ -123,3 +123,12 @@ def test_bad_mode_and_unsimulatable_type_are_reported_not_fatal(harness_factory)
     assert h.spin_until(lambda: imus)
     h.spin_for(0.1)
     assert set(h.bridge.published) == {"imu"}          # laser: bad mode, ft: cannot be simulated, cam: off
+
+
+def test_yaml_off_read_as_false_means_off(harness_factory):
+    # YAML / --ros-args turn an unquoted `off` into the boolean false; it must still mean "off".
+    h = harness_factory(pan_robot(), default_mode=False, **{"sensors.imu.mode": "sim"})
+    imus = h.listen(Imu, "imu/imu")
+    assert h.spin_until(lambda: imus)
+    h.spin_for(0.1)
+    assert set(h.bridge.published) == {"imu"}
