@@ -66,12 +66,16 @@ def from_rpy(rpy: Sequence[float]) -> np.ndarray:
 
 
 def to_rpy(rot: np.ndarray) -> np.ndarray:
-    """3x3 -> URDF roll-pitch-yaw (inverse of :func:`from_rpy`)."""
-    import warnings
+    """3x3 -> URDF roll-pitch-yaw (inverse of :func:`from_rpy`).
 
-    with warnings.catch_warnings():  # gimbal lock warning: the result is still exact
-        warnings.simplefilter("ignore")
-        return Rotation.from_matrix(np.asarray(rot)[:3, :3]).as_euler("xyz")
+    Pitch from atan2 (not asin) and roll fitted to the chosen yaw, so that
+    ``from_rpy(to_rpy(R))`` reproduces R to ~1e-15 even at and near gimbal lock
+    (scipy's ``as_euler`` loses up to ~1e-8 there)."""
+    r = np.asarray(rot, dtype=float)[:3, :3]
+    pitch = np.arctan2(-r[2, 0], np.hypot(r[0, 0], r[1, 0]))
+    yaw = np.arctan2(r[1, 0], r[0, 0])
+    rest = from_rpy([0.0, pitch, yaw]).T @ r          # = Rx(roll)
+    return np.array([np.arctan2(rest[2, 1], rest[1, 1]), pitch, yaw])
 
 
 def inverse(t: np.ndarray) -> np.ndarray:
