@@ -93,10 +93,11 @@ def _is_identity(t: np.ndarray) -> bool:
 
 
 def urdf_tree(robot: Robot) -> tuple[list[TreeLink], list[TreeJoint]]:
-    """URDF links and joints of ``robot`` (joints parent-before-child)."""
+    """URDF links (the root first) and joints (parent before child) of ``robot``."""
     order = topological_joints(robot)
     names = _Names(list(robot.links) + list(robot.joints))
-    links = [TreeLink(name, name) for name in robot.links]
+    roots = [name for name in robot.links if robot.parent_joint(name) is None]
+    links = [TreeLink(name, name) for name in roots + [n for n in robot.links if n not in roots]]
     known = set(robot.links)
     joints: list[TreeJoint] = []
 
@@ -105,7 +106,6 @@ def urdf_tree(robot: Robot) -> tuple[list[TreeLink], list[TreeJoint]]:
             links.append(TreeLink(j.parent, None))
             known.add(j.parent)
 
-    roots = [name for name in robot.links if robot.parent_joint(name) is None]
     for extra in roots[1:]:
         joints.append(TreeJoint(names.new(f"{roots[0]}_to_{extra}"), "fixed", roots[0], extra, np.eye(4),
                                 np.zeros(3), None, -1))

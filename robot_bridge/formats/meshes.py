@@ -1,0 +1,343 @@
+"""Mesh files: OpenRAVE's Inventor / VRML ASCII subset, everything else through trimesh.
+
+rviz and pinocchio cannot load Inventor (.iv) or VRML (.wrl) files, so the URDF
+writer converts them to STL.  The subset read here is what robot model files
+use (see the OpenRAVE corpus models):
+
+- Inventor V1/V2 and VRML 1 ASCII: ``Separator``/``Group``, ``Coordinate3``,
+  ``FaceSet`` (``numVertices``, ``startIndex``), ``IndexedFaceSet``
+  (``coordIndex``), ``IndexedTriangleStripSet``, ``Translation``, ``Rotation``,
+  ``RotationXYZ``, ``Scale``, ``Transform``, ``MatrixTransform``, ``Units``,
+  ``File`` (relative include), and the ``Cube``/``Sphere``/``Cylinder``/``Cone``
+  primitives (Inventor's y-axis convention);
+- VRML 2: ``Transform`` with ``children``, ``Shape``/``geometry``,
+  ``IndexedFaceSet`` with ``coord Coordinate { point [...] }``, ``DEF``/``USE``.
+
+Everything else (materials, normals, hints) is ignored: only geometry matters
+here.  Binary Inventor files are refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from ..errors import MissingFileError, SchemaError, UnsupportedFormatError
+from ..model import transform as tf
+
+INVENTOR_SUFFIXES = (".iv", ".wrl", ".vrml")
+_UNITS = {"METERS": 1.0, "CENTIMETERS": 0.01, "MILLIMETERS": 0.001, "MICROMETERS": 1e-6, "MICRONS": 1e-6,
+          "NANOMETERS": 1e-9, "ANGSTROMS": 1e-10, "KILOMETERS": 1000.0, "INCHES": 0.0254, "FEET": 0.3048,
+          "FEET_US_SURVEY": 1200.0 / 3937.0, "YARDS": 0.9144, "MILES": 1609.344, "NAUTICAL_MILES": 1852.0}
+_TOKEN = re.compile(r'\s+|#[^\n]*|"(?:[^"\\]|\\.)*"|[{}\[\](),|]|[^\s{}\[\](),|"#]+')
+_MAX_INCLUDE_DEPTH = 16
+
+
+class _Node:
+    __slots__ = ("type", "fields", "children")
+
+    def __init__(self, type_: str):
+        self.type = type_
+        self.fields: dict[str, list] = {}
+        self.children: list[_Node] = []
+
+
+def _is_number(tok: str) -> bool:
+    try:
+        float(tok)
+        return True
+    except ValueError:
+        return False
+
+
+class _Parser:
+    def __init__(self, text: str, file: str):
+        self.tokens = [t for t in _TOKEN.findall(text) if t.strip() and not t.startswith("#")]
+        self.pos = 0
+        self.file = file
+        self.defs: dict[str, _Node] = {}
+
+    def error(self, message: str) -> SchemaError:
+        near = " ".join(self.tokens[max(0, self.pos - 3):self.pos + 3])
+        return SchemaError(f"{message} (near {near!r})", file=self.file)
+
+    def peek(self, k: int = 0) -> Optional[str]:
+        i = self.pos + k
+        return self.tokens[i] if i < len(self.tokens) else None
+
+    def take(self) -> str:
+        tok = self.peek()
+        if tok is None:
+            raise self.error("unexpected end of file")
+        self.pos += 1
+        return tok
+
+    def nodes(self) -> list[_Node]:
+        out = []
+        while self.peek() is not None:
+            out.append(self.node())
+        return out
+
+    def starts_node(self) -> bool:
+        tok = self.peek()
+        return tok in ("DEF", "USE") or (tok is not None and self.peek(1) == "{" and tok[0].isalpha())
+
+    def node(self) -> _Node:
+        tok = self.take()
+        if tok == "USE":
+            name = self.take()
+            if name not in self.defs:
+                raise self.error(f"USE of undefined node {name!r}")
+            return self.defs[name]
+        def_name = None
+        if tok == "DEF":
+            def_name, tok = self.take(), self.take()
+        if self.take() != "{":
+            raise self.error(f"expected '{{' after node type {tok!r}")
+        node = _Node(tok)
+        if def_name:
+            self.defs[def_name] = node
+        while True:
+            nxt = self.peek()
+            if nxt is None:
+                raise self.error(f"unterminated node {tok!r}")
+            if nxt == "}":
+                self.pos += 1
+                return node
+            if self.starts_node():
+                node.children.append(self.node())
+            else:
+                name = self.take()
+                node.fields[name] = self.value()
+
+    def value(self) -> list:
+        tok = self.peek()
+        if tok == "[":
+            self.pos += 1
+            items = []
+            while self.peek() != "]":
+                if self.peek() is None:
+                    raise self.error("unterminated '['")
+                if self.starts_node():
+                    items.append(self.node())
+                elif self.peek() == ",":
+                    self.pos += 1
+                else:
+                    items.append(self.take())
+            self.pos += 1
+            return items
+        if tok == "(":
+            items = []
+            while self.take() != ")":
+                pass
+            return items
+        if self.starts_node():
+            return [self.node()]
+        if tok is not None and _is_number(tok):
+            items = []
+            while self.peek() is not None and _is_number(self.peek()):
+                items.append(self.take())
+                if self.peek() == ",":
+                    self.pos += 1
+            return items
+        return [self.take()]
+
+
+def _floats(node: _Node, name: str, default=None) -> np.ndarray:
+    raw = node.fields.get(name)
+    if raw is None:
+        return np.asarray(default if default is not None else [], dtype=float)
+    try:
+        return np.array([float(v) for v in raw if not isinstance(v, _Node)])
+    except ValueError:
+        got = " ".join(map(str, raw[:6]))
+        raise SchemaError(f"{node.type}.{name}: expected numbers, got {got!r}") from None
+
+
+class _Collector:
+    def __init__(self, file: Path, depth: int = 0):
+        self.file = file
+        self.depth = depth
+        self.vertices: list[np.ndarray] = []
+        self.triangles: list[np.ndarray] = []
+        self.count = 0
+
+    def add(self, points: np.ndarray, polygons: list[list[int]], t: np.ndarray) -> None:
+        tris = [(p[0], p[i], p[i + 1]) for p in polygons for i in range(1, len(p) - 1)]
+        if not tris:
+            return
+        tri = np.asarray(tris, dtype=np.int64)
+        if tri.min() < 0 or tri.max() >= len(points):
+            raise SchemaError(f"face index {int(tri.max())} out of range ({len(points)} points)",
+                              file=str(self.file))
+        world = points @ t[:3, :3].T + t[:3, 3]
+        self.vertices.append(world)
+        self.triangles.append(tri + self.count)
+        self.count += len(world)
+
+    def add_trimesh(self, mesh, t: np.ndarray) -> None:
+        self.add(np.asarray(mesh.vertices), [list(f) for f in mesh.faces], t)
+
+    # state: dict(t=4x4, coords=array, units=float)
+    def walk(self, nodes: list[_Node], state: dict) -> None:
+        for node in nodes:
+            self.visit(node, state)
+
+    def visit(self, node: _Node, state: dict) -> None:
+        import trimesh
+
+        kind = node.type
+        t = state["t"]
+        if kind in ("Separator", "TransformSeparator", "Group", "Switch", "Anchor", "Collision", "Billboard",
+                    "LOD", "Shape"):
+            children = node.children + [v for vs in node.fields.values() for v in vs if isinstance(v, _Node)]
+            # an Inventor Group shares its state with what follows; everything else scopes it
+            self.walk(children, state if kind == "Group" else dict(state))
+        elif kind == "Transform":
+            m = self._transform(node)
+            children = node.children + [v for v in node.fields.get("children", []) if isinstance(v, _Node)]
+            if "children" in node.fields or node.children:       # VRML 2: scopes its children
+                self.walk(children, dict(state, t=t @ m))
+            else:
+                state["t"] = t @ m
+        elif kind == "Translation":
+            state["t"] = t @ tf.translation(_floats(node, "translation", [0, 0, 0]))
+        elif kind == "Rotation":
+            r = _floats(node, "rotation", [0, 0, 1, 0])
+            state["t"] = t @ tf.make(tf.rotation_axis_angle(r[:3], r[3]))
+        elif kind == "RotationXYZ":
+            axis = {"X": [1, 0, 0], "Y": [0, 1, 0], "Z": [0, 0, 1]}[(node.fields.get("axis") or ["X"])[0]]
+            state["t"] = t @ tf.make(tf.rotation_axis_angle(axis, float(_floats(node, "angle", [0])[0])))
+        elif kind == "Scale":
+            state["t"] = t @ np.diag([*_floats(node, "scaleFactor", [1, 1, 1]), 1.0])
+        elif kind == "MatrixTransform":
+            m = _floats(node, "matrix")
+            if m.size != 16:
+                raise SchemaError("MatrixTransform.matrix: expected 16 numbers", file=str(self.file))
+            state["t"] = t @ m.reshape(4, 4).T           # Inventor matrices are row-vector convention
+        elif kind == "Units":
+            unit = (node.fields.get("units") or ["METERS"])[0]
+            if unit not in _UNITS:
+                raise SchemaError(f"Units: unknown unit {unit!r}", file=str(self.file))
+            state["t"] = t @ np.diag([_UNITS[unit] / state["units"]] * 3 + [1.0])   # units scale what follows
+            state["units"] = _UNITS[unit]
+        elif kind in ("Coordinate3", "Coordinate"):
+            state["coords"] = _floats(node, "point").reshape(-1, 3)
+        elif kind == "FaceSet":
+            start = int(_floats(node, "startIndex", [0])[0])
+            polys, i = [], start
+            for n in _floats(node, "numVertices", []).astype(int):
+                if n < 0:
+                    n = len(state["coords"]) - i
+                polys.append(list(range(i, i + n)))
+                i += n
+            self.add(state["coords"], polys, t)
+        elif kind in ("IndexedFaceSet", "IndexedTriangleStripSet"):
+            coords = state["coords"]
+            for v in node.fields.get("coord", []) + node.fields.get("vertexProperty", []):
+                if isinstance(v, _Node):
+                    coords = _floats(v, "point" if "point" in v.fields else "vertex").reshape(-1, 3)
+            groups, cur = [], []
+            for i in _floats(node, "coordIndex").astype(int):
+                if i < 0:
+                    groups.append(cur)
+                    cur = []
+                else:
+                    cur.append(int(i))
+            if cur:
+                groups.append(cur)
+            if kind == "IndexedTriangleStripSet":
+                groups = [[g[k], g[k + 1], g[k + 2]] if k % 2 == 0 else [g[k + 1], g[k], g[k + 2]]
+                          for g in groups for k in range(len(g) - 2)]
+            self.add(coords, groups, t)
+        elif kind in ("Cube", "Box"):
+            if "size" in node.fields:
+                size = _floats(node, "size")
+            else:
+                size = np.array([_floats(node, k, [2])[0] for k in ("width", "height", "depth")])
+            self.add_trimesh(trimesh.creation.box(extents=size), t)
+        elif kind == "Sphere":
+            self.add_trimesh(trimesh.creation.icosphere(radius=float(_floats(node, "radius", [1])[0])), t)
+        elif kind in ("Cylinder", "Cone"):
+            h = float(_floats(node, "height", [2])[0])
+            y_up = tf.make(tf.rotation_axis_angle([1, 0, 0], -np.pi / 2))       # trimesh z -> Inventor y
+            if kind == "Cylinder":
+                mesh = trimesh.creation.cylinder(radius=float(_floats(node, "radius", [1])[0]), height=h)
+                self.add_trimesh(mesh, t @ y_up)
+            else:
+                mesh = trimesh.creation.cone(radius=float(_floats(node, "bottomRadius", [1])[0]), height=h)
+                self.add_trimesh(mesh, t @ y_up @ tf.translation([0, 0, -h / 2]))
+        elif kind in ("File", "Inline"):
+            name = (node.fields.get("name") or node.fields.get("url") or [""])[0].strip('"')
+            if self.depth >= _MAX_INCLUDE_DEPTH:
+                raise SchemaError(f"File includes nested deeper than {_MAX_INCLUDE_DEPTH}",
+                                  file=str(self.file))
+            sub = _Collector(self.file.parent / name, self.depth + 1)
+            v, f = sub.read()
+            self.add(v, f.tolist(), t)
+        else:
+            self.walk(node.children, state)      # materials, normals, hints: no geometry
+
+    @staticmethod
+    def _transform(node: _Node) -> np.ndarray:
+        trans = _floats(node, "translation", [0, 0, 0])
+        rot = _floats(node, "rotation", [0, 0, 1, 0])
+        scale = _floats(node, "scaleFactor" if "scaleFactor" in node.fields else "scale", [1, 1, 1])
+        center = _floats(node, "center", [0, 0, 0])
+        r = tf.make(tf.rotation_axis_angle(rot[:3], rot[3])) if np.any(rot[:3]) else np.eye(4)
+        return (tf.translation(trans + center) @ r @ np.diag([*scale, 1.0]) @ tf.translation(-center))
+
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self.file.is_file():
+            raise MissingFileError("mesh file not found", file=str(self.file))
+        data = self.file.read_bytes()
+        head = data[:64].decode("latin-1")
+        if "binary" in head.split("\n", 1)[0]:
+            raise UnsupportedFormatError("binary Inventor files are not supported (convert to ASCII)",
+                                         file=str(self.file))
+        if not head.startswith(("#Inventor", "#VRML")):
+            raise UnsupportedFormatError("not an Inventor/VRML ASCII file (no '#Inventor' / '#VRML' header)",
+                                         file=str(self.file))
+        nodes = _Parser(data.decode("utf-8", errors="replace"), str(self.file)).nodes()
+        self.walk(nodes, {"t": np.eye(4), "coords": np.zeros((0, 3)), "units": 1.0})
+        if not self.triangles:
+            return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
+        return np.vstack(self.vertices), np.vstack(self.triangles)
+
+
+def read_inventor(path) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (N x 3, metres when the file says its units) and triangles (M x 3) of an
+    Inventor/VRML ASCII file, all transforms applied."""
+    return _Collector(Path(path)).read()
+
+
+def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices and triangles of any supported mesh file, ``scale`` (per axis) applied."""
+    p = Path(path)
+    if p.suffix.lower() in INVENTOR_SUFFIXES:
+        vertices, triangles = read_inventor(p)
+    else:
+        import trimesh
+
+        if not p.is_file():
+            raise MissingFileError("mesh file not found", file=str(p))
+        try:
+            mesh = trimesh.load(str(p), force="mesh")
+        except Exception as exc:       # trimesh raises many types for unreadable files
+            raise UnsupportedFormatError(f"cannot read mesh: {exc}", file=str(p)) from None
+        vertices, triangles = np.asarray(mesh.vertices, dtype=float), np.asarray(mesh.faces, dtype=np.int64)
+    if scale is not None:
+        vertices = vertices * np.asarray(scale, dtype=float).reshape(-1)
+    return vertices, triangles
+
+
+def export_stl(vertices, triangles, path) -> None:
+    """Write a binary STL file."""
+    import trimesh
+
+    mesh = trimesh.Trimesh(vertices=np.asarray(vertices, dtype=float), faces=np.asarray(triangles),
+                           process=False)
+    Path(path).write_bytes(mesh.export(file_type="stl"))

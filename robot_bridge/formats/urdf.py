@@ -1,0 +1,555 @@
+"""URDF reader and writer.
+
+Reading is as tolerant as urdfdom (TinyXML) where real files need it -- comments
+or a misspelled declaration before ``<?xml ...?>``, junk after the root element
+-- and strict elsewhere: malformed numbers, unknown joint types, missing links,
+duplicates, loops and several roots raise typed errors naming file and line.
+
+Writing goes through :func:`robot_bridge.kinematics.urdf_tree.urdf_tree`, the
+one definition of how a model maps to URDF links and joints.  Elements this
+package does not interpret (``<gazebo>``, ``<transmission>``, ``<ros2_control>``)
+are kept verbatim in ``robot.extras["urdf_elements"]`` and written back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+from lxml import etree
+
+from ..errors import (DescriptionError, KinematicsError, SchemaError, UnknownReferenceError,
+                      XMLSyntaxError)
+from ..model import (Box, Cylinder, Geometry, Inertial, Joint, Link, Material, Mesh, Mimic, Robot,
+                     Sphere)
+from ..model import transform as tf
+from . import xmlsafe
+
+SUFFIXES = (".urdf",)
+ROOT_TAGS = ("robot",)
+
+_JOINT_TYPES = {"revolute", "continuous", "prismatic", "fixed", "floating", "planar"}
+_KEPT_ELEMENTS = ("gazebo", "transmission", "ros2_control")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+# ---------------------------------------------------------------------------------------------- reading
+def _tolerant_bytes(data: bytes) -> bytes:
+    """Drop the XML declaration wherever it is (urdfdom ignores it: comments before it and
+    misspelled ones like ``<?xml verison="1.0"?>`` load there)."""
+    return re.sub(rb"<\?xml[^>]*\?>", b"", data[:4096], count=1) + data[4096:]
+
+
+def parse_tolerant(data: bytes, file: Optional[str]) -> tuple[etree._ElementTree, list[str]]:
+    """Parse URDF/SRDF bytes with urdfdom's tolerance; returns (tree, notes)."""
+    notes = []
+    cleaned = _tolerant_bytes(data)
+    try:
+        return xmlsafe.parse_bytes(cleaned, file=file), notes
+    except XMLSyntaxError as exc:
+        if "Extra content at the end of the document" not in exc.message:
+            raise
+        tree = xmlsafe.parse_bytes(cleaned, file=file, recover=True)
+        notes.append(f"ignored junk after the root element (line {exc.line})")
+        return tree, notes
+
+
+class _Ctx:
+    def __init__(self, file: Optional[str], search_path: list[Path]):
+        self.file = file
+        self.dir = Path(file).resolve().parent if file else Path.cwd()
+        self.search_path = search_path
+
+    def error(self, cls, message: str, el) -> DescriptionError:
+        return cls(message, file=self.file, line=el.sourceline if el is not None else None,
+                   element=xmlsafe.element_path(el) if el is not None else None)
+
+    def floats(self, el, attr: str, n: int, default=None) -> Optional[np.ndarray]:
+        text = el.get(attr)
+        if text is None:
+            if default is None:
+                raise self.error(SchemaError, f"missing attribute {attr!r}", el)
+            return np.asarray(default, dtype=float)
+        try:
+            values = np.array([float(v) for v in text.split()])
+        except ValueError:
+            raise self.error(SchemaError, f"attribute {attr}={text!r}: expected {n} numbers", el) from None
+        if values.size != n or not np.all(np.isfinite(values)):
+            raise self.error(SchemaError, f"attribute {attr}={text!r}: expected {n} finite numbers", el)
+        return values
+
+    def number(self, el, attr: str, default: Optional[float] = None) -> float:
+        return float(self.floats(el, attr, 1, None if default is None else [default])[0])
+
+    def name(self, el, what: str) -> str:
+        name = el.get("name")
+        if not name:
+            raise self.error(SchemaError, f"{what} without a name", el)
+        return name
+
+
+def _children(el, tag: str):
+    return [c for c in el if xmlsafe.local_name(c) == tag]
+
+
+def _child(el, tag: str):
+    found = _children(el, tag)
+    return found[0] if found else None
+
+
+def _origin(ctx: _Ctx, el) -> np.ndarray:
+    o = _child(el, "origin")
+    if o is None:
+        return np.eye(4)
+    return tf.make(tf.from_rpy(ctx.floats(o, "rpy", 3, [0, 0, 0])), ctx.floats(o, "xyz", 3, [0, 0, 0]))
+
+
+def resolve_uri(uri: str, base_dir: Path, search_path: list[Path]) -> Optional[str]:
+    """Absolute path for a mesh ``uri`` (package://, file://, relative or absolute), or None."""
+    candidates: list[Path] = []
+    if uri.startswith("package://"):
+        pkg, _, rest = uri[len("package://"):].partition("/")
+        roots = list(search_path)
+        for env in ("AMENT_PREFIX_PATH", "ROS_PACKAGE_PATH"):
+            roots += [Path(p) / ("share" if env == "AMENT_PREFIX_PATH" else "") for p in
+                      os.environ.get(env, "").split(os.pathsep) if p]
+        candidates += [r / pkg / rest for r in roots]
+        for ancestor in [base_dir, *base_dir.parents]:          # the package the file lives in
+            xml = ancestor / "package.xml"
+            named = xml.is_file() and f"<name>{pkg}</name>" in xml.read_text(errors="replace")
+            if ancestor.name.replace("-", "_") == pkg.replace("-", "_") or named:
+                candidates.append(ancestor / rest)
+                break
+    elif uri.startswith("file://"):
+        candidates.append(Path(uri[len("file://"):]))
+    elif "://" not in uri:
+        p = Path(uri)
+        candidates += [p] if p.is_absolute() else [base_dir / p, *(r / p for r in search_path)]
+    for c in candidates:
+        if c.is_file():
+            return str(c.resolve())
+    return None
+
+
+def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Optional[Geometry]:
+    g = _child(el, "geometry")
+    shapes = [c for c in g if isinstance(c.tag, str)] if g is not None else []
+    if not shapes:
+        raise ctx.error(SchemaError, "expected a <geometry> with one of box, cylinder, sphere, mesh", el)
+    s = shapes[0]
+    kind = xmlsafe.local_name(s)
+    if kind == "box":
+        shape = Box(ctx.floats(s, "size", 3) / 2.0)
+    elif kind == "cylinder":
+        shape = Cylinder(ctx.number(s, "radius"), ctx.number(s, "length"))
+    elif kind == "sphere":
+        shape = Sphere(ctx.number(s, "radius"))
+    elif kind == "mesh":
+        uri = s.get("filename")
+        if not uri:
+            raise ctx.error(SchemaError, "mesh without a filename", s)
+        path = resolve_uri(uri, ctx.dir, ctx.search_path)
+        if path is None:
+            robot.warn(f"mesh {uri!r} not found")
+        scale = s.get("scale")
+        shape = Mesh(uri, path, ctx.floats(s, "scale", 3) if scale is not None else np.ones(3))
+    else:
+        robot.warn(f"geometry <{kind}> is not supported (line {s.sourceline}); skipped")
+        return None
+    geom = Geometry(shape, _origin(ctx, el), name=el.get("name"))
+    m = _child(el, "material")
+    if m is not None:
+        geom.material = _material(ctx, m, materials, robot)
+    return geom
+
+
+def _material(ctx: _Ctx, m, materials: dict[str, Material], robot: Robot) -> Material:
+    name = m.get("name")
+    color = _child(m, "color")
+    if color is not None:
+        rgba = ctx.floats(color, "rgba", 4)
+        mat = Material(diffuse=tuple(float(v) for v in rgba[:3]), transparency=1.0 - float(rgba[3]),
+                       name=name)
+        if name and name not in materials:
+            materials[name] = mat
+        return mat
+    if _child(m, "texture") is not None and name not in materials:
+        robot.warn(f"material textures are not kept (material {name!r})")
+    if name in materials:
+        return materials[name]
+    return Material(name=name)
+
+
+def _link(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Link:
+    link = Link(ctx.name(el, "link"))
+    for v in _children(el, "visual"):
+        g = _geometry(ctx, v, robot, materials)
+        if g is not None:
+            link.visuals.append(g)
+    for c in _children(el, "collision"):
+        g = _geometry(ctx, c, robot, materials)
+        if g is not None:
+            link.collisions.append(g)
+    i = _child(el, "inertial")
+    if i is not None:
+        mass = _child(i, "mass")
+        inertia = _child(i, "inertia")
+        m = ctx.number(mass, "value") if mass is not None else 0.0
+        t = np.zeros((3, 3))
+        if inertia is not None:
+            ixx, ixy, ixz, iyy, iyz, izz = (ctx.number(inertia, k, 0.0)
+                                            for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+            t = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+        link.inertial = Inertial(m, _origin(ctx, i), t)
+    return link
+
+
+def _joint(ctx: _Ctx, el, robot: Robot) -> Joint:
+    name = ctx.name(el, "joint")
+    jtype = el.get("type")
+    if jtype not in _JOINT_TYPES:
+        expected = ", ".join(sorted(_JOINT_TYPES))
+        raise ctx.error(SchemaError, f"joint type {jtype!r}: expected one of {expected}", el)
+    ends = {}
+    for tag in ("parent", "child"):
+        e = _child(el, tag)
+        if e is None or not e.get("link"):
+            raise ctx.error(SchemaError, f"joint without <{tag} link=...>", el)
+        ends[tag] = e.get("link")
+    if ends["parent"] == ends["child"]:
+        raise ctx.error(KinematicsError, f"joint is its own parent (link {ends['parent']!r})", el)
+    if jtype in ("floating", "planar"):
+        robot.warn(f"{jtype} joint {name!r} cannot be expressed in the model; kept fixed at its origin")
+        jtype = "fixed"
+    axis_el = _child(el, "axis")
+    axis = ctx.floats(axis_el, "xyz", 3, [1, 0, 0]) if axis_el is not None else np.array([1.0, 0.0, 0.0])
+    norm = np.linalg.norm(axis)
+    if jtype != "fixed" and norm == 0.0:
+        raise ctx.error(SchemaError, "zero-length joint axis", axis_el)
+    joint = Joint(name, jtype, ends["parent"], ends["child"], origin=_origin(ctx, el),
+                  axes=[axis / norm] if jtype != "fixed" else [])
+    limit = _child(el, "limit")
+    if limit is not None and jtype != "fixed":
+        joint.lower = np.array([ctx.number(limit, "lower", 0.0)])
+        joint.upper = np.array([ctx.number(limit, "upper", 0.0)])
+        joint.velocity = np.array([ctx.number(limit, "velocity", 0.0)])
+        joint.effort = np.array([ctx.number(limit, "effort", 0.0)])
+    elif jtype in ("revolute", "prismatic"):
+        raise ctx.error(SchemaError, f"{jtype} joint without <limit>", el)
+    safety = _child(el, "safety_controller")
+    if safety is not None and jtype != "fixed":
+        joint.soft_lower = np.array([ctx.number(safety, "soft_lower_limit", float(joint.lower[0]))])
+        joint.soft_upper = np.array([ctx.number(safety, "soft_upper_limit", float(joint.upper[0]))])
+        joint.extras["k_velocity"] = ctx.number(safety, "k_velocity", 0.0)
+        if safety.get("k_position") is not None:
+            joint.extras["k_position"] = ctx.number(safety, "k_position")
+    dyn = _child(el, "dynamics")
+    if dyn is not None:
+        joint.extras["dynamics"] = {k: ctx.number(dyn, k) for k in ("damping", "friction") if dyn.get(k)}
+    cal = _child(el, "calibration")
+    if cal is not None:
+        joint.extras["calibration"] = dict(cal.attrib)
+    mimic = _child(el, "mimic")
+    if mimic is not None:
+        target = mimic.get("joint")
+        if not target:
+            raise ctx.error(SchemaError, "mimic without a joint attribute", mimic)
+        mult, off = ctx.number(mimic, "multiplier", 1.0), ctx.number(mimic, "offset", 0.0)
+        if jtype == "fixed":
+            robot.warn(f"mimic on fixed joint {name!r} ignored")
+        elif not _IDENTIFIER.match(target):
+            robot.warn(f"mimic of joint {target!r} (not usable in a formula) ignored")
+        else:
+            formula = f"{mult!r}*{target} + {off!r}" if off >= 0 else f"{mult!r}*{target} - {-off!r}"
+            joint.mimic = [Mimic(formula, velocity={target: repr(mult)})]
+            joint.extras["urdf_mimic"] = (target, mult, off)
+    if jtype == "continuous":
+        joint.circular = [True]
+    return joint
+
+
+def read_string(text: str | bytes, file: Optional[str] = None, search_path=None) -> Robot:
+    from . import normalize_search_path
+
+    data = text.encode() if isinstance(text, str) else text
+    tree, notes = parse_tolerant(data, file)
+    return _read_tree(tree, file, normalize_search_path(search_path), notes)
+
+
+def read(path, search_path=None, **options) -> Robot:
+    from . import normalize_search_path
+
+    p = Path(path)
+    data = p.read_bytes()
+    tree, notes = parse_tolerant(data, str(p))
+    return _read_tree(tree, str(p), normalize_search_path(search_path), notes)
+
+
+def _read_tree(tree, file: Optional[str], search_path: list[Path], notes: list[str]) -> Robot:
+    ctx = _Ctx(file, search_path)
+    root = tree.getroot()
+    if xmlsafe.local_name(root) != "robot":
+        raise ctx.error(SchemaError, f"root element <{xmlsafe.local_name(root)}>: expected <robot>", root)
+    robot = Robot(root.get("name") or "", source=file)
+    for n in notes:
+        robot.warn(n)
+    materials: dict[str, Material] = {}
+    for m in _children(root, "material"):
+        _material(ctx, m, materials, robot)
+    kept = []
+    for el in root:
+        tag = xmlsafe.local_name(el)
+        if tag == "link":
+            link = _link(ctx, el, robot, materials)
+            if link.name in robot.links:
+                raise ctx.error(KinematicsError, f"duplicate link {link.name!r}", el)
+            robot.links[link.name] = link
+        elif tag in ("joint", "material", ""):
+            continue
+        elif tag in _KEPT_ELEMENTS:
+            kept.append(etree.tostring(el, encoding="unicode", with_tail=False))
+        else:
+            robot.warn(f"URDF element <{tag}> not supported; skipped")
+    joint_els = _children(root, "joint")
+    for el in joint_els:
+        joint = _joint(ctx, el, robot)
+        if joint.name in robot.joints:
+            raise ctx.error(KinematicsError, f"duplicate joint {joint.name!r}", el)
+        robot.joints[joint.name] = joint
+    for el, joint in zip(joint_els, robot.joints.values()):
+        for end in (joint.parent, joint.child):
+            if end not in robot.links:
+                raise ctx.error(UnknownReferenceError, f"joint refers to undefined link {end!r}", el)
+    if kept:
+        robot.extras["urdf_elements"] = kept
+    for j in robot.joints.values():
+        target = j.extras.get("urdf_mimic", (None,))[0]
+        if target is not None and target not in robot.joints:
+            raise UnknownReferenceError(f"joint {j.name!r} mimics undefined joint {target!r}", file=file)
+    _check_tree(ctx, robot)
+    return robot
+
+
+def _check_tree(ctx: _Ctx, robot: Robot) -> None:
+    from ..kinematics.fk import topological_joints
+
+    if not robot.links:
+        raise SchemaError("robot has no links", file=ctx.file)
+    try:
+        topological_joints(robot)
+    except KinematicsError as exc:
+        raise exc.with_location(file=ctx.file) from None
+    roots = [name for name in robot.links if robot.parent_joint(name) is None]
+    if len(roots) != 1:
+        raise KinematicsError(f"expected one root link, found {len(roots)}: {', '.join(roots)}",
+                              file=ctx.file)
+
+
+# ---------------------------------------------------------------------------------------------- writing
+@dataclass
+class ConversionReport:
+    """What a conversion did and what it could not express."""
+
+    links: int = 0
+    joints: int = 0
+    meshes_converted: list[str] = field(default_factory=list)     # written mesh files
+    not_expressible: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        lines = [f"{self.links} links, {self.joints} joints, {len(self.meshes_converted)} meshes converted"]
+        lines += [f"not expressible: {m}" for m in self.not_expressible]
+        lines += [f"note: {m}" for m in self.notes]
+        return "\n".join(lines)
+
+
+def _fmt(values) -> str:
+    return " ".join(repr(float(v)) for v in np.atleast_1d(values))
+
+
+def _origin_el(parent, t: np.ndarray) -> None:
+    if np.allclose(t, np.eye(4), rtol=0.0, atol=0.0):
+        return
+    etree.SubElement(parent, "origin", xyz=_fmt(t[:3, 3]), rpy=_fmt(tf.to_rpy(t[:3, :3])))
+
+
+class _MeshWriter:
+    """Turns model meshes into URDF file references, converting what rviz/pinocchio cannot load."""
+
+    DIRECT = (".stl", ".dae", ".obj")
+
+    def __init__(self, mesh_dir: Optional[Path], report: ConversionReport):
+        self.mesh_dir = Path(mesh_dir).resolve() if mesh_dir is not None else None
+        self.report = report
+        self.done: dict[tuple, str] = {}
+        self.used: set[str] = set()
+
+    def uri(self, mesh: Mesh, label: str) -> Optional[str]:
+        key = (mesh.path, id(mesh.vertices) if mesh.vertices is not None else None)
+        if key in self.done:
+            return self.done[key]
+        uri = self._convert(mesh, label)
+        self.done[key] = uri
+        return uri
+
+    def _convert(self, mesh: Mesh, label: str) -> Optional[str]:
+        from . import meshes
+
+        if mesh.vertices is None and mesh.path is None:
+            self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: file not found; dropped")
+            return None
+        if mesh.vertices is None and Path(mesh.path).suffix.lower() in self.DIRECT:
+            return Path(mesh.path).resolve().as_uri()
+        if self.mesh_dir is None:
+            self.report.not_expressible.append(
+                f"mesh {mesh.uri!r} of {label}: needs conversion but no mesh directory was given; dropped")
+            return None
+        self.mesh_dir.mkdir(parents=True, exist_ok=True)
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(mesh.path or mesh.uri or label).stem) or "mesh"
+        name, i = f"{stem}.stl", 1
+        while name in self.used:
+            name, i = f"{stem}_{i}.stl", i + 1
+        self.used.add(name)
+        out = self.mesh_dir / name
+        try:
+            if mesh.vertices is not None:
+                meshes.export_stl(mesh.vertices, mesh.triangles, out)
+            else:
+                meshes.export_stl(*meshes.load_triangles(mesh.path), out)
+        except DescriptionError as exc:
+            self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: {exc.message}; dropped")
+            return None
+        self.report.meshes_converted.append(str(out))
+        return out.as_uri()
+
+
+def _comment_text(text: str) -> str:
+    return " " + text.replace("--", "- -") + " "
+
+
+def to_urdf(robot: Robot, mesh_dir=None) -> tuple[str, ConversionReport]:
+    """The URDF text of ``robot`` and a report of what could not be expressed."""
+    from ..kinematics.urdf_tree import urdf_tree
+
+    report = ConversionReport()
+    links, joints = urdf_tree(robot)
+    meshes = _MeshWriter(mesh_dir, report)
+    root = etree.Element("robot", name=robot.name or "robot")
+    materials: dict[str, tuple] = {}
+    for tl in links:
+        el = etree.SubElement(root, "link", name=tl.name)
+        link = robot.links.get(tl.source) if tl.source else None
+        if link is None:
+            continue
+        if link.inertial is not None and link.inertial.mass > 0:
+            _inertial_el(el, link.inertial)
+        for tag, geoms in (("visual", link.visuals), ("collision", link.collisions)):
+            for i, g in enumerate(geoms):
+                _geometry_el(el, tag, g, f"{tag} {i} of link {link.name!r}", meshes, materials, report)
+    for j in joints:
+        _joint_el(root, j, robot, report)
+    for text in robot.extras.get("urdf_elements", []):
+        root.append(xmlsafe.parse_bytes(text.encode()).getroot())
+    if robot.sensors:
+        report.notes.append(f"{len(robot.sensors)} attached sensor frames are not URDF links "
+                            "(the description node publishes them)")
+    report.links, report.joints = len(links), len(joints)
+    etree.indent(root, space="  ")
+    return etree.tostring(root, encoding="unicode", xml_declaration=False) + "\n", report
+
+
+def _inertial_el(parent, inertial: Inertial) -> None:
+    el = etree.SubElement(parent, "inertial")
+    _origin_el(el, inertial.origin)
+    etree.SubElement(el, "mass", value=repr(float(inertial.mass)))
+    i = inertial.inertia
+    keys = {"ixx": (0, 0), "ixy": (0, 1), "ixz": (0, 2), "iyy": (1, 1), "iyz": (1, 2), "izz": (2, 2)}
+    etree.SubElement(el, "inertia", **{k: repr(float(i[rc])) for k, rc in keys.items()})
+
+
+def _geometry_el(parent, tag: str, g: Geometry, label: str, meshes: _MeshWriter, materials: dict,
+                 report: ConversionReport) -> None:
+    s = g.shape
+    if isinstance(s, Mesh):
+        uri = meshes.uri(s, label)
+        if uri is None:
+            return
+    el = etree.SubElement(parent, tag, **({"name": g.name} if g.name else {}))
+    _origin_el(el, g.origin)
+    geom = etree.SubElement(el, "geometry")
+    if isinstance(s, Box):
+        etree.SubElement(geom, "box", size=_fmt(s.size))
+    elif isinstance(s, Cylinder):
+        etree.SubElement(geom, "cylinder", radius=repr(float(s.radius)), length=repr(float(s.length)))
+    elif isinstance(s, Sphere):
+        etree.SubElement(geom, "sphere", radius=repr(float(s.radius)))
+    else:
+        attrs = {"filename": uri}
+        if not np.allclose(s.scale, 1.0, rtol=0.0, atol=0.0):
+            attrs["scale"] = _fmt(s.scale)
+        etree.SubElement(geom, "mesh", **attrs)
+    m = g.material
+    if tag == "visual" and (m.diffuse is not None or m.transparency):
+        rgba = tuple(round(float(v), 9) for v in m.rgba)
+        name = m.name or "color_" + "_".join(f"{v:g}" for v in rgba)
+        base, n = name, 1
+        while materials.setdefault(name, rgba) != rgba:
+            name, n = f"{base}_{n}", n + 1
+        mat = etree.SubElement(el, "material", name=name)
+        etree.SubElement(mat, "color", rgba=_fmt(rgba))
+
+
+def _joint_el(root, j, robot: Robot, report: ConversionReport) -> None:
+    source = robot.joints.get(j.source) if j.source else None
+    if j.nonlinear_mimic:
+        formula = source.mimic[j.dof].position
+        text = (f"joint {j.name} follows the nonlinear mimic formula {formula!r}: not expressible as URDF "
+                "<mimic>; robot_bridge's description node computes it")
+        root.append(etree.Comment(_comment_text(text)))
+        report.not_expressible.append(text)
+    elif source is not None and j.type == "fixed" and source.dof > 0:
+        report.notes.append(f"passive joint {source.name} written as fixed at its initial value "
+                            f"{_fmt(source.initial)}")
+    el = etree.SubElement(root, "joint", name=j.name, type=j.type)
+    _origin_el(el, j.origin)
+    etree.SubElement(el, "parent", link=j.parent)
+    etree.SubElement(el, "child", link=j.child)
+    if j.type == "fixed":
+        return
+    etree.SubElement(el, "axis", xyz=_fmt(j.axis))
+    limit = {"effort": repr(j.effort), "velocity": repr(j.velocity)}
+    if j.type != "continuous":
+        limit = {"lower": repr(j.lower), "upper": repr(j.upper), **limit}
+    etree.SubElement(el, "limit", **limit)
+    extras = source.extras if source is not None and source.dof == 1 else {}
+    if extras.get("dynamics"):
+        etree.SubElement(el, "dynamics", **{k: repr(v) for k, v in extras["dynamics"].items()})
+    if source is not None and source.soft_lower is not None and source.soft_upper is not None:
+        attrs = {"soft_lower_limit": repr(float(source.soft_lower[j.dof])),
+                 "soft_upper_limit": repr(float(source.soft_upper[j.dof])),
+                 "k_velocity": repr(float(extras.get("k_velocity", 0.0)))}
+        if "k_position" in extras:
+            attrs["k_position"] = repr(float(extras["k_position"]))
+        etree.SubElement(el, "safety_controller", **attrs)
+    if j.mimic is not None:
+        target, mult, off = j.mimic
+        etree.SubElement(el, "mimic", joint=target, multiplier=repr(mult), offset=repr(off))
+
+
+def write_urdf(robot: Robot, path, mesh_dir=None) -> ConversionReport:
+    """Write ``robot`` as URDF to ``path``; meshes needing conversion go to ``mesh_dir``
+    (default: ``<path stem>_meshes`` beside the file)."""
+    path = Path(path)
+    if mesh_dir is None:
+        mesh_dir = path.parent / f"{path.stem}_meshes"
+    text, report = to_urdf(robot, mesh_dir=mesh_dir)
+    path.write_text('<?xml version="1.0"?>\n' + text)
+    return report
+
+
+__all__ = ["ConversionReport", "read", "read_string", "resolve_uri", "to_urdf", "write_urdf",
+           "SUFFIXES", "ROOT_TAGS"]
