@@ -46,8 +46,15 @@ class MovingTransforms:
 
     parents: list[str]
     children: list[str]
-    translations: np.ndarray    # (n, 3)
-    quaternions: np.ndarray     # (n, 4) x y z w
+    values: np.ndarray          # (n, 7): translation x y z, quaternion x y z w
+
+    @property
+    def translations(self) -> np.ndarray:
+        return self.values[:, :3]
+
+    @property
+    def quaternions(self) -> np.ndarray:
+        return self.values[:, 3:]
 
     def matrices(self) -> np.ndarray:
         out = np.tile(np.eye(4), (len(self.children), 1, 1))
@@ -94,14 +101,34 @@ class StatePublisher:
         self._mimic_rows = np.array([i for i, j in enumerate(self.moving)
                                      if robot.joints[j.source].mimic[j.dof] is not None], dtype=np.intp)
         self.q = km.dof_vector()                          # current DOF values (initial until told)
-        # vectorised per-row constants
+        self._compile_moving(n)
+
+    def _compile_moving(self, n: int) -> None:
+        """Row i's (translation, quaternion) is linear in (1, cos h_i, sin h_i, q_i) with h_i = q_i / 2
+        (revolute) or 0 (prismatic): quat = cos h * q_origin + sin h * (q_origin * [axis, 0]),
+        translation = t_origin + q * R_origin axis.  One dot with a block matrix evaluates all rows;
+        the constant 1 is cos(0 * q - 0) so the coefficients are a single cos call (+ prismatic q)."""
         origins = np.array([j.origin for j in self.moving]).reshape(n, 4, 4)
         axes = np.array([j.axis for j in self.moving], dtype=float).reshape(n, 3)
-        self._revolute = np.array([j.type != "prismatic" for j in self.moving], dtype=bool)
-        self._axes = axes
-        self._origin_t = origins[:, :3, 3].copy()
-        self._origin_q = Rotation.from_matrix(origins[:, :3, :3]).as_quat() if n else np.zeros((0, 4))
-        self._slide = np.einsum("nij,nj->ni", origins[:, :3, :3], axes) if n else np.zeros((0, 3))
+        revolute = np.array([j.type != "prismatic" for j in self.moving], dtype=bool)
+        prismatic = np.flatnonzero(~revolute)
+        q_origin = Rotation.from_matrix(origins[:, :3, :3]).as_quat() if n else np.zeros((0, 4))
+        q_axis = np.zeros((n, 4))
+        q_axis[:, :3] = axes
+        rows = np.arange(n)
+        block = np.zeros((1 + 2 * n + len(prismatic), n, 7))
+        block[0, :, :3] = origins[:, :3, 3]
+        block[1 + rows, rows, 3:] = q_origin
+        block[1 + n + rows, rows, 3:] = np.where(revolute[:, None], _quat_mul(q_origin, q_axis), 0.0)
+        block[1 + 2 * n + np.arange(len(prismatic)), prismatic, :3] = \
+            np.einsum("nij,nj->ni", origins[prismatic, :3, :3], axes[prismatic])
+        self._block = block.reshape(len(block), 7 * n)
+        first = self._row_slots[:1] if n else np.zeros(0, dtype=np.intp)
+        self._trig_slot = np.concatenate([first, self._row_slots, self._row_slots])
+        half = np.where(revolute, 0.5, 0.0)
+        self._trig_scale = np.concatenate([[0.0] if n else [], half, half])
+        self._trig_shift = np.concatenate([[0.0] if n else [], np.zeros(n), np.full(n, np.pi / 2)])
+        self._prismatic_slot = self._row_slots[prismatic]
 
     # -- static -------------------------------------------------------------
     def static_transforms(self) -> list[FrameTransform]:
@@ -155,18 +182,16 @@ class StatePublisher:
 
     def transforms(self, rows: np.ndarray | None = None) -> MovingTransforms:
         """Current transforms of the moving joints ``rows`` (all when None)."""
+        if not len(self.moving):
+            return MovingTransforms([], [], np.zeros((0, 7)))
+        coef = np.cos(self.q[self._trig_slot] * self._trig_scale - self._trig_shift)
+        if len(self._prismatic_slot):
+            coef = np.concatenate((coef, self.q[self._prismatic_slot]))
+        values = coef.dot(self._block).reshape(-1, 7)
         if rows is None:
-            rows = np.arange(len(self.moving))
-        q = self.q[self._row_slots[rows]]
-        rev = self._revolute[rows]
-        half = np.where(rev, 0.5 * q, 0.0)
-        motion = np.empty((len(rows), 4))
-        motion[:, :3] = self._axes[rows] * np.sin(half)[:, None]
-        motion[:, 3] = np.cos(half)
-        quats = _quat_mul(self._origin_q[rows], motion)
-        trans = self._origin_t[rows] + self._slide[rows] * np.where(rev, 0.0, q)[:, None]
+            return MovingTransforms(self.parents, self.children, values)
         return MovingTransforms([self.parents[i] for i in rows], [self.children[i] for i in rows],
-                                trans, quats)
+                                values[rows])
 
     def update(self, names: Sequence[str], positions: Sequence[float]) -> tuple[MovingTransforms, list[str]]:
         rows, unknown = self.accept(names, positions)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -129,7 +131,7 @@ class DescriptionNode(Node):
             return overrides[name]
         try:
             value = self.get_parameter(name).value
-        except rclpy.exceptions.ParameterUninitializedException:
+        except ParameterUninitializedException:
             value = None
         return [] if value is None and name == "search_path" else value
 
@@ -199,8 +201,7 @@ class DescriptionNode(Node):
         if not len(rows) or not self.gate.admit(msg.name, stamp.sec * 1_000_000_000 + stamp.nanosec):
             return
         moving = model.state.transforms(rows)
-        self.tf_pub.publish(model.tf_builder.build(moving.parents, moving.children, moving.translations,
-                                                   moving.quaternions, stamp))
+        self.tf_pub.publish(model.tf_builder.build(moving.parents, moving.children, moving.values, stamp))
 
     def _publish_default_joint_state(self) -> None:
         model = self.model
@@ -212,23 +213,14 @@ class DescriptionNode(Node):
         self.default_pub.publish(msg)
 
 
-def make_executor():
-    """The events executor when rclpy has it (much lower per-callback overhead), else the default."""
-    try:
-        from rclpy.experimental import EventsExecutor
-    except ImportError:
-        return rclpy.executors.SingleThreadedExecutor()
-    return EventsExecutor()
-
-
 def main(args=None) -> int:
     rclpy.init(args=args if args is not None else sys.argv)
     node = DescriptionNode()
-    executor = make_executor()
+    executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
         executor.spin()
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+    except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
         executor.shutdown()

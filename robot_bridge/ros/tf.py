@@ -36,30 +36,32 @@ def matrix(msg: TransformStamped) -> np.ndarray:
 
 
 class TFBatchBuilder:
-    """Reuses one TransformStamped per (parent, child) so a /tf message costs only field writes.
+    """Reuses one TFMessage per set of child frames, so a /tf message costs only field writes.
 
     rclpy serialises on ``publish``, so the returned message may be refilled
     afterwards.
     """
 
     def __init__(self):
-        self._cache: dict[tuple[str, str], TransformStamped] = {}
+        self._cache: dict[tuple[str, ...], tuple[TFMessage, list]] = {}
 
-    def build(self, parents: Sequence[str], children: Sequence[str], translations: np.ndarray,
-              quaternions: np.ndarray, stamp) -> TFMessage:
-        out = []
-        tl = translations.tolist()
-        ql = quaternions.tolist()
-        for parent, child, (x, y, z), (qx, qy, qz, qw) in zip(parents, children, tl, ql, strict=True):
-            msg = self._cache.get((parent, child))
-            if msg is None:
-                msg = self._cache[(parent, child)] = TransformStamped()
+    def build(self, parents: Sequence[str], children: Sequence[str], values: np.ndarray, stamp) -> TFMessage:
+        """``values``: (n, 7) rows of translation x y z and quaternion x y z w."""
+        key = tuple(children)
+        cached = self._cache.get(key)
+        if cached is None:
+            parts = []
+            msgs = []
+            for parent, child in zip(parents, children, strict=True):
+                msg = TransformStamped()
                 msg.header.frame_id = parent
                 msg.child_frame_id = child
-            msg.header.stamp = stamp
-            t = msg.transform.translation
+                msgs.append(msg)
+                parts.append((msg.header, msg.transform.translation, msg.transform.rotation))
+            cached = self._cache[key] = (TFMessage(transforms=msgs), parts)
+        message, parts = cached
+        for (header, t, r), (x, y, z, qx, qy, qz, qw) in zip(parts, values.tolist(), strict=True):
+            header.stamp = stamp
             t.x, t.y, t.z = x, y, z
-            r = msg.transform.rotation
             r.x, r.y, r.z, r.w = qx, qy, qz, qw
-            out.append(msg)
-        return TFMessage(transforms=out)
+        return message

@@ -1,0 +1,279 @@
+"""description_node over real rclpy: latched topics, JointState -> /tf, reload, parameters."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+pytest.importorskip("tf2_msgs.msg")
+
+from rcl_interfaces.msg import SetParametersResult  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
+
+from robot_bridge.formats import load  # noqa: E402
+from robot_bridge.kinematics.fk import forward_kinematics  # noqa: E402
+from robot_bridge.kinematics.urdf_tree import urdf_tree  # noqa: E402
+from robot_bridge.nodes.description import DescriptionNode  # noqa: E402
+from robot_bridge.ros import qos  # noqa: E402
+from robot_bridge.ros.tf import matrix  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[2] / "robot_bridge" / "data"
+LWA3 = DATA / "lwa3_gripper.robot.xml"
+LWA3_SRDF = DATA / "lwa3_gripper.srdf"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ros():
+    rclpy.init()
+    yield
+    rclpy.shutdown()
+
+
+class Harness:
+    """The node under test plus a probe node, spun together by one executor."""
+
+    count = 0
+
+    def __init__(self, **params):
+        Harness.count += 1
+        self.node = DescriptionNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        self.probe = rclpy.create_node(f"probe_{Harness.count}")
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+
+    def spin_until(self, condition, timeout=5.0) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if condition():
+                return True
+            self.executor.spin_once(timeout_sec=0.02)
+        return condition()
+
+    def collect(self, msg_type, topic, profile) -> list:
+        box = []
+        self.probe.create_subscription(msg_type, topic, box.append, profile)
+        return box
+
+    def latched(self, msg_type, topic, profile=None, timeout=5.0):
+        """A fresh (late-joining) subscriber's first message."""
+        box = self.collect(msg_type, topic, profile or qos.description_qos())
+        assert self.spin_until(lambda: box, timeout), f"nothing latched on {topic}"
+        return box[-1]
+
+    def call_reload(self) -> Trigger.Response:
+        client = self.probe.create_client(Trigger, "/description_node/reload")
+        assert client.wait_for_service(timeout_sec=5.0)
+        future = client.call_async(Trigger.Request())
+        assert self.spin_until(future.done)
+        return future.result()
+
+    def set_param(self, name, value) -> SetParametersResult:
+        return self.node.set_parameters([Parameter(name, value=value)])[0]
+
+    def close(self):
+        self.executor.shutdown()
+        self.probe.destroy_node()
+        self.node.destroy_node()
+
+
+@pytest.fixture
+def harness_factory():
+    made = []
+
+    def make(**params):
+        h = Harness(**params)
+        made.append(h)
+        return h
+    yield make
+    for h in made:
+        h.close()
+
+
+def _static_edges(msg: TFMessage) -> dict[str, tuple[str, np.ndarray]]:
+    return {t.child_frame_id: (t.header.frame_id, matrix(t)) for t in msg.transforms}
+
+
+def _compose(edges: dict, frame: str) -> np.ndarray:
+    if frame not in edges:
+        return np.eye(4)
+    parent, m = edges[frame]
+    return _compose(edges, parent) @ m
+
+
+def test_late_joiner_gets_description_semantics_and_full_tf_static(harness_factory):
+    pytest.importorskip("robot_bridge.formats.srdf")
+    h = harness_factory(description_file=str(LWA3), srdf_file=str(LWA3_SRDF))
+    h.spin_until(lambda: False, timeout=0.3)          # everything is published before the probe subscribes
+    urdf = h.latched(String, "/robot_description").data
+    assert '<robot name="lwa3_gripper"' in urdf and 'name="finger_right_joint"' in urdf
+    srdf = h.latched(String, "/robot_description_semantic").data
+    assert srdf == LWA3_SRDF.read_text(encoding="utf-8")
+    static = h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos())
+    edges = _static_edges(static)
+    # hand-listed: fixed joint, tool, three sensors, camera optical frame, hpp gripper frame
+    assert {c: p for c, (p, _) in edges.items()} == {
+        "gripper_base": "link7", "arm_tool": "gripper_base", "base_laser": "base", "wrist_camera": "link7",
+        "wrist_camera_optical_frame": "wrist_camera", "wrist_imu": "link7", "gripper_hand": "gripper_base"}
+    # values from the files: hpp gripper at z = 0.1 in gripper_base (SRDF <position xyz="0 0 0.1">)
+    expected = np.eye(4)
+    expected[2, 3] = 0.1
+    np.testing.assert_allclose(edges["gripper_hand"][1], expected, atol=1e-12)
+    robot = load(LWA3)
+    np.testing.assert_allclose(edges["arm_tool"][1], robot.manipulators["arm"].tool, atol=1e-12)
+    markers = h.latched(MarkerArray, "/description_node/markers")
+    assert markers.markers[0].action == Marker.DELETEALL
+    namespaces = {m.ns for m in markers.markers[1:]}
+    assert {"tool", "gripper", "sensor"} <= namespaces
+    frames = {m.header.frame_id for m in markers.markers[1:]}
+    assert {"arm_tool", "gripper_hand", "base_laser", "wrist_camera_optical_frame"} <= frames
+
+
+def _check_tf_equals_fk(h, robot, rng, configs=3, prefix=""):
+    """Random JointStates (active DOFs, URDF names) in; every link's composed pose equals FK."""
+    static = h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos())
+    edges = _static_edges(static)
+    tf = h.collect(TFMessage, "/tf", qos.tf_qos())
+    _, tree = urdf_tree(robot)
+    driven = [j for j in tree if j.type != "fixed" and robot.joints[j.source].is_active]
+    pub = h.probe.create_publisher(JointState, "/joint_states", 10)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0)
+    for k in range(configs):
+        values = {j.name: rng.uniform(max(j.lower, -2.0), min(j.upper, 2.0)) if j.lower < j.upper
+                  else rng.uniform(-2, 2) for j in driven}
+        msg = JointState(name=list(values), position=list(values.values()))
+        msg.header.stamp.sec = 100 + k
+        tf.clear()
+        pub.publish(msg)
+        assert h.spin_until(lambda: any(m.transforms[0].header.stamp.sec == 100 + k for m in tf))
+        got = {**edges}
+        for m in tf:
+            for t in m.transforms:
+                assert t.header.stamp.sec == 100 + k
+                got[t.child_frame_id] = (t.header.frame_id, matrix(t))
+        positions: dict = {}
+        for j in driven:
+            positions.setdefault(j.source, [0.0] * robot.joints[j.source].dof)[j.dof] = values[j.name]
+        truth = forward_kinematics(robot, positions)
+        root = prefix + robot.root
+        for link, pose in truth.items():
+            composed = np.linalg.inv(_compose(got, root)) @ _compose(got, prefix + link)
+            np.testing.assert_allclose(composed, pose, atol=1e-9, err_msg=link)
+
+
+@pytest.mark.parametrize("relpath", ["openrave/test/testdata/arm_bucket_assy_Amimic.robot.xml",
+                                     "openrave/src/robots/barrettwam.robot.xml"])
+def test_corpus_joint_states_to_tf_equals_fk(harness_factory, corpus, openrave_data, relpath):
+    path = corpus / relpath
+    robot = load(path, search_path=[openrave_data])
+    if relpath.endswith("Amimic.robot.xml"):   # the point of this robot: active, nonlinear mimic joints
+        assert any(j.is_mimic and not j.passive for j in robot.joints.values())
+    h = harness_factory(description_file=str(path), search_path=[str(openrave_data)], publish_frequency=0.0)
+    _check_tf_equals_fk(h, robot, np.random.default_rng(7))
+
+
+def test_multi_dof_and_prefix(harness_factory, fixtures):
+    path = fixtures / "description" / "two_link.robot.xml"
+    h = harness_factory(description_file=str(path), frame_prefix="r2/")
+    _check_tf_equals_fk(h, load(path), np.random.default_rng(3), prefix="r2/")
+
+
+def test_bad_messages_are_ignored_and_unknown_names_skipped(harness_factory, fixtures):
+    h = harness_factory(description_file=str(fixtures / "description" / "two_link.robot.xml"),
+                        publish_frequency=0.0)
+    tf = h.collect(TFMessage, "/tf", qos.tf_qos())
+    pub = h.probe.create_publisher(JointState, "/joint_states", 10)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0)
+    pub.publish(JointState(name=["hinge", "ball_axis0"], position=[0.1]))          # length mismatch
+    pub.publish(JointState(name=["hinge", "nope"], position=[0.5, 1.0]))           # unknown name
+    assert h.spin_until(lambda: tf)
+    h.spin_until(lambda: False, timeout=0.2)
+    assert len(tf) == 1
+    assert [t.child_frame_id for t in tf[0].transforms] == ["upper"]
+    rot = matrix(tf[0].transforms[0])[:3, :3]
+    np.testing.assert_allclose(rot[0, 2], np.sin(0.5), atol=1e-12)                # about y by 0.5
+
+
+def test_publish_frequency_limits_per_stamp(harness_factory, fixtures):
+    h = harness_factory(description_file=str(fixtures / "description" / "two_link.robot.xml"),
+                        publish_frequency=10.0)
+    tf = h.collect(TFMessage, "/tf", qos.tf_qos())
+    pub = h.probe.create_publisher(JointState, "/joint_states", 10)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0)
+    for nanosec in (0, 50_000_000, 100_000_000):                                  # 0, 50, 100 ms
+        msg = JointState(name=["hinge"], position=[0.0])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = 5, nanosec
+        pub.publish(msg)
+    h.spin_until(lambda: len(tf) >= 2)
+    h.spin_until(lambda: False, timeout=0.2)
+    assert [m.transforms[0].header.stamp.nanosec for m in tf] == [0, 100_000_000]
+
+
+def test_reload_broken_then_smaller_robot(harness_factory, fixtures, tmp_path):
+    pytest.importorskip("robot_bridge.formats.srdf")
+    work = tmp_path / "robot.robot.xml"
+    shutil.copy(LWA3, work)
+    h = harness_factory(description_file=str(work))
+    before = h.latched(String, "/robot_description").data
+    work.write_text("<Robot name='broken'><KinBody>", encoding="utf-8")
+    res = h.call_reload()
+    assert not res.success and "robot.robot.xml" in res.message
+    assert h.latched(String, "/robot_description").data == before      # still the old model
+    assert "arm_tool" in _static_edges(h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos()))
+
+    shutil.copy(fixtures / "description" / "two_link.robot.xml", work)
+    res = h.call_reload()
+    assert res.success, res.message
+    assert '<robot name="two_link"' in h.latched(String, "/robot_description").data
+    static = _static_edges(h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos()))
+    assert set(static) == {"tip"}                      # the lwa3 frames are gone from the latched message
+    semantic = h.latched(String, "/robot_description_semantic").data
+    assert semantic == ""                              # the previous SRDF is withdrawn
+
+
+def test_bad_file_at_startup_then_parameter_change(harness_factory, fixtures, tmp_path):
+    h = harness_factory(description_file=str(tmp_path / "missing.robot.xml"))
+    h.spin_until(lambda: False, timeout=0.2)
+    assert h.node.model is None                        # alive, waiting
+    res = h.call_reload()
+    assert not res.success and "missing.robot.xml" in res.message
+
+    bad = tmp_path / "bad.robot.xml"
+    bad.write_text("not xml", encoding="utf-8")
+    result = h.set_param("description_file", str(bad))
+    assert not result.successful and "bad.robot.xml" in result.reason
+    assert h.node.get_parameter("description_file").value.endswith("missing.robot.xml")
+
+    good = fixtures / "description" / "two_link.robot.xml"
+    assert h.set_param("description_file", str(good)).successful
+    assert '<robot name="two_link"' in h.latched(String, "/robot_description").data
+    assert not h.set_param("publish_frequency", -1.0).successful
+
+
+def test_publish_default_joint_states(harness_factory, fixtures):
+    h = harness_factory(description_file=str(fixtures / "description" / "two_link.robot.xml"),
+                        publish_default_joint_states=True)
+    states = h.collect(JointState, "/joint_states", 10)
+    tf = h.collect(TFMessage, "/tf", qos.tf_qos())
+    assert h.spin_until(lambda: states and tf)
+    assert list(states[0].name) == ["hinge", "ball_axis0", "ball_axis1", "ball_axis2"]
+    assert list(states[0].position) == [0.0] * 4
+    # another source appears: the node stops publishing defaults
+    other = h.probe.create_publisher(JointState, "/joint_states", 10)
+    assert h.spin_until(lambda: h.node.count_publishers("/joint_states") > 1)
+    h.spin_until(lambda: False, timeout=0.3)
+    states.clear()
+    h.spin_until(lambda: False, timeout=0.35)
+    assert states == []
+    del other
