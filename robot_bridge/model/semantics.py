@@ -81,6 +81,7 @@ class Contact:
     link: str
     points: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     shapes: list[list[int]] = field(default_factory=list)            # polygons as point indices
+    index: Optional[int] = None      # points in the frame of the link's index-th collision body
 
 
 @dataclass
