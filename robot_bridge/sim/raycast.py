@@ -144,7 +144,8 @@ def moller_trumbore(origins: np.ndarray, directions: np.ndarray, v0: np.ndarray,
             q = np.cross(s, e1[None])
             v = np.einsum("nij,nmj->nm", d, q) * inv
             t = np.einsum("mj,nmj->nm", e2, q) * inv
-    ok = (np.abs(det) > _EPS) & (u >= -1e-9) & (v >= -1e-9) & (u + v <= 1.0 + 1e-9) & (t >= 0.0)
+    with np.errstate(invalid="ignore"):          # degenerate triangles give NaN: not a hit
+        ok = (np.abs(det) > _EPS) & (u >= -1e-9) & (v >= -1e-9) & (u + v <= 1.0 + 1e-9) & (t >= 0.0)
     return np.where(ok, t, np.inf)
 
 
