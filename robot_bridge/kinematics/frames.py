@@ -48,11 +48,13 @@ def tool_frame(manip: Manipulator | str, prefix: str = "") -> str:
 
 
 def handle_frame(name: str, prefix: str = "") -> str:
-    return f"{prefix}handle/{name}".replace("/", "_")
+    """hpp handle frame: ``handle_<name>`` with ``/`` in hpp names (``box/handle``) made ``_``;
+    the prefix is kept as given, like every other frame."""
+    return f"{prefix}handle_{name.replace('/', '_')}"
 
 
 def gripper_frame(name: str, prefix: str = "") -> str:
-    return f"{prefix}gripper/{name}".replace("/", "_")
+    return f"{prefix}gripper_{name.replace('/', '_')}"
 
 
 WORLD_FRAME = "world"
