@@ -282,6 +282,7 @@ class SensorBridge(Node):
             return
         for message in self.scene.warnings:
             self.get_logger().warning(message)
+        self._dof_names = self._joint_state_names(robot)
         self.create_subscription(JointState, self._p("joint_states_topic"), self._on_joint_states,
                                  qos.sensor_data_qos())
         for sensor, params in sensors:
@@ -298,18 +299,30 @@ class SensorBridge(Node):
         self._joint_positions.update(zip(msg.name, msg.position))
         self._joints_dirty = True
 
+    def _joint_state_names(self, robot: Robot) -> dict[str, tuple[str, int]]:
+        """JointState name -> (model joint, DOF index): the URDF joint names the description node uses
+        (multi-DOF joints as ``<joint>_axis<i>``), plus the model's own joint names."""
+        names = {j.name: (j.name, 0) for j in robot.joints.values() if j.dof == 1}
+        try:
+            from ..kinematics.urdf_tree import urdf_tree
+
+            names.update({j.name: (j.source, j.dof) for j in urdf_tree(robot)[1] if j.source and j.dof >= 0})
+        except Exception as exc:  # an odd tree: single-DOF names still work
+            self.get_logger().warning(f"multi-DOF joint names unavailable: {exc}")
+        return names
+
     def update_scene(self) -> None:
-        """Move the simulated robot to the latest joint states (multi-DOF joints: <joint>_axis<i>)."""
+        """Move the simulated robot to the latest joint states (joints not given keep their initial value)."""
         if not self._joints_dirty or self.scene is None:
             return
-        positions = {}
-        for joint in self.robot.joints.values():
-            if joint.dof == 1 and joint.name in self._joint_positions:
-                positions[joint.name] = self._joint_positions[joint.name]
-            elif joint.dof > 1:
-                axes = [self._joint_positions.get(f"{joint.name}_axis{i}") for i in range(joint.dof)]
-                if all(v is not None for v in axes):
-                    positions[joint.name] = axes
+        positions: dict[str, np.ndarray] = {}
+        for name, value in self._joint_positions.items():
+            target = self._dof_names.get(name)
+            if target is None:
+                continue
+            joint, dof = target
+            values = positions.setdefault(joint, np.array(self.robot.joints[joint].initial, dtype=float))
+            values[dof] = value
         try:
             self.scene.set_joint_positions(positions)
         except Exception as exc:  # e.g. a mimic formula failing on odd values: keep the last pose

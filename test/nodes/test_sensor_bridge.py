@@ -8,7 +8,7 @@ from fixtures.sim.ros_harness import Harness
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan
 
 from fixtures.sim.models import box_body, pan_robot
-from robot_bridge.model import AttachedSensor
+from robot_bridge.model import AttachedSensor, Joint
 from robot_bridge.sim.imu import STANDARD_GRAVITY
 
 
@@ -132,3 +132,26 @@ def test_yaml_off_read_as_false_means_off(harness_factory):
     assert h.spin_until(lambda: imus)
     h.spin_for(0.1)
     assert set(h.bridge.published) == {"imu"}
+
+
+def test_multi_dof_joint_follows_its_urdf_axis_names(harness_factory):
+    # The pan joint as a 2-DOF universal joint (z, then x): /joint_states name its DOFs pan_axis0, pan_axis1
+    # (the description node's URDF joints).  Turning axis 0 by 90 deg points the laser at the wall on +y.
+    robot = pan_robot()
+    pan = robot.joints["pan"]
+    robot.joints["pan"] = Joint("pan", "universal", pan.parent, pan.child, origin=pan.origin,
+                                axes=[np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])])
+    robot.environment["wall"] = box_body("wall", [0.5, 0.1, 20], [0, 3.1, 0])
+    h = harness_factory(robot, default_mode="off", **{"sensors.laser.mode": "sim"})
+    scans = h.listen(LaserScan, "laser/scan")
+    joints = h.publisher(JointState, "joint_states")
+
+    def turned():
+        joints.publish(JointState(name=["pan_axis0", "pan_axis1"], position=[np.pi / 2, 0.0]))
+        return scans and np.isfinite(scans[-1].ranges).any()
+
+    assert h.spin_until(turned)
+    ranges = np.asarray(scans[-1].ranges)
+    angles = scans[-1].angle_min + scans[-1].angle_increment * np.arange(len(ranges))
+    on_face = np.abs(2.9 * np.tan(angles)) < 0.5 - 1e-3
+    assert np.max(np.abs(ranges[on_face] - 2.9 / np.cos(angles[on_face]))) < 1e-6
