@@ -78,7 +78,8 @@ def _semantic_text(robot: Robot, srdf_file: str) -> str | None:
     try:
         from ..formats import srdf
 
-        return srdf.to_srdf(robot)
+        sem = robot.semantics if robot.semantics is not None else srdf.semantics_from_model(robot)
+        return srdf.to_srdf(sem, robot.name)
     except Exception as exc:      # generation is best effort: the description itself is still good
         robot.warn(f"no robot_description_semantic: SRDF generation failed: {type(exc).__name__}: {exc}")
         return None

@@ -226,6 +226,8 @@ def test_reload_broken_then_smaller_robot(harness_factory, fixtures, tmp_path):
     shutil.copy(LWA3, work)
     h = harness_factory(description_file=str(work))
     before = h.latched(String, "/robot_description").data
+    generated = h.latched(String, "/robot_description_semantic").data      # no srdf_file: generated
+    assert '<group name="arm">' in generated and 'base_link="base" tip_link="gripper_base"' in generated
     work.write_text("<Robot name='broken'><KinBody>", encoding="utf-8")
     res = h.call_reload()
     assert not res.success and "robot.robot.xml" in res.message
