@@ -23,7 +23,7 @@ import numpy as np
 from lxml import etree
 
 from ..errors import (DescriptionError, KinematicsError, SchemaError, UnknownReferenceError,
-                      XMLSyntaxError)
+                      UnsupportedFormatError, XMLSyntaxError)
 from ..model import (Box, Cylinder, Geometry, Inertial, Joint, Link, Material, Mesh, Mimic, Robot,
                      Sphere)
 from ..model import transform as tf
@@ -34,6 +34,8 @@ ROOT_TAGS = ("robot",)
 
 _JOINT_TYPES = {"revolute", "continuous", "prismatic", "fixed", "floating", "planar"}
 _KEPT_ELEMENTS = ("gazebo", "transmission", "ros2_control")
+_SRDF_TAGS = ("group", "group_state", "virtual_joint", "disable_collisions", "end_effector", "handle",
+              "gripper", "contact")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -294,6 +296,9 @@ def _read_tree(tree, file: Optional[str], search_path: list[Path], notes: list[s
     root = tree.getroot()
     if xmlsafe.local_name(root) != "robot":
         raise ctx.error(SchemaError, f"root element <{xmlsafe.local_name(root)}>: expected <robot>", root)
+    if not _children(root, "link") and any(_children(root, t) for t in _SRDF_TAGS):
+        raise UnsupportedFormatError("this file holds SRDF (semantic) content, not URDF; load the URDF and "
+                                     "attach it with formats.srdf.read_srdf", file=file, line=root.sourceline)
     robot = Robot(root.get("name") or "", source=file)
     for n in notes:
         robot.warn(n)
@@ -338,7 +343,7 @@ def _check_tree(ctx: _Ctx, robot: Robot) -> None:
     from ..kinematics.fk import topological_joints
 
     if not robot.links:
-        raise SchemaError("robot has no links", file=ctx.file)
+        raise SchemaError("robot has no links", file=ctx.file)   # as urdfdom; SRDF content is caught earlier
     try:
         topological_joints(robot)
     except KinematicsError as exc:
