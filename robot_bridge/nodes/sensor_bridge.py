@@ -124,6 +124,7 @@ class RelayStream:
     fix_rep117: bool = False
     serialized: bool = False          # Images: relayed as CDR bytes, pixels never decoded
     last_ns: Optional[int] = None
+    last_warning_ns: Optional[int] = None    # per stream, so one noisy driver cannot mute the others
     counts: Counter = field(default_factory=Counter)
 
 
@@ -243,15 +244,18 @@ class SensorBridge(Node):
             reason = conv.validate_serialized_image(image)
         else:
             reason = stream.validate(msg)
+        now = self.get_clock().now()
         if reason is not None:
             self.dropped[stream.sensor][reason] += 1
             stream.counts["invalid"] += 1
-            self.get_logger().warning(
-                f"{stream.sensor}/{stream.topic}: dropped an invalid message ({reason}); "
-                f"{sum(self.dropped[stream.sensor].values())} dropped so far",
-                throttle_duration_sec=float(self._p("warn_throttle")))
+            throttle_ns = int(float(self._p("warn_throttle")) * 1e9)
+            if stream.last_warning_ns is None or now.nanoseconds - stream.last_warning_ns >= throttle_ns:
+                stream.last_warning_ns = now.nanoseconds
+                stream.counts["warned"] += 1
+                self.get_logger().warning(
+                    f"{stream.sensor}/{stream.topic}: dropped an invalid message ({reason}); "
+                    f"{stream.counts['invalid']} dropped so far")
             return
-        now = self.get_clock().now()
         if stream.min_period_ns:
             now_ns = now.nanoseconds
             if stream.last_ns is not None and now_ns - stream.last_ns < stream.min_period_ns:
@@ -296,7 +300,11 @@ class SensorBridge(Node):
             self.get_logger().warning("JointState with names and positions of different lengths ignored",
                                       throttle_duration_sec=float(self._p("warn_throttle")))
             return
-        self._joint_positions.update(zip(msg.name, msg.position))
+        finite = [(n, p) for n, p in zip(msg.name, msg.position) if np.isfinite(p)]
+        if len(finite) != len(msg.name):
+            self.get_logger().warning("non-finite joint positions ignored",
+                                      throttle_duration_sec=float(self._p("warn_throttle")))
+        self._joint_positions.update(finite)
         self._joints_dirty = True
 
     def _joint_state_names(self, robot: Robot) -> dict[str, tuple[str, int]]:

@@ -54,6 +54,15 @@ def send_until(h, pub, msg, box, count=1):
     return h.spin_until(done)
 
 
+def send_until_counted(h, pub, msg, counted):
+    """Publish (again, until discovery completes) until ``counted()`` is truthy."""
+    def done():
+        if not counted():
+            pub.publish(msg)
+        return bool(counted())
+    return h.spin_until(done)
+
+
 def test_valid_scan_passes_unchanged_except_frame_id(harness):
     h = harness
     out = h.listen(LaserScan, "laser/scan")
@@ -87,6 +96,11 @@ def test_malformed_scans_are_dropped_and_counted(harness):
     assert sum(dropped.values()) == 2
     assert any("2 ranges, angles give 5" in reason for reason in dropped)
     assert h.bridge.relays[("laser", "scan")].counts["invalid"] == 2
+    assert h.bridge.relays[("laser", "scan")].counts["warned"] == 1      # throttled: 5 s between warnings
+    # throttling is per stream: a bad image right after still gets its own warning
+    img_pub = h.publisher(Image, "driver/cam/image_raw")
+    assert send_until_counted(h, img_pub, image(step=10), lambda: h.bridge.dropped["cam"])
+    assert h.bridge.relays[("cam", "image_raw")].counts["warned"] == 1
 
 
 def test_rep117_legacy_out_of_range_values_become_inf(harness):
