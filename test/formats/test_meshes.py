@@ -1,0 +1,89 @@
+"""Inventor/VRML ASCII subset, trimesh formats, scale, STL export and the URDF writer's conversion."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import trimesh
+
+from robot_bridge.errors import MissingFileError, SchemaError, UnsupportedFormatError
+from robot_bridge.formats import meshes, urdf
+from robot_bridge.model import Geometry, Link, Mesh, Robot
+
+
+def _sorted_rows(a):
+    a = np.round(np.asarray(a, dtype=float), 9)
+    return a[np.lexsort(a.T[::-1])]
+
+
+def test_inventor_units_transforms_separators_and_primitives(fixtures):
+    v, t = meshes.read_inventor(fixtures / "urdf/two_quads_mm.iv")
+    assert v.shape == (16, 3) and t.shape == (16, 3)
+    np.testing.assert_allclose(v[:4], [[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], atol=1e-15)   # mm -> m
+    np.testing.assert_array_equal(t[:2], [[0, 1, 2], [0, 2, 3]])                                   # fan
+    # translated 500 mm up and turned 90 deg about z, only inside its Separator
+    np.testing.assert_allclose(v[4:8], [[0, 0, 0.5], [0, 1, 0.5], [-1, 1, 0.5], [-1, 0, 0.5]], atol=1e-15)
+    cube = v[8:]
+    np.testing.assert_allclose(cube.max(0) - cube.min(0), [0.002, 0.004, 0.006], atol=1e-15)
+    np.testing.assert_allclose(cube.mean(0), 0, atol=1e-15)
+
+
+def test_vrml2_transform_children(fixtures):
+    v, t = meshes.read_inventor(fixtures / "urdf/tri_vrml2.wrl")
+    np.testing.assert_allclose(v, [[1, 0, 0], [3, 0, 0], [1, 2, 0]])
+    np.testing.assert_array_equal(t, [[0, 1, 2]])
+
+
+def test_refusals(fixtures, tmp_path):
+    with pytest.raises(UnsupportedFormatError, match="binary Inventor"):
+        meshes.read_inventor(fixtures / "urdf/binary_header.iv")
+    with pytest.raises(MissingFileError):
+        meshes.read_inventor(tmp_path / "absent.iv")
+    bad = tmp_path / "bad.iv"
+    bad.write_text("#Inventor V2.1 ascii\nSeparator { Coordinate3 { point [ 0 0 0 ] }\n"
+                   "FaceSet { numVertices [ 3 ] } }")
+    with pytest.raises(SchemaError, match="out of range"):
+        meshes.read_inventor(bad)
+
+
+def test_corpus_inventor_files_match_their_face_counts(openrave_data):
+    for rel in ("models/WAM/wam1.iv", "models/barrett/link3.iv", "models/furniture/shelf.wrl"):
+        path = openrave_data / rel
+        text = path.read_text(errors="replace")
+        v, t = meshes.read_inventor(path)
+        if "numVertices" in text:      # FaceSets of triangles: one triangle per listed face
+            faces = [int(n) for block in re.findall(r"numVertices\s*\[([^\]]*)\]", text)
+                     for n in block.replace(",", " ").split()]
+            assert len(t) == sum(n - 2 for n in faces)
+        assert len(v) and t.max() < len(v)
+
+
+def test_trimesh_formats_scale_and_stl_export(corpus, tmp_path):
+    stl = corpus / "moveit_resources/panda_description/meshes/collision/link0.stl"
+    reference = trimesh.load(str(stl), force="mesh")
+    v, t = meshes.load_triangles(stl, scale=[2.0, 3.0, 4.0])
+    np.testing.assert_allclose(v, reference.vertices * [2.0, 3.0, 4.0])
+    out = tmp_path / "out.stl"
+    meshes.export_stl(v, t, out)
+    back = trimesh.load(str(out), force="mesh")
+    expected = np.unique(v.astype(np.float32), axis=0)       # STL is float32; trimesh merges duplicates
+    np.testing.assert_allclose(_sorted_rows(back.vertices), _sorted_rows(expected), atol=1e-6)
+
+
+def test_urdf_writer_converts_inventor_for_rviz_and_pinocchio(fixtures, tmp_path):
+    pin = pytest.importorskip("pinocchio")
+    r = Robot("m", links={"a": Link("a")})
+    r.links["a"].visuals = [Geometry(Mesh("two_quads_mm.iv", str(fixtures / "urdf/two_quads_mm.iv"),
+                                          scale=np.array([1.0, 2.0, 1.0])))]
+    text, report = urdf.to_urdf(r, mesh_dir=tmp_path / "meshes")
+    (stl,) = report.meshes_converted
+    assert f'filename="{(tmp_path / "meshes/two_quads_mm.stl").as_uri()}" scale="1.0 2.0 1.0"' in text
+    written = trimesh.load(stl, force="mesh")
+    v, _ = meshes.read_inventor(fixtures / "urdf/two_quads_mm.iv")
+    np.testing.assert_allclose(written.bounds, [v.min(0), v.max(0)], atol=1e-6)
+    model = pin.buildModelFromXML(text)
+    geom = pin.buildGeomFromUrdfString(model, text, pin.GeometryType.VISUAL)
+    assert geom.ngeoms == 1 and geom.geometryObjects[0].meshPath == stl
+    np.testing.assert_array_equal(geom.geometryObjects[0].meshScale, [1, 2, 1])
