@@ -21,6 +21,7 @@ LINT_PATHS := $(wildcard robot_bridge test bench)
 help:
 	@echo "make setup      create/update $(VENV): ROS 2 wheels (or the sourced ROS 2), tf2_msgs, robot_bridge"
 	@echo "make test       ruff + the whole pytest suite on a fresh ROS_DOMAIN_ID (runs setup if needed)"
+	@echo "make demo       run the bridge in sim mode with a small master client (report + demo_out/demo.png)"
 	@echo "make lint       ruff only"
 	@echo "make clean      remove build and test caches (keeps $(VENV))"
 	@echo "make distclean  clean + remove $(VENV)"
@@ -42,11 +43,12 @@ test: setup
 	ROS_DOMAIN_ID=$$(( RANDOM % 100 + 1 )) $(VPY) -m pytest test || status=$$?; \
 	exit $$status
 
-demo:
-	@echo "make demo: not there yet (it arrives with the bringup work)" >&2; exit 1
+# The bridge in sim mode on the embedded robot and world, a master client, a report and demo_out/demo.png.
+demo: setup
+	$(VPY) -m robot_bridge.demo --out demo_out
 
 clean:
-	rm -rf build install log .pytest_cache .ruff_cache .hypothesis *.egg-info
+	rm -rf build install log .pytest_cache .ruff_cache .hypothesis *.egg-info demo_out
 	find robot_bridge test bench -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean

@@ -267,3 +267,34 @@ def test_every_node_parameter_is_in_its_yaml():
                 assert f"# {parameter.split('.')[-1]}: [" in text, f"{name}: {parameter} not shown"
             else:
                 assert parameter in values, f"{name}: {parameter} missing"
+
+
+def test_embedded_default_loads_with_the_readers():
+    """The embedded robot, world and SRDFs as the issue describes them, read without any warning."""
+    import numpy as np
+
+    from robot_bridge.formats import load, srdf
+    from robot_bridge.kinematics.fk import forward_kinematics
+    from robot_bridge.model import transform
+
+    world = load(bringup.DEFAULT_ROBOT)
+    assert [j.name for j in world.active_joints] == ["j1", "j2", "j3", "j4", "j5", "j6", "j7", "finger_joint"]
+    assert {n: (s.type, s.link) for n, s in world.sensors.items()} == {
+        "base_laser": ("laser", "base"), "wrist_camera": ("camera", "link7"), "wrist_imu": ("imu", "link7")}
+    assert world.sensors["base_laser"].params["range_min"] == 0.05
+    assert list(world.manipulators) == ["arm"]
+    assert world.manipulators["arm"].gripper_joints == ["finger_joint"]
+    assert set(world.environment) == {"table", "crate", "can", "block", "ball"}
+    assert [w for w in world.warnings if "camtrans" not in w] == []       # the viewer pose: render uses it
+    # the right finger mirrors the left one (mimic): hand-derived positions in the gripper frame
+    poses = forward_kinematics(world, {"finger_joint": [0.03]})
+    gripper = transform.inverse(poses["gripper_base"])
+    in_gripper = {f: gripper @ poses[f] for f in ("finger_left", "finger_right")}
+    np.testing.assert_allclose(in_gripper["finger_left"][:3, 3], [0, 0.05, 0.04], atol=1e-12)
+    np.testing.assert_allclose(in_gripper["finger_right"][:3, 3], [0, -0.05, 0.04], atol=1e-12)
+
+    semantics = srdf.read_srdf(bringup.DEFAULT_SRDF, world)
+    assert set(semantics.groups) == {"arm", "gripper"}
+    assert semantics.state("home").values["j4"] == [1.2]
+    can = srdf.read_srdf(bringup.DATA_DIR / "can.srdf", world.environment["can"])
+    assert list(can.handles) == ["side_grasp"] and can.handles["side_grasp"].link == "can"

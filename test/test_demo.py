@@ -1,0 +1,34 @@
+"""The demo end to end: bridge subprocess, master client, report, pictures, clean stop."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_TIMEOUT = 110          # s: a guard against hangs (pytest.ini's per-test timeout is 120 s)
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    out = tmp_path / "demo_out"
+    done = subprocess.run([sys.executable, "-m", "robot_bridge.demo", "--out", str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=DEMO_TIMEOUT)
+    log = (out / "bridge.log").read_text() if (out / "bridge.log").exists() else ""
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n--- bridge.log ---\n{log}"
+    report = done.stdout
+    frames = set(re.search(r"TF frames seen: \d+ \([^)]*\): (.*)", report).group(1).split(", "))
+    # every link, the sensor frames (camera optical frame per REP-103), the world and its bodies
+    assert {"base", "link1", "link7", "gripper_base", "finger_left", "finger_right", "base_laser",
+            "wrist_camera", "wrist_camera_optical_frame", "wrist_imu", "world", "table", "can"} <= frames
+    error = float(re.search(r"final joint error [^:]*: max (\S+)", report).group(1))
+    assert error < 1e-3
+    # the nearest thing in the laser's plane is the crate's corner (0.40, -0.30) seen from the laser at
+    # (0.28, 0): hypot(0.12, 0.30) = 0.323 m (beams every 0.5 deg, 5 mm noise)
+    scan_min = float(re.search(r"scan min range (\S+) m", report).group(1))
+    assert 0.30 < scan_min < 0.36
+    assert "wrist_camera/image_raw: 320x240 rgb8, frame_id wrist_camera_optical_frame" in report
+    assert "exit status 0" in report
+    for picture in ("demo.png", "wrist_camera.png"):
+        assert (out / picture).read_bytes().startswith(b"\x89PNG")
