@@ -149,8 +149,7 @@ class Scene:
         """
         origins = np.asarray(origins, dtype=float).reshape(-1, 3)
         directions = np.ascontiguousarray(directions, dtype=float).reshape(-1, 3)
-        if len(origins) == 1 and len(directions) > 1:
-            origins = np.broadcast_to(origins, directions.shape)
+        shared = len(origins) == 1            # one origin for every ray (a camera): moved once per shape
         n = len(directions)
         best = np.full(n, np.inf)
         which = np.full(n, -1, dtype=np.int64)
@@ -164,12 +163,17 @@ class Scene:
             if rows_of is not None:
                 rows = rows_of.get(index)
             else:
-                rows = self._candidates(origins, directions, pose[:3, 3], shape.bound_radius, max_range)
+                rows = self._candidates(np.broadcast_to(origins, directions.shape), directions, pose[:3, 3],
+                                        shape.bound_radius, max_range)
             if rows is not None and len(rows) == 0:
                 continue
-            o, d = (origins, directions) if rows is None else (origins[rows], directions[rows])
+            d = directions if rows is None else directions[rows]
             rot = np.ascontiguousarray(pose[:3, :3])
-            t, n_local = self._intersect(shape, (o - pose[:3, 3]) @ rot, d @ rot, normals)
+            if shared:
+                o_local = np.broadcast_to((origins - pose[:3, 3]) @ rot, d.shape)
+            else:
+                o_local = ((origins if rows is None else origins[rows]) - pose[:3, 3]) @ rot
+            t, n_local = self._intersect(shape, o_local, d @ rot, normals)
             current = best if rows is None else best[rows]
             closer = t < current
             if not closer.any():
