@@ -561,9 +561,12 @@ def semantics_from_model(robot: Robot) -> Semantics:
     moving = [tj for tj in tree_joints if tj.dof >= 0]
     if moving:
         s.groups["all"] = Group("all", joints=[tj.name for tj in moving])
+        from ..kinematics import KinematicModel
+
+        initial = KinematicModel(robot).joint_values()          # initial values, mimic DOFs computed
         state = GroupState("initial", "all")
         for tj in moving:
-            state.values[tj.name] = [float(robot.joints[tj.source].initial[tj.dof])]
+            state.values[tj.name] = [float(initial[tj.source][tj.dof])]
         s.group_states.append(state)
     if robot.semantics is not None:
         s.handles.update(robot.semantics.handles)
