@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..errors import MissingFileError, UnsupportedFormatError
+from ..errors import DescriptionError, MissingFileError, SchemaError, UnsupportedFormatError
 
 # Order matters for root-element sniffing; suffix matches are tried first.
 READER_MODULES = ("openrave_xml", "collada", "urdf", "srdf")
@@ -86,8 +86,28 @@ def reader_for(path: str | os.PathLike):
 
 
 def load(path: str | os.PathLike, search_path=None, **options):
-    """Read a robot description file into a :class:`~robot_bridge.model.Robot`."""
+    """Read a robot description file into a :class:`~robot_bridge.model.Robot`.
+
+    ``allowed_roots=[...]`` (option) replaces the folders includes and meshes may come from
+    (default: the file's folder tree plus the search path; see :mod:`.paths`).  The model is
+    checked by :func:`.validate.validate` (finite rigid transforms, non-zero axes, mimic)."""
+    from .validate import validate
+
     p = Path(path)
     if not p.is_file():
         raise MissingFileError("file not found", file=str(p))
-    return reader_for(p).read(p, search_path=search_path, **options)
+    if options.get("allowed_roots", 0) is None:
+        del options["allowed_roots"]
+    reader = reader_for(p)
+    try:
+        robot = reader.read(p, search_path=search_path, **options)
+    except DescriptionError:
+        raise
+    except (ArithmeticError, AttributeError, IndexError, KeyError, RecursionError, TypeError,
+            ValueError) as exc:
+        # a reader bug on malformed input must still reach callers (nodes, CLI) as a DescriptionError;
+        # ``internal`` keeps the original for the fuzz tests, which treat it as a failure
+        err = SchemaError(f"cannot read this file ({type(exc).__name__}: {exc})", file=str(p))
+        err.internal = exc
+        raise err from exc
+    return validate(robot)

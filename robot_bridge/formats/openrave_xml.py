@@ -38,6 +38,7 @@ from .openrave.build import build_robot
 from .openrave.common import Context, Notes, apply_transform_tag, attrs, children, tag
 from .openrave.reader import keep_extra, parse_root, read_interface
 from .openrave.state import BodyState, LinkState
+from .paths import roots_for
 from .xmlsafe import parse_file
 
 SUFFIXES = (".env.xml", ".robot.xml", ".kinbody.xml", ".sensor.xml", ".xml")
@@ -64,10 +65,12 @@ def claims(path: str | os.PathLike) -> bool:
 
 def read(path: str | os.PathLike, search_path=None, **options) -> Robot:
     """Read an OpenRAVE XML file (see module docstring for what is returned)."""
+    allowed_roots = options.pop("allowed_roots", None)
     if options:
         raise TypeError(f"unknown options: {', '.join(options)}")
     path = Path(path).resolve()
-    ctx = Context(file=path, search_path=normalize_search_path(search_path), stack=(path,))
+    search = normalize_search_path(search_path)
+    ctx = Context(file=path, search_path=search, stack=(path,), roots=roots_for(path, search, allowed_roots))
     root = parse_file(path).getroot()
     kind = tag(root)
     notes = Notes()

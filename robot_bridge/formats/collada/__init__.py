@@ -279,7 +279,9 @@ class _Reader:
         vec_el = axis_el.find("axis")
         vec = doc.numbers(vec_el, 3) if vec_el is not None else np.array([0.0, 0.0, 1.0])
         n = np.linalg.norm(vec)
-        props = {"kind": kind, "axis": vec / n if n > 0 else np.array([0.0, 0.0, 1.0]), "passive": False,
+        if not (np.isfinite(n) and n > 0):
+            raise doc.error(SchemaError, f"joint axis {vec.tolist()} is zero or not finite", vec_el)
+        props = {"kind": kind, "axis": vec / n, "passive": False,
                  "velocity": 0.5 if kind == "revolute" else 0.01, "acceleration": 0.0, "weight": 1.0,
                  "resolution": 0.0, "circular": False, "soft": None, "locked": False, "extras": {}}
 
@@ -486,6 +488,9 @@ class _Reader:
                 mimic.position = f"(({mimic.position}) * {scale!r})"
                 mimic.velocity = {k: f"(({v}) * {scale!r})" for k, v in mimic.velocity.items()}
                 mimic.acceleration = {k: f"(({v}) * {scale!r})" for k, v in mimic.acceleration.items()}
+            if dof >= self.robot.joints[jname].dof:
+                raise doc.error(SchemaError, f"formula targets DOF {dof} of joint {jname!r}, which has "
+                                f"{self.robot.joints[jname].dof}", formula)
             self.robot.joints[jname].mimic[dof] = mimic
 
     # -- scene: visual nodes, initial values, geometry, physics ---------------------------

@@ -8,6 +8,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ...errors import SchemaError
 from ...model import Actuator, AttachedSensor, Manipulator, Robot
 from .document import Document, floats
 
@@ -148,7 +149,11 @@ class SensorLibrary:
         raw = _raw(sensor_el)
         iface = sensor_el.find("interface_type/technique/interface")
         interface = (iface.text or "").strip() if iface is not None else stype
-        params = sensor_params(kind, raw)
+        try:
+            params = sensor_params(kind, raw)
+        except (TypeError, ValueError, IndexError, ZeroDivisionError) as exc:   # values of the wrong shape
+            raise self.doc.error(SchemaError, f"sensor {name!r}: malformed {kind} parameters ({exc})",
+                                 sensor_el) from None
         dist = sensor_el.find("distortion_model")
         if dist is not None:
             params["distortion_model"] = dist.get("type", "")

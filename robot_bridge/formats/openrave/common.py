@@ -11,6 +11,7 @@ import numpy as np
 
 from ...errors import MissingFileError, SchemaError
 from ...model import transform as tf
+from ..paths import AllowedRoots
 from ..xmlsafe import element_path, local_name
 
 
@@ -47,6 +48,7 @@ class Context:
     stack: tuple[Path, ...] = ()                  # include chain (cycle detection)
     modelsdir: Optional[str] = None               # <modelsdir> of the enclosing KinBody
     default_mass: Optional[object] = None         # KinBody-level <mass> element
+    roots: Optional[AllowedRoots] = None          # allowed-roots policy of the whole load
 
     @property
     def directory(self) -> Path:
@@ -57,7 +59,7 @@ class Context:
                    element=element_path(el) if el is not None else None)
 
     def child(self, file: Path) -> "Context":
-        return Context(file=file, search_path=self.search_path, stack=self.stack + (file,))
+        return Context(file=file, search_path=self.search_path, stack=self.stack + (file,), roots=self.roots)
 
 
 @dataclass
@@ -139,9 +141,14 @@ def apply_transform_tag(t: np.ndarray, el, ctx: Context) -> bool:
     return True
 
 
-def find_file(name: str, ctx: Context, extra_dirs: tuple[Path, ...] = ()) -> Optional[Path]:
+def find_file(name: str, ctx: Context, extra_dirs: tuple[Path, ...] = (), el=None) -> Optional[Path]:
     """OpenRAVE file lookup: absolute path, ``extra_dirs``, the including file's folder,
-    then each data search-path folder.  None when not found."""
+    then each data search-path folder.  None when not found; UnsafeInputError when every
+    candidate lies outside the allowed roots (``ctx.roots``)."""
+    if ctx.roots is not None:
+        return ctx.roots.find(name, (*extra_dirs, ctx.directory, *ctx.search_path), file=str(ctx.file),
+                              line=getattr(el, "sourceline", None),
+                              element=element_path(el) if el is not None else None)
     p = Path(name).expanduser()
     if p.is_absolute():
         return p if p.is_file() else None
@@ -153,7 +160,7 @@ def find_file(name: str, ctx: Context, extra_dirs: tuple[Path, ...] = ()) -> Opt
 
 
 def require_file(name: str, ctx: Context, el) -> Path:
-    found = find_file(name, ctx)
+    found = find_file(name, ctx, el=el)
     if found is None:
         where = ", ".join(str(d) for d in (ctx.directory, *ctx.search_path))
         raise ctx.error(MissingFileError, f"included file {name!r} not found (looked in {where})", el)

@@ -37,10 +37,10 @@ def _mesh_spec(el, ctx: Context, notes: Notes) -> Optional[tuple[str, np.ndarray
     return name, np.array(scale * 3 if len(scale) == 1 else scale, dtype=float)
 
 
-def resolve_mesh(uri: str, scale: np.ndarray, ctx: Context, notes: Notes) -> Mesh:
+def resolve_mesh(uri: str, scale: np.ndarray, ctx: Context, notes: Notes, el=None) -> Mesh:
     """Mesh lookup: ``<modelsdir>`` first, then the usual file lookup; a missing file is a warning."""
     extra = (ctx.directory / ctx.modelsdir,) if ctx.modelsdir else ()
-    path = find_file(uri, ctx, extra)
+    path = find_file(uri, ctx, extra, el)
     if path is None:
         notes.warn(f"{ctx.file.name}: mesh file {uri!r} not found; geometry kept without a file")
     return Mesh(uri=uri, path=str(path) if path else None, scale=scale)
@@ -110,14 +110,14 @@ def read_geom(el, ctx: Context, notes: Notes) -> tuple[list[Geometry], list[Geom
         if data is None and render is None and vertices is None:
             raise ctx.error(SchemaError, "trimesh geometry needs <data>, <render> or <vertices>", el)
         if data is not None:
-            shape = resolve_mesh(*data, ctx, notes)
+            shape = resolve_mesh(*data, ctx, notes, el)
         elif vertices is not None:
             shape = Mesh(uri="", vertices=vertices, triangles=np.arange(len(vertices)).reshape(-1, 3))
         else:
-            shape = resolve_mesh(*render, ctx, notes)
+            shape = resolve_mesh(*render, ctx, notes, el)
     gname = a.get("name")
     collision = Geometry(shape=shape, origin=origin, material=material, name=gname)
-    visual_shape = resolve_mesh(*render, ctx, notes) if render is not None else shape
+    visual_shape = resolve_mesh(*render, ctx, notes, el) if render is not None else shape
     visual = Geometry(shape=visual_shape, origin=origin.copy(), material=material, name=gname,
                       visible=visible)
     return [visual], [collision]

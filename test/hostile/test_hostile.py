@@ -1,0 +1,133 @@
+"""Every hostile description is refused with a typed, one-line DescriptionError, quickly, and
+without opening anything outside its allowed roots (audited with a sys.audit "open" hook, which
+sees builtins.open, io.open, pathlib and os.open alike)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import pytest
+
+from robot_bridge import errors as E
+from robot_bridge.formats import _reader
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cases import FORMATS, SUFFIX, all_cases, load_any, valid  # noqa: E402
+
+import trimesh  # noqa: E402,F401  (imported now so its lazy module loads are not audited as reads)
+
+GUARD_SECONDS = 5.0          # generous CI guard; the < 1 s figure is measured by `python cases.py`
+_OPENED: list[str] | None = None
+
+
+def _audit(event: str, args) -> None:
+    if event == "open" and _OPENED is not None and isinstance(args[0], (str, bytes, os.PathLike)):
+        _OPENED.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_audit)
+
+# Interpreter and package files (lazy imports) are not description reads.
+_CODE_ROOTS = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, Path(E.__file__).parents[1],
+                                                   *sysconfig.get_paths().values())})
+
+
+@contextlib.contextmanager
+def audited_opens():
+    global _OPENED
+    _OPENED = []
+    try:
+        yield _OPENED
+    finally:
+        _OPENED = None
+
+
+MODULES = {"openrave": "openrave_xml", "collada": "collada", "urdf": "urdf", "srdf": "srdf"}
+
+
+def _reader_available(fmt: str) -> bool:
+    return _reader(MODULES[fmt]) is not None
+
+
+def _skip_if_no_reader(fmt: str) -> None:
+    if not _reader_available(fmt):
+        pytest.skip(f"no {fmt} reader in robot_bridge.formats yet")
+
+
+# Readers whose file lookups do not go through robot_bridge.formats.paths yet (strict: passing fails).
+PENDING = {"urdf-mesh-escape-relative", "urdf-mesh-escape-file-uri", "urdf-mesh-escape-package"}
+PENDING_MARK = pytest.mark.xfail(strict=True, reason="urdf reader mesh lookup not routed through "
+                                 "formats.paths yet (urdf.py still being finished by its engineer)")
+CASES = [pytest.param(c, id=c.id, marks=[PENDING_MARK] if c.id in PENDING else []) for c in all_cases()]
+CLI_CASES = [p for p in CASES if p.values[0].expect is not None and p.values[0].fmt != "srdf"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_refused_within_roots(case, tmp_path):
+    _skip_if_no_reader(case.fmt)
+    built = case.build(tmp_path)
+    start = time.perf_counter()
+    with audited_opens() as opened:
+        if case.expect is None:
+            robot = load_any(built.path)
+        else:
+            with pytest.raises(E.DescriptionError) as info:
+                load_any(built.path)
+    elapsed = time.perf_counter() - start
+    if case.expect is None:
+        assert any(str(built.outside) in w for w in robot.warnings), robot.warnings
+    else:
+        err = info.value
+        assert isinstance(err, case.expect), f"{type(err).__name__}: {err}"
+        text = str(err)
+        assert "\n" not in text and err.file, text
+        assert Path(err.file.split("!")[0]).name in text
+    assert elapsed < GUARD_SECONDS
+    root = os.path.realpath(built.root)
+    stray = [p for p in opened if not os.path.realpath(p).startswith((root + os.sep, *_CODE_ROOTS))]
+    assert not stray, f"opened outside the allowed roots: {stray}"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_valid_bases_load(fmt, tmp_path):
+    """The hostile cases are single mutations of these: they must load, or the cases prove nothing."""
+    _skip_if_no_reader(fmt)
+    p = tmp_path / ("r" + SUFFIX[fmt])
+    p.write_text(valid(fmt))
+    load_any(p)
+
+
+def test_outside_include_would_load(tmp_path):
+    """The escaping include points at a valid file: allowed explicitly, the same description loads."""
+    _skip_if_no_reader("openrave")
+    case = next(p.values[0] for p in CASES if p.id == "openrave-file-escape-relative")
+    built = case.build(tmp_path)
+    robot = load_any(built.path, allowed_roots=[built.root, built.outside])
+    assert robot.links
+
+
+def _check_verb_available() -> bool:
+    from robot_bridge.cli.main import load_verbs
+
+    return "check" in load_verbs()
+
+
+@pytest.mark.parametrize("case", CLI_CASES)
+def test_check_cli_exit_2_one_line(case, tmp_path):
+    if not _check_verb_available():
+        pytest.skip("robot-bridge check verb not installed yet")
+    _skip_if_no_reader(case.fmt)
+    from robot_bridge.cli.main import main
+
+    built = case.build(tmp_path)
+    with contextlib.redirect_stderr(io.StringIO()) as err, contextlib.redirect_stdout(io.StringIO()):
+        code = main(["check", str(built.path)])
+    assert code == 2
+    lines = err.getvalue().strip().splitlines()
+    assert len(lines) == 1 and built.path.name in lines[0], lines
