@@ -202,7 +202,8 @@ class DescriptionNode(Node):
         if not len(rows) or not self.gate.admit(msg.name, stamp.sec * 1_000_000_000 + stamp.nanosec):
             return
         moving = model.state.transforms(rows)
-        self.tf_pub.publish(model.tf_builder.build(moving.parents, moving.children, moving.values, stamp))
+        self.tf_pub.publish(model.tf_builder.serialize(moving.parents, moving.children, moving.values,
+                                                       stamp.sec, stamp.nanosec))
 
     def _publish_default_joint_state(self) -> None:
         model = self.model

@@ -36,32 +36,60 @@ def matrix(msg: TransformStamped) -> np.ndarray:
 
 
 class TFBatchBuilder:
-    """Reuses one TFMessage per set of child frames, so a /tf message costs only field writes.
+    """Serialised /tf messages for batches of moving transforms, without Python message objects.
 
-    rclpy serialises on ``publish``, so the returned message may be refilled
-    afterwards.
+    For each set of (parent, child) frames the CDR bytes of one TFMessage are
+    produced once by rclpy with sentinel values, and the byte positions of the
+    stamps and of the 7 doubles of every transform are located in them; a
+    message then costs two numpy byte scatters (``Publisher.publish`` accepts
+    serialised bytes).  The sentinel search keeps the layout rclpy's own: no
+    hand-written CDR.
     """
 
     def __init__(self):
-        self._cache: dict[tuple[str, ...], tuple[TFMessage, list]] = {}
+        self._cache: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-    def build(self, parents: Sequence[str], children: Sequence[str], values: np.ndarray, stamp) -> TFMessage:
-        """``values``: (n, 7) rows of translation x y z and quaternion x y z w."""
+    @staticmethod
+    def _template(parents: Sequence[str], children: Sequence[str]):
+        from rclpy.serialization import serialize_message
+
+        n = len(children)
+        values = 1e300 * (1.0 + np.arange(n * 7).reshape(n, 7) / 1024.0)     # unique, exactly representable
+        msg = TFMessage()
+        for i, (parent, child) in enumerate(zip(parents, children, strict=True)):
+            ts = TransformStamped()
+            ts.header.frame_id, ts.child_frame_id = parent, child
+            ts.header.stamp.sec, ts.header.stamp.nanosec = 0x5EC00000 + i, 0x0A500000 + i
+            t, r = ts.transform.translation, ts.transform.rotation
+            t.x, t.y, t.z, r.x, r.y, r.z, r.w = (float(v) for v in values[i])
+            msg.transforms.append(ts)
+        data = serialize_message(msg)
+        order = "<" if data[1] == 1 else ">"              # CDR encapsulation: 0x0001 = little endian
+
+        def find(pattern: bytes) -> int:
+            at = data.find(pattern)
+            if at < 0 or data.find(pattern, at + 1) >= 0:
+                raise RuntimeError("TFMessage template: sentinel not found exactly once")
+            return at
+
+        value_idx, stamp_idx = [], []
+        for i in range(n):
+            for v in values[i]:
+                at = find(np.array([v], dtype=order + "f8").tobytes())
+                value_idx.extend(range(at, at + 8))
+            at = find(np.array([0x5EC00000 + i, 0x0A500000 + i], dtype=order + "u4").tobytes())
+            stamp_idx.extend(range(at, at + 8))
+        return (np.frombuffer(data, dtype=np.uint8).copy(), np.array(value_idx, dtype=np.intp),
+                np.array(stamp_idx, dtype=np.intp).reshape(n, 8), order)
+
+    def serialize(self, parents: Sequence[str], children: Sequence[str], values: np.ndarray, sec: int,
+                  nanosec: int) -> bytes:
+        """CDR bytes of the TFMessage; ``values``: (n, 7) rows of translation x y z, quaternion x y z w."""
         key = tuple(children)
         cached = self._cache.get(key)
         if cached is None:
-            parts = []
-            msgs = []
-            for parent, child in zip(parents, children, strict=True):
-                msg = TransformStamped()
-                msg.header.frame_id = parent
-                msg.child_frame_id = child
-                msgs.append(msg)
-                parts.append((msg.header, msg.transform.translation, msg.transform.rotation))
-            cached = self._cache[key] = (TFMessage(transforms=msgs), parts)
-        message, parts = cached
-        for (header, t, r), (x, y, z, qx, qy, qz, qw) in zip(parts, values.tolist(), strict=True):
-            header.stamp = stamp
-            t.x, t.y, t.z = x, y, z
-            r.x, r.y, r.z, r.w = qx, qy, qz, qw
-        return message
+            cached = self._cache[key] = self._template(parents, children)
+        buf, value_idx, stamp_idx, order = cached
+        buf[value_idx] = np.asarray(values, dtype=order + "f8").view(np.uint8).reshape(-1)
+        buf[stamp_idx] = np.frombuffer(np.array([sec, nanosec], dtype=order + "u4").tobytes(), np.uint8)
+        return buf.tobytes()
