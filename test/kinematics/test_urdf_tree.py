@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -9,41 +12,20 @@ pytest.importorskip("robot_bridge.kinematics.expr", reason="mimic formulas need 
 
 from robot_bridge.kinematics import KinematicModel, forward_kinematics
 from robot_bridge.kinematics.urdf_tree import tree_joint_transform, urdf_tree
-from robot_bridge.model import Joint, Link, Mimic, Robot
-from robot_bridge.model import transform as tf
+from robot_bridge.model import Joint, Link, Robot
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
-def _pose(xyz, axis=(0, 0, 1), angle=0.0):
-    return tf.make(tf.rotation_axis_angle(axis, angle), xyz)
+def _load_fixture():
+    spec = importlib.util.spec_from_file_location("tricky_robot", FIXTURES / "urdf" / "tricky_robot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def tricky_robot() -> Robot:
-    """Off-axis anchors, every multi-DOF type, passive, circular, linear and nonlinear mimic,
-    a prismatic DOF, a second root and a link whose name collides with a generated one."""
-    names = ["base", "l1", "l2", "l3", "l4", "l5", "l6", "l7", "l8", "sph_link0", "other_root"]
-    r = Robot("tricky", links={n: Link(n) for n in names})
-    joints = [
-        Joint("j1", "revolute", "base", "l1", origin=_pose([0.1, 0.2, 0.3], (1, 1, 0), 0.4),
-              axes=[np.array([0.0, 0.0, 1.0])], child_offset=_pose([0.05, -0.02, 0.0], (0, 1, 0), 0.3),
-              lower=[-2], upper=[2], velocity=[1.5], effort=[10]),
-        Joint("sph", "spherical", "l1", "l2", origin=_pose([0, 0, 0.4], (0, 0, 1), 0.2),
-              child_offset=_pose([0.01, 0.02, 0.03], (1, 0, 0), 0.1), lower=-1, upper=1),
-        Joint("uni", "universal", "l2", "l3", origin=_pose([0.2, 0, 0]),
-              axes=[np.array([1.0, 0, 0]), np.array([0, 0.6, 0.8])], lower=-1, upper=1),
-        Joint("h2", "hinge2", "l3", "l4", origin=_pose([0, 0.3, 0], (0, 1, 0), -0.5),
-              axes=[np.array([0, 0, 1.0]), np.array([0, 1.0, 0])], lower=-1, upper=1),
-        Joint("slide", "prismatic", "l4", "l5", origin=_pose([0, 0, 0.1]), axes=[np.array([0.6, 0.8, 0])],
-              lower=[0], upper=[0.5]),
-        Joint("wheel", "revolute", "l5", "l6", circular=[True], axes=[np.array([0, 1.0, 0])]),
-        Joint("lin", "revolute", "l5", "l7", origin=_pose([0.3, 0, 0]), passive=True,
-              mimic=[Mimic("-2*j1 + 0.5")], lower=[-5], upper=[5]),
-        Joint("nonlin", "revolute", "l7", "l8", origin=_pose([0.1, 0.1, 0]),
-              mimic=[Mimic("sin(uni_1)*2")], lower=[-5], upper=[5]),
-        Joint("frozen", "revolute", "l8", "sph_link0", origin=_pose([0, 0, 0.2]), passive=True,
-              axes=[np.array([1.0, 0, 0])], initial=[0.7], lower=[-1], upper=[1]),
-    ]
-    r.joints = {j.name: j for j in joints}
-    return r
+_fixture = _load_fixture()
+_pose, tricky_robot = _fixture._pose, _fixture.tricky_robot
 
 
 def tree_poses(robot: Robot, positions) -> dict[str, np.ndarray]:
