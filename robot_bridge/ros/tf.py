@@ -46,8 +46,10 @@ class TFBatchBuilder:
     hand-written CDR.
     """
 
+    MAX_TEMPLATES = 64
+
     def __init__(self):
-        self._cache: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cache: dict[tuple[str, ...], tuple] = {}
 
     @staticmethod
     def _template(parents: Sequence[str], children: Sequence[str]):
@@ -88,6 +90,8 @@ class TFBatchBuilder:
         key = tuple(children)
         cached = self._cache.get(key)
         if cached is None:
+            if len(self._cache) >= self.MAX_TEMPLATES:     # joint subsets vary: keep memory bounded
+                self._cache.clear()
             cached = self._cache[key] = self._template(parents, children)
         buf, value_idx, stamp_idx, order = cached
         buf[value_idx] = np.asarray(values, dtype=order + "f8").view(np.uint8).reshape(-1)
