@@ -193,26 +193,32 @@ class SensorBridge(Node):
         prefix = self._p("frame_prefix")
         sim_sensors = []
         for sensor in robot.sensors.values():
-            params = self._sensor_params(sensor)
-            mode = _mode(params["mode"] if params["mode"] not in ("", None) else self._p("default_mode"))
-            if mode not in MODES:
-                self.get_logger().error(f"sensor {sensor.name!r}: unknown mode {mode!r} "
-                                        "(expected relay, sim or off); sensor disabled")
-                continue
-            if sensor.type not in STREAMS:
-                self.get_logger().warning(f"sensor {sensor.name!r}: type {sensor.type!r} has no ROS message "
-                                          "mapping; not bridged")
-                continue
-            if mode == "relay":
-                self._setup_relay(sensor, params, prefix)
-            elif mode == "sim":
-                if sensor.type not in SIMULATED:
-                    self.get_logger().error(f"sensor {sensor.name!r}: {sensor.type} cannot be simulated "
-                                            "(use mode relay); sensor disabled")
-                    continue
-                sim_sensors.append((sensor, params))
+            try:
+                self._setup_sensor(sensor, prefix, sim_sensors)
+            except Exception as exc:  # e.g. a sensor name that is no valid ROS name: skip that sensor only
+                self.get_logger().error(f"sensor {sensor.name!r} not bridged: {exc}")
         if sim_sensors:
             self._setup_sim(robot, sim_sensors, prefix)
+
+    def _setup_sensor(self, sensor: AttachedSensor, prefix: str, sim_sensors: list) -> None:
+        params = self._sensor_params(sensor)
+        mode = _mode(params["mode"] if params["mode"] not in ("", None) else self._p("default_mode"))
+        if mode not in MODES:
+            self.get_logger().error(f"sensor {sensor.name!r}: unknown mode {mode!r} "
+                                    "(expected relay, sim or off); sensor disabled")
+            return
+        if sensor.type not in STREAMS:
+            self.get_logger().warning(f"sensor {sensor.name!r}: type {sensor.type!r} has no ROS message "
+                                      "mapping; not bridged")
+            return
+        if mode == "relay":
+            self._setup_relay(sensor, params, prefix)
+        elif mode == "sim":
+            if sensor.type not in SIMULATED:
+                self.get_logger().error(f"sensor {sensor.name!r}: {sensor.type} cannot be simulated "
+                                        "(use mode relay); sensor disabled")
+                return
+            sim_sensors.append((sensor, params))
 
     # -- relay ---------------------------------------------------------------------
     def _setup_relay(self, sensor: AttachedSensor, params: dict, prefix: str) -> None:
@@ -292,7 +298,7 @@ class SensorBridge(Node):
         for sensor, params in sensors:
             try:
                 SimSensor(self, sensor, params, data_frame(sensor, prefix))
-            except (ValueError, KeyError) as exc:
+            except Exception as exc:  # bad intrinsics, or a sensor name that is no valid topic name
                 self.get_logger().error(f"sensor {sensor.name!r}: cannot simulate: {exc}")
 
     def _on_joint_states(self, msg: JointState) -> None:

@@ -117,12 +117,14 @@ def test_no_description_keeps_the_node_alive(harness_factory):
 def test_bad_mode_and_unsimulatable_type_are_reported_not_fatal(harness_factory):
     robot = pan_robot()
     robot.sensors["ft"] = AttachedSensor("ft", "head", type="force6d")
+    robot.sensors["bad name!"] = AttachedSensor("bad name!", "head", type="imu")   # no valid ROS name
     h = harness_factory(robot, default_mode="sim",
                         **{"sensors.laser.mode": "bogus", "sensors.cam.mode": "off"})
     imus = h.listen(Imu, "imu/imu")
     assert h.spin_until(lambda: imus)
     h.spin_for(0.1)
-    assert set(h.bridge.published) == {"imu"}          # laser: bad mode, ft: cannot be simulated, cam: off
+    # laser: bad mode, ft: cannot be simulated, cam: off, "bad name!": skipped
+    assert set(h.bridge.published) == {"imu"}
 
 
 def test_yaml_off_read_as_false_means_off(harness_factory):
