@@ -414,7 +414,9 @@ class _MeshWriter:
                 f"mesh {mesh.uri!r} of {label}: needs conversion but no mesh directory was given; dropped")
             return None
         self.mesh_dir.mkdir(parents=True, exist_ok=True)
-        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(mesh.path or mesh.uri or label).stem) or "mesh"
+        source, _, fragment = (mesh.uri or "").partition("#")     # inline meshes: file.zae#geometry_id
+        stem = Path(mesh.path or source or label).stem + (f"_{fragment}" if fragment else "")
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "mesh"
         name, i = f"{stem}.stl", 1
         while name in self.used:
             name, i = f"{stem}_{i}.stl", i + 1
