@@ -157,3 +157,17 @@ def test_multi_dof_joint_follows_its_urdf_axis_names(harness_factory):
     angles = scans[-1].angle_min + scans[-1].angle_increment * np.arange(len(ranges))
     on_face = np.abs(2.9 * np.tan(angles)) < 0.5 - 1e-3
     assert np.max(np.abs(ranges[on_face] - 2.9 / np.cos(angles[on_face]))) < 1e-6
+
+
+def test_sim_imu_covariance_parameters_override_the_description(harness_factory):
+    h = harness_factory(pan_robot(), default_mode="off", **{
+        "sensors.imu.mode": "sim", "sensors.imu.gyro_noise_std": 0.1,
+        "sensors.imu.orientation_covariance": [0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.5]})
+    imus = h.listen(Imu, "imu/imu")
+    assert h.spin_until(lambda: imus)
+    msg = imus[-1]
+    assert list(msg.orientation_covariance) == pytest.approx([0.5, 0, 0, 0, 0.5, 0, 0, 0, 0.5])
+    # no angular velocity covariance in the description: the noise variance on the diagonal
+    assert list(msg.angular_velocity_covariance) == pytest.approx([0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01])
+    # the description's value stays where no parameter overrides it
+    assert list(msg.linear_acceleration_covariance) == pytest.approx([0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01])

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 from geometry_msgs.msg import WrenchStamped
+from nav_msgs.msg import Odometry
 from fixtures.sim.ros_harness import Harness
 from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan
 
@@ -20,6 +21,7 @@ RELAY_ALL = {"default_mode": "relay", "relay_namespace": "driver"}
 def harness():
     robot = pan_robot()
     robot.sensors["ft"] = AttachedSensor("ft", "head", type="force6d")
+    robot.sensors["odom"] = AttachedSensor("odom", "base", type="odometry")
     h = Harness(robot, **RELAY_ALL)
     yield h
     h.close()
@@ -163,6 +165,22 @@ def test_imu_and_wrench_relay(harness):
     bad.orientation.w = 2.0                        # not unit and not marked absent
     imu_pub.publish(bad)
     assert h.spin_until(lambda: sum(h.bridge.dropped["imu"].values()) == 1)
+
+
+def test_odometry_relay(harness):
+    h = harness
+    out = h.listen(Odometry, "odom/odom")
+    pub = h.publisher(Odometry, "driver/odom/odom")
+    good = Odometry()
+    good.pose.pose.orientation.w = 1.0
+    good.twist.twist.linear.x = 0.3
+    assert send_until(h, pub, good, out)
+    assert out[0].header.frame_id == "odom" and out[0].twist.twist.linear.x == pytest.approx(0.3)
+    bad = Odometry()
+    bad.pose.pose.orientation.w = 0.0              # zero quaternion (the message default is w = 1)
+    pub.publish(bad)
+    assert h.spin_until(lambda: h.bridge.dropped["odom"])
+    assert "unit quaternion" in next(iter(h.bridge.dropped["odom"]))
 
 
 def test_restamp_and_rate_limit():
