@@ -394,11 +394,21 @@ def parse_srdf(tree, file: Optional[str] = None, robot: Optional[Robot] = None) 
             raise exc.with_location(file=file, line=el.sourceline, element=xmlsafe.element_path(el)) from None
         if not entry.builtin and value is not None:
             semantics.extras.setdefault(tag, []).append(value)
-    for g in semantics.groups.values():
-        missing = [s for s in g.subgroups if s not in semantics.groups]
-        for s in missing:
-            ctx.warn(f"group {g.name!r}: subgroup {s!r} is not defined; skipped")
-        g.subgroups = [s for s in g.subgroups if s in semantics.groups]
+    groups = semantics.groups
+    for g in groups.values():
+        for s in g.subgroups:
+            if s not in groups:
+                ctx.warn(f"group {g.name!r}: subgroup {s!r} is not defined; skipped")
+        g.subgroups = [s for s in g.subgroups if s in groups]
+    for s in semantics.group_states:
+        if s.group not in groups:
+            ctx.warn(f"group_state {s.name!r}: group {s.group!r} is not defined; skipped")
+    semantics.group_states = [s for s in semantics.group_states if s.group in groups]
+    for name, ee in list(semantics.end_effectors.items()):
+        for g in (ee.group, ee.parent_group):
+            if g is not None and g not in groups:
+                ctx.warn(f"end_effector {name!r}: group {g!r} is not defined; skipped")
+                semantics.end_effectors.pop(name, None)
     return semantics
 
 

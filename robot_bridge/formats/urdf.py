@@ -236,8 +236,9 @@ def _joint(ctx: _Ctx, el, robot: Robot) -> Joint:
                   axes=[axis / norm] if jtype != "fixed" else [])
     limit = _child(el, "limit")
     if limit is not None and jtype != "fixed":
-        joint.lower = np.array([ctx.number(limit, "lower", 0.0)])
-        joint.upper = np.array([ctx.number(limit, "upper", 0.0)])
+        if jtype != "continuous":                # urdfdom ignores bounds on continuous joints
+            joint.lower = np.array([ctx.number(limit, "lower", 0.0)])
+            joint.upper = np.array([ctx.number(limit, "upper", 0.0)])
         joint.velocity = np.array([ctx.number(limit, "velocity", 0.0)])
         joint.effort = np.array([ctx.number(limit, "effort", 0.0)])
     elif jtype in ("revolute", "prismatic"):
@@ -533,6 +534,8 @@ def _joint_el(root, j, robot: Robot, report: ConversionReport) -> None:
         limit = {"lower": repr(j.lower), "upper": repr(j.upper), **limit}
     etree.SubElement(el, "limit", **limit)
     extras = source.extras if source is not None and source.dof == 1 else {}
+    if extras.get("calibration"):
+        etree.SubElement(el, "calibration", **extras["calibration"])
     if extras.get("dynamics"):
         etree.SubElement(el, "dynamics", **{k: repr(v) for k, v in extras["dynamics"].items()})
     if source is not None and source.soft_lower is not None and source.soft_upper is not None:

@@ -217,3 +217,14 @@ def test_generated_from_model():
     exported = urdf.read_string(urdf.to_urdf(r)[0])
     checked = srdf.read_srdf_string(srdf.to_srdf(s), exported)
     assert checked.warnings == [] and checked.state("initial").values == s.state("initial").values
+
+
+def test_undefined_groups_are_reported_and_skipped(corpus):
+    s = srdf.read_srdf(corpus / "moveit_resources/dual_arm_panda_moveit_config/config/panda.srdf")
+    assert "left_hand" not in s.end_effectors
+    assert any("group 'left_hand' is not defined" in w for w in s.warnings)
+    s = srdf.read_srdf_string('<robot name="r"><group name="a"><group name="ghost"/></group>'
+                              '<group_state name="s" group="nope"><joint name="j" value="1"/></group_state>'
+                              '</robot>')
+    assert s.groups["a"].subgroups == [] and s.group_states == []
+    assert len(s.warnings) == 2

@@ -271,3 +271,16 @@ def test_round_trip_preserves_everything(corpus):
                 assert type(ga.shape) is type(gb.shape)
         checked += 1
     assert checked > 100
+
+
+def test_calibration_dynamics_and_continuous_bounds():
+    text = _one_joint('<joint name="j" type="continuous"><parent link="a"/><child link="b"/>'
+                      '<axis xyz="0 1 0"/>'
+                      '<limit lower="-1" upper="1" effort="5" velocity="6"/><calibration rising="0.25"/>'
+                      '<dynamics damping="0.5" friction="0.125"/></joint>')
+    j = urdf.read_string(text).joints["j"]
+    assert (j.lower[0], j.upper[0], j.effort[0], j.velocity[0]) == (0, 0, 5, 6)    # bounds ignored
+    root = etree.fromstring(urdf.to_urdf(urdf.read_string(text))[0].encode())
+    assert root.find("joint/calibration").attrib == {"rising": "0.25"}
+    assert root.find("joint/dynamics").attrib == {"damping": "0.5", "friction": "0.125"}
+    assert root.find("joint/limit").attrib == {"effort": "5.0", "velocity": "6.0"}
