@@ -228,3 +228,10 @@ def test_undefined_groups_are_reported_and_skipped(corpus):
                               '</robot>')
     assert s.groups["a"].subgroups == [] and s.group_states == []
     assert len(s.warnings) == 2
+
+
+def test_attach_semantics(corpus):
+    robot = urdf.read(corpus / "moveit_resources/panda_description/urdf/panda.urdf")
+    semantics = srdf.read_srdf(corpus / "moveit_resources/panda_moveit_config/config/panda.srdf", robot)
+    assert srdf.attach_semantics(robot, semantics) is robot and robot.semantics is semantics
+    assert any(w.startswith("SRDF: ") and "<passive_joint>" in w for w in robot.warnings)
