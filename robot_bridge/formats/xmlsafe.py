@@ -45,7 +45,7 @@ def parse_bytes(data: bytes, *, file: str | os.PathLike | None = None,
         tree = etree.ElementTree(etree.fromstring(data, _parser(recover)))
     except etree.XMLSyntaxError as exc:
         line = exc.lineno if getattr(exc, "lineno", None) else None
-        msg = exc.msg if getattr(exc, "msg", None) else str(exc)
+        msg = " ".join((exc.msg if getattr(exc, "msg", None) else str(exc)).split())   # one line
         raise XMLSyntaxError(f"not well-formed XML: {msg}", file=name, line=line) from None
     except ValueError as exc:  # e.g. unicode strings with encoding declaration
         raise XMLSyntaxError(f"cannot parse: {exc}", file=name) from None

@@ -356,6 +356,10 @@ def srdf_cases() -> list[Case]:
     ]
 
 
+# Readers whose file lookups do not go through robot_bridge.formats.paths yet.
+PENDING = {"urdf-mesh-escape-relative", "urdf-mesh-escape-file-uri", "urdf-mesh-escape-package"}
+
+
 def all_cases() -> list[Case]:
     out: list[Case] = []
     for fmt in FORMATS:

@@ -18,7 +18,7 @@ from robot_bridge import errors as E
 from robot_bridge.formats import _reader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import FORMATS, SUFFIX, all_cases, load_any, valid  # noqa: E402
+from cases import FORMATS, PENDING, SUFFIX, all_cases, load_any, valid  # noqa: E402
 
 import trimesh  # noqa: E402,F401  (imported now so its lazy module loads are not audited as reads)
 
@@ -60,8 +60,7 @@ def _skip_if_no_reader(fmt: str) -> None:
         pytest.skip(f"no {fmt} reader in robot_bridge.formats yet")
 
 
-# Readers whose file lookups do not go through robot_bridge.formats.paths yet (strict: passing fails).
-PENDING = {"urdf-mesh-escape-relative", "urdf-mesh-escape-file-uri", "urdf-mesh-escape-package"}
+# strict: once the urdf reader routes its lookups, these pass and must leave PENDING
 PENDING_MARK = pytest.mark.xfail(strict=True, reason="urdf reader mesh lookup not routed through "
                                  "formats.paths yet (urdf.py still being finished by its engineer)")
 CASES = [pytest.param(c, id=c.id, marks=[PENDING_MARK] if c.id in PENDING else []) for c in all_cases()]
