@@ -1,0 +1,139 @@
+"""Two "hosts": description_node in one network namespace, a subscriber in another, joined by a
+veth pair.  Fast DDS runs over UDPv4 only (no shared memory: the namespaces share /dev/shm) with
+the peer addresses as initial peers, written into a profile in tmp.  robot_description,
+/tf_static and /tf must arrive across the link.  Needs root and ``ip netns``; skips otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rclpy")
+pytest.importorskip("tf2_msgs.msg")
+
+REPO = Path(__file__).resolve().parents[2]
+ROBOT = REPO / "test" / "fixtures" / "description" / "two_link.robot.xml"
+TIMEOUT = 60.0
+
+PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
+<profiles xmlns="http://www.eprosima.com/XMLSchemas/fastRTPS_Profiles">
+  <transport_descriptors>
+    <transport_descriptor><transport_id>udp</transport_id><type>UDPv4</type></transport_descriptor>
+  </transport_descriptors>
+  <participant profile_name="multihost" is_default_profile="true">
+    <rtps>
+      <userTransports><transport_id>udp</transport_id></userTransports>
+      <useBuiltinTransports>false</useBuiltinTransports>
+      <builtin><initialPeersList>{peers}</initialPeersList></builtin>
+    </rtps>
+  </participant>
+</profiles>
+"""
+PEER = "<locator><udpv4><address>{ip}</address></udpv4></locator>"
+
+SUBSCRIBER = r"""
+import json, sys, time
+import rclpy
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+from robot_bridge.ros import qos
+
+rclpy.init()
+node = rclpy.create_node("multihost_listener")
+got = {}
+node.create_subscription(String, "/robot_description", lambda m: got.setdefault("robot_description", m.data),
+                         qos.description_qos())
+node.create_subscription(TFMessage, "/tf_static",
+                         lambda m: got.setdefault("tf_static", [t.child_frame_id for t in m.transforms]),
+                         qos.tf_static_listener_qos())
+node.create_subscription(TFMessage, "/tf",
+                         lambda m: got.setdefault("tf", [t.child_frame_id for t in m.transforms]),
+                         qos.tf_qos())
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end and len(got) < 3:
+    rclpy.spin_once(node, timeout_sec=0.1)
+print(json.dumps(got))
+sys.exit(0 if len(got) == 3 else 1)
+"""
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+
+
+def _netns_unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    if shutil.which("ip") is None:
+        return "iproute2 'ip' command not found"
+    probe = f"rbprobe{os.getpid()}"
+    res = _run("ip", "netns", "add", probe)
+    if res.returncode != 0:
+        return f"'ip netns add' failed: {res.stderr.strip()}"
+    _run("ip", "netns", "del", probe)
+    return None
+
+
+@pytest.fixture
+def two_hosts():
+    reason = _netns_unavailable()
+    if reason:
+        pytest.skip(reason)
+    tag = f"{os.getpid() % 100000}"
+    subnet = f"10.{200 + os.getpid() % 50}.{os.getpid() % 250}"
+    hosts = {"a": (f"rbA{tag}", f"vA{tag}", f"{subnet}.1"), "b": (f"rbB{tag}", f"vB{tag}", f"{subnet}.2")}
+    try:
+        for ns, _veth, _ip in hosts.values():
+            assert _run("ip", "netns", "add", ns).returncode == 0
+        (na, va, _), (nb, vb, _) = hosts["a"], hosts["b"]
+        steps = [("ip", "link", "add", va, "netns", na, "type", "veth", "peer", "name", vb, "netns", nb)]
+        for ns, veth, ip in hosts.values():
+            steps += [("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", veth),
+                      ("ip", "-n", ns, "link", "set", veth, "up", "multicast", "on"),
+                      ("ip", "-n", ns, "link", "set", "lo", "up")]
+        for step in steps:
+            res = _run(*step)
+            assert res.returncode == 0, f"{' '.join(step)}: {res.stderr}"
+        yield hosts
+    finally:
+        for ns, _veth, _ip in hosts.values():
+            _run("ip", "netns", "del", ns)        # removes its end of the veth pair too
+
+
+def test_description_and_tf_cross_namespaces(two_hosts, tmp_path):
+    profile = tmp_path / "fastdds_multihost.xml"
+    peers = "".join(PEER.format(ip=ip) for _ns, _v, ip in two_hosts.values())
+    profile.write_text(PROFILE.format(peers=peers))
+    script = tmp_path / "listener.py"
+    script.write_text(SUBSCRIBER)
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET",
+           "FASTDDS_DEFAULT_PROFILES_FILE": str(profile), "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    env.pop("ROS_STATIC_PEERS", None)
+    ns_a, ns_b = two_hosts["a"][0], two_hosts["b"][0]
+    node = subprocess.Popen(
+        ["ip", "netns", "exec", ns_a, sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args",
+         "-p", f"description_file:={ROBOT}", "-p", "publish_default_joint_states:=true"],
+        env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        listener = subprocess.run(["ip", "netns", "exec", ns_b, sys.executable, str(script), str(TIMEOUT)],
+                                  env=env, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT + 30)
+    finally:
+        node.terminate()
+        try:
+            node_out = node.communicate(timeout=10)[0]
+        except subprocess.TimeoutExpired:
+            node.kill()
+            node_out = node.communicate()[0]
+    assert listener.returncode == 0, \
+        f"listener: {listener.stdout} {listener.stderr[-1500:]}\nnode: {node_out[-1500:]}"
+    got = json.loads(listener.stdout.strip().splitlines()[-1])
+    assert '<robot name="two_link"' in got["robot_description"]
+    assert "tip" in got["tf_static"]
+    assert "upper" in got["tf"]
