@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         if name in ("use_sim_time", "rviz"):
             parser.add_argument(flag, dest=name, action="store_true", help=description)
         elif name in ("mode", "hardware"):
-            choices = bringup.MODES if name == "mode" else ("",) + bringup.HARDWARE
+            choices = bringup.MODES if name == "mode" else bringup.HARDWARE     # (defaults are not checked)
             parser.add_argument(flag, dest=name, default=default, choices=choices, help=description)
         else:
             parser.add_argument(flag, dest=name, default=default, help=description)
