@@ -326,7 +326,7 @@ def _reference(tree) -> float:
             return math.inf
     op, a, b = tree[1], _reference(tree[2]), _reference(tree[3])
     if op == "^":
-        if a < 0 and not float(b).is_integer():
+        if a < 0 and math.isfinite(b) and not float(b).is_integer():   # C pow: (-a)^inf is defined
             raise ValueError("negative base, fractional exponent")
         try:
             result = a ** b
