@@ -11,8 +11,9 @@ wam3's XML frame is 0.55 m along the elbow link from the .zae frame), which is a
 frame-convention difference, not a kinematic one.  The XML robot also has an
 extra rigid link ``handbase`` (joint ``dummyhand``) that the .zae merges away.
 
-pr2-beta-sim.robot.xml: every link of the .zae is there with identical FK except
-the torso subtree, which the XML reader shifts by torso_lift_joint's initial value.
+pr2-beta-sim.robot.xml: every link of the .zae is there with identical FK (the
+merged COLLADA joints keep their q = 0 frames; only XML bodies are drawn at
+``<initial>``).
 """
 
 from __future__ import annotations
@@ -67,12 +68,4 @@ def test_pr2_beta_sim_xml_extends_the_zae(openrave_data):
     differ = {name for name in static.links
               if not np.allclose(np.linalg.inv(ps[root]) @ ps[name], np.linalg.inv(pz[root]) @ pz[name],
                                  atol=1e-9)}
-    # Known discrepancy (reported): the XML side moves torso_lift_joint's origin down by the
-    # joint's initial value (0.0115 m); the .zae attachment frame is the q = 0 frame.  Everything
-    # else is identical, so only the torso subtree may differ.
-    below, todo = set(), ["torso_lift_link"]
-    while todo:
-        link = todo.pop()
-        below.add(link)
-        todo += [j.child for j in static.child_joints(link)]
-    assert differ <= below
+    assert not differ

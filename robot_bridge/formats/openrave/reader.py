@@ -490,7 +490,7 @@ def merge_collada(path: Path, body: BodyState, ctx: Context, notes: Notes, el, p
             anchor=frame[:3, 3].copy(), axes=axes, lower=np.array(lower), upper=np.array(upper),
             explicit_limits=True, velocity=j.velocity, acceleration=j.acceleration, effort=j.effort,
             weight=j.weight, resolution=j.resolution, initial=j.initial, offset=j.offset,
-            circular=any(j.circular) or j.type == "continuous", passive=passive,
+            circular=any(j.circular) or j.type == "continuous", passive=passive, pose_at_initial=False,
             mimic=mimic if j.type != "fixed" else [None], extras=dict(j.extras), file=str(path)))
     for m in sub.manipulators.values():
         body.manipulators.append(dataclasses.replace(

@@ -57,6 +57,7 @@ class JointState:
     offset: Optional[np.ndarray] = None
     circular: bool = False
     passive: bool = False
+    pose_at_initial: bool = True           # XML bodies are drawn at q = initial; merged COLLADA at q = 0
     mimic: list[Optional[Mimic]] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
     line: Optional[int] = None
