@@ -2,8 +2,10 @@
 
 A reader builds one :class:`AllowedRoots` per top-level load with :func:`roots_for` and routes
 each lookup through :meth:`AllowedRoots.find` / :meth:`AllowedRoots.check`.  Default roots: the
-described file's folder tree plus the search path.  ``allowed_roots=[...]`` (a reader option)
-or ``$ROBOT_BRIDGE_ALLOWED_ROOTS`` (os.pathsep-separated) replaces them.
+described file's folder tree (widened to its ROS package, the nearest folder above it holding a
+``package.xml``, so ``urdf/x.urdf`` may use ``meshes/``) plus the search path.
+``allowed_roots=[...]`` (a reader option) or ``$ROBOT_BRIDGE_ALLOWED_ROOTS`` (os.pathsep-separated)
+replaces them.
 
 Candidates are resolved (symlinks followed, ``..`` collapsed) *before* anything is probed, so a
 reference that leads outside the roots is never stat'ed or opened: it is refused with
@@ -60,18 +62,27 @@ class AllowedRoots:
     def find(self, reference: str, folders: Sequence[str | os.PathLike] = (), *, file=None,
              line: Optional[int] = None, element: Optional[str] = None) -> Optional[Path]:
         """First existing file for ``reference`` (absolute, or relative to each of ``folders`` in
-        order) inside the roots; None when there is none.  Candidates outside the roots are
-        skipped unprobed; if every candidate was outside, the reference is refused."""
+        order) inside the roots; None when there is none.  See :meth:`first`."""
         p = Path(os.path.expanduser(reference))
         candidates = [p] if p.is_absolute() else [Path(f) / p for f in folders]
+        return self.first(candidates, reference, file=file, line=line, element=element)
+
+    def first(self, candidates: Iterable[str | os.PathLike], reference: str, *, file=None,
+              line: Optional[int] = None, element: Optional[str] = None) -> Optional[Path]:
+        """First existing file among ``candidates`` inside the roots, None when there is none.
+        Candidates outside the roots are skipped unprobed; if every candidate was outside, the
+        reference is refused (UnsafeInputError)."""
         escaped: list[Path] = []
+        inside = 0
         for candidate in candidates:
             real = _real(candidate)
             if not self.contains(real):
                 escaped.append(real)
-            elif real.is_file():
+                continue
+            inside += 1
+            if real.is_file():
                 return real
-        if escaped and len(escaped) == len(candidates):
+        if escaped and not inside:
             raise self._refuse(reference, escaped[0], file, line, element)
         return None
 
@@ -86,4 +97,6 @@ def roots_for(description: str | os.PathLike, search_path: Iterable[str | os.Pat
         allowed_roots = [r for r in os.fspath(allowed_roots).split(os.pathsep) if r]
     if allowed_roots is not None:
         return AllowedRoots(allowed_roots)
-    return AllowedRoots([_real(description).parent, *search_path])
+    folder = _real(description).parent
+    package = next((d for d in (folder, *folder.parents) if (d / "package.xml").is_file()), None)
+    return AllowedRoots([folder, *([package] if package else []), *search_path])

@@ -28,6 +28,7 @@ from ..model import (Box, Cylinder, Geometry, Inertial, Joint, Link, Material, M
                      Sphere)
 from ..model import transform as tf
 from . import xmlsafe
+from .paths import AllowedRoots, roots_for
 
 SUFFIXES = (".urdf",)
 ROOT_TAGS = ("robot",)
@@ -61,10 +62,11 @@ def parse_tolerant(data: bytes, file: Optional[str]) -> tuple[etree._ElementTree
 
 
 class _Ctx:
-    def __init__(self, file: Optional[str], search_path: list[Path]):
+    def __init__(self, file: Optional[str], search_path: list[Path], roots: Optional[AllowedRoots] = None):
         self.file = file
         self.dir = Path(file).resolve().parent if file else Path.cwd()
         self.search_path = search_path
+        self.roots = roots
 
     def error(self, cls, message: str, el) -> DescriptionError:
         return cls(message, file=self.file, line=el.sourceline if el is not None else None,
@@ -110,8 +112,10 @@ def _origin(ctx: _Ctx, el) -> np.ndarray:
     return tf.make(tf.from_rpy(ctx.floats(o, "rpy", 3, [0, 0, 0])), ctx.floats(o, "xyz", 3, [0, 0, 0]))
 
 
-def resolve_uri(uri: str, base_dir: Path, search_path: list[Path]) -> Optional[str]:
-    """Absolute path for a mesh ``uri`` (package://, file://, relative or absolute), or None."""
+def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Optional[AllowedRoots] = None,
+                file: Optional[str] = None, line: Optional[int] = None) -> Optional[str]:
+    """Absolute path for a mesh ``uri`` (package://, file://, relative or absolute), or None.
+    With ``allowed``, only files inside those roots are probed (UnsafeInputError if none could be)."""
     candidates: list[Path] = []
     if uri.startswith("package://"):
         pkg, _, rest = uri[len("package://"):].partition("/")
@@ -121,6 +125,8 @@ def resolve_uri(uri: str, base_dir: Path, search_path: list[Path]) -> Optional[s
                       os.environ.get(env, "").split(os.pathsep) if p]
         candidates += [r / pkg / rest for r in roots]
         for ancestor in [base_dir, *base_dir.parents]:          # the package the file lives in
+            if allowed is not None and not allowed.contains(ancestor):
+                break
             xml = ancestor / "package.xml"
             named = xml.is_file() and f"<name>{pkg}</name>" in xml.read_text(errors="replace")
             if ancestor.name.replace("-", "_") == pkg.replace("-", "_") or named:
@@ -131,6 +137,9 @@ def resolve_uri(uri: str, base_dir: Path, search_path: list[Path]) -> Optional[s
     elif "://" not in uri:
         p = Path(uri)
         candidates += [p] if p.is_absolute() else [base_dir / p, *(r / p for r in search_path)]
+    if allowed is not None:
+        found = allowed.first(candidates, uri, file=file, line=line) if candidates else None
+        return str(found) if found else None
     for c in candidates:
         if c.is_file():
             return str(c.resolve())
@@ -154,7 +163,7 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
         uri = s.get("filename")
         if not uri:
             raise ctx.error(SchemaError, "mesh without a filename", s)
-        path = resolve_uri(uri, ctx.dir, ctx.search_path)
+        path = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file, s.sourceline)
         if path is None:
             robot.warn(f"mesh {uri!r} not found")
         scale = s.get("scale")
@@ -289,11 +298,13 @@ def read(path, search_path=None, **options) -> Robot:
     p = Path(path)
     data = p.read_bytes()
     tree, notes = parse_tolerant(data, str(p))
-    return _read_tree(tree, str(p), normalize_search_path(search_path), notes)
+    search = normalize_search_path(search_path)
+    return _read_tree(tree, str(p), search, notes, roots_for(p, search, options.get("allowed_roots")))
 
 
-def _read_tree(tree, file: Optional[str], search_path: list[Path], notes: list[str]) -> Robot:
-    ctx = _Ctx(file, search_path)
+def _read_tree(tree, file: Optional[str], search_path: list[Path], notes: list[str],
+               roots: Optional[AllowedRoots] = None) -> Robot:
+    ctx = _Ctx(file, search_path, roots)
     root = tree.getroot()
     if xmlsafe.local_name(root) != "robot":
         raise ctx.error(SchemaError, f"root element <{xmlsafe.local_name(root)}>: expected <robot>", root)

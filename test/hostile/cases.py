@@ -132,6 +132,7 @@ class Case:
     fmt: str
     write: Callable[[Path, Path], Path]     # (desc dir, outside dir) -> description path
     expect: tuple[type, ...] | None      # None: loads, warns about the reference, reads nothing outside
+    env: Callable[[Path], dict] | None = None       # (tmp) -> environment variables for the load
 
     def build(self, tmp: Path) -> Built:
         desc, outside = tmp / "desc", tmp / "outside"
@@ -279,8 +280,8 @@ def urdf_cases() -> list[Case]:
     return [
         Case("urdf-mesh-escape-relative", "urdf", mesh(lambda o: "../outside/mesh.stl"), UNSAFE),
         Case("urdf-mesh-escape-file-uri", "urdf", mesh(lambda o: f"file://{o}/mesh.stl"), UNSAFE),
-        Case("urdf-mesh-escape-package", "urdf", mesh(lambda o: "package://outside/mesh.stl"),
-             UNSAFE),
+        Case("urdf-mesh-escape-package", "urdf", mesh(lambda o: "package://outside/mesh.stl"), UNSAFE,
+             env=lambda tmp: {"ROS_PACKAGE_PATH": str(tmp)}),
         Case("urdf-1e400", "urdf", _file("r.urdf", urdf(ORIGIN="1e400 0 0")), schema),
         Case("urdf-nan", "urdf", _file("r.urdf", urdf(ORIGIN="nan 0 0")), schema),
         Case("urdf-zero-axis", "urdf", _file("r.urdf", urdf(AXIS="0 0 0")), schema + (E.KinematicsError,)),
@@ -354,10 +355,6 @@ def srdf_cases() -> list[Case]:
         Case("srdf-zero-axis", "srdf", _file("r.srdf", srdf(
             direction="<approaching_direction>0 0 0</approaching_direction>")), schema),
     ]
-
-
-# Readers whose file lookups do not go through robot_bridge.formats.paths yet.
-PENDING = {"urdf-mesh-escape-relative", "urdf-mesh-escape-file-uri", "urdf-mesh-escape-package"}
 
 
 def all_cases() -> list[Case]:

@@ -18,7 +18,7 @@ from robot_bridge import errors as E
 from robot_bridge.formats import _reader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import FORMATS, PENDING, SUFFIX, all_cases, load_any, valid  # noqa: E402
+from cases import FORMATS, SUFFIX, all_cases, load_any, valid  # noqa: E402
 
 import trimesh  # noqa: E402,F401  (imported now so its lazy module loads are not audited as reads)
 
@@ -60,17 +60,16 @@ def _skip_if_no_reader(fmt: str) -> None:
         pytest.skip(f"no {fmt} reader in robot_bridge.formats yet")
 
 
-# strict: once the urdf reader routes its lookups, these pass and must leave PENDING
-PENDING_MARK = pytest.mark.xfail(strict=True, reason="urdf reader mesh lookup not routed through "
-                                 "formats.paths yet (urdf.py still being finished by its engineer)")
-CASES = [pytest.param(c, id=c.id, marks=[PENDING_MARK] if c.id in PENDING else []) for c in all_cases()]
+CASES = [pytest.param(c, id=c.id) for c in all_cases()]
 CLI_CASES = [p for p in CASES if p.values[0].expect is not None and p.values[0].fmt != "srdf"]
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_refused_within_roots(case, tmp_path):
+def test_refused_within_roots(case, tmp_path, monkeypatch):
     _skip_if_no_reader(case.fmt)
     built = case.build(tmp_path)
+    for key, value in (case.env(tmp_path) if case.env else {}).items():
+        monkeypatch.setenv(key, value)
     start = time.perf_counter()
     with audited_opens() as opened:
         if case.expect is None:
@@ -118,13 +117,15 @@ def _check_verb_available() -> bool:
 
 
 @pytest.mark.parametrize("case", CLI_CASES)
-def test_check_cli_exit_2_one_line(case, tmp_path):
+def test_check_cli_exit_2_one_line(case, tmp_path, monkeypatch):
     if not _check_verb_available():
         pytest.skip("robot-bridge check verb not installed yet")
     _skip_if_no_reader(case.fmt)
     from robot_bridge.cli.main import main
 
     built = case.build(tmp_path)
+    for key, value in (case.env(tmp_path) if case.env else {}).items():
+        monkeypatch.setenv(key, value)
     with contextlib.redirect_stderr(io.StringIO()) as err, contextlib.redirect_stdout(io.StringIO()):
         code = main(["check", str(built.path)])
     assert code == 2

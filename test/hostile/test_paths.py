@@ -61,3 +61,13 @@ def test_configured_roots_replace_default(tree, monkeypatch):
     monkeypatch.setenv(ENV_ALLOWED_ROOTS, os.pathsep.join([str(tree / "data"), str(tree / "outside")]))
     expected = ((tree / "data").resolve(), (tree / "outside").resolve())
     assert roots_for(tree / "desc" / "r.xml").roots == expected
+
+
+def test_default_roots_widen_to_the_enclosing_ros_package(tree):
+    pkg = tree / "desc"
+    (pkg / "package.xml").write_text("<package><name>desc</name></package>")
+    roots = roots_for(pkg / "sub" / "a.xml")
+    assert roots.roots == ((pkg / "sub").resolve(), pkg.resolve())
+    assert roots.find("../r.xml", [pkg / "sub"]) == (pkg / "r.xml").resolve()
+    with pytest.raises(UnsafeInputError):
+        roots.find("../../outside/c.xml", [pkg / "sub"])

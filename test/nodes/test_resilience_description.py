@@ -23,11 +23,11 @@ from robot_bridge.ros.tf import matrix  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
-from cases import PENDING, all_cases  # noqa: E402
+from cases import all_cases  # noqa: E402
 from test_description import Harness  # noqa: E402
 
 RELOAD_CASES = [c for c in all_cases() if c.expect is not None and c.fmt != "srdf"
-                and "100MB" not in c.id and "zip" not in c.id and c.id not in PENDING]
+                and "100MB" not in c.id and "zip" not in c.id]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -48,11 +48,13 @@ def harness(fixtures, tmp_path):
     h.close()
 
 
-def test_every_hostile_reload_keeps_the_last_good_model(harness, tmp_path):
+def test_every_hostile_reload_keeps_the_last_good_model(harness, tmp_path, monkeypatch):
     before = harness.latched(String, "/robot_description").data
     failures = {}
     for case in RELOAD_CASES:
         built = case.build(tmp_path / case.id)
+        for key, value in (case.env(tmp_path / case.id) if case.env else {}).items():
+            monkeypatch.setenv(key, value)
         ok, error = harness.node.reload({"description_file": str(built.path)})
         assert not ok, case.id
         failures[case.id] = error
