@@ -488,3 +488,19 @@ def test_collada_include_merged_with_xml_extension(tmp_path, monkeypatch):
     p = world(r, {"a_j": math.pi / 2})
     np.testing.assert_allclose(p["a_tip"][:3, 3], [0, 0, 1], atol=1e-12)
     np.testing.assert_allclose(p["tool"][:3, 3], [0, -0.5, 1], atol=1e-12)  # (0,0,0.5) turned 90 deg about x
+
+
+def test_imu_sensor_reads_covariances_and_rate(tmp_path):
+    path = tmp_path / "imu.robot.xml"
+    path.write_text("""<Robot name="r"><KinBody><Body name="b"/></KinBody>
+      <AttachedSensor name="imu"><link>b</link><translation>0 0.05 0</translation>
+        <sensor type="base_imu"><measurement_time>0.01</measurement_time>
+          <rotation_covariance>1 0 0 0 2 0 0 0 3</rotation_covariance>
+          <linear_acceleration_covariance>0.5 0 0 0 0.5 0 0 0 0.5</linear_acceleration_covariance>
+        </sensor></AttachedSensor></Robot>""")
+    sensor = load(path).sensors["imu"]
+    assert sensor.type == "imu"
+    assert sensor.params["orientation_covariance"] == [1, 0, 0, 0, 2, 0, 0, 0, 3]
+    assert sensor.params["linear_acceleration_covariance"][0] == 0.5
+    assert "angular_velocity_covariance" not in sensor.params
+    assert sensor.params["rate"] == pytest.approx(100.0)

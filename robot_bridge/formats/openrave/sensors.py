@@ -77,6 +77,15 @@ def read_sensor(el, sensor: AttachedSensor, ctx: Context, notes: Notes) -> None:
         p["distortion"] = floats(values["distortioncoeffs"], ctx)
     if "distortionmodel" in values:
         p["distortion_model"] = text(values["distortionmodel"])
+    # COLLADA base_imu parameter names, used by XML sensor plugins too
+    for key, name in (("orientation_covariance", "rotationcovariance"),
+                      ("angular_velocity_covariance", "angularvelocitycovariance"),
+                      ("linear_acceleration_covariance", "linearaccelerationcovariance")):
+        if name in values:
+            p[key] = floats(values[name], ctx, 9)
+    v = _number(values, ctx, "measurementtime")
+    if v and sensor.type != "camera":
+        p["rate"] = 1.0 / v
     if sensor.type == "other":
         notes.warn(f"{ctx.file.name}:{el.sourceline}: sensor type {interface!r} not recognised; "
                    "kept as 'other'")
