@@ -4,7 +4,9 @@
   corpus/openrave/src), files per second (failures counted in ``openrave_failures``);
 - ``largest_openrave_robot_ms``: best-of-N time to load the OpenRAVE XML robot with the most links
   (today pr2 through a COLLADA include, so mostly COLLADA time);
-- ``largest_xml_only_robot_ms``: the same for the largest robot without COLLADA includes.
+- ``largest_xml_only_robot_ms``: the same for the largest robot without COLLADA includes;
+- ``largest_zae_ms``: best-of-N time to load the largest .zae of the corpus (by bytes), with
+  and without mesh data (``largest_zae_no_meshes_ms``).
 
 One function per measurement, each returning a dict merged into the output; add more
 (e.g. the largest .zae load) to MEASUREMENTS.
@@ -70,7 +72,20 @@ def largest_xml_only_robot_ms(repeat: int = 3) -> dict:
     return {"largest_xml_only_robot_ms": round(best * 1000, 2)}
 
 
-MEASUREMENTS = [openrave_corpus_rate, largest_openrave_robot_ms, largest_xml_only_robot_ms]
+def largest_zae_ms(repeat: int = 3) -> dict:
+    path = max(CORPUS.rglob("*.zae"), key=lambda p: p.stat().st_size)
+    out = {"largest_zae": str(path.relative_to(CORPUS)), "largest_zae_bytes": path.stat().st_size}
+    for key, options in (("largest_zae_ms", {}), ("largest_zae_no_meshes_ms", {"meshes": False})):
+        best = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            load(path, **options)
+            best = min(best, time.perf_counter() - start)
+        out[key] = round(best * 1000, 2)
+    return out
+
+
+MEASUREMENTS = [openrave_corpus_rate, largest_openrave_robot_ms, largest_xml_only_robot_ms, largest_zae_ms]
 
 
 def main() -> int:
