@@ -504,3 +504,15 @@ def test_imu_sensor_reads_covariances_and_rate(tmp_path):
     assert sensor.params["linear_acceleration_covariance"][0] == 0.5
     assert "angular_velocity_covariance" not in sensor.params
     assert sensor.params["rate"] == pytest.approx(100.0)
+
+
+def test_unused_sensor_element_is_reported(tmp_path):
+    path = tmp_path / "laser.robot.xml"
+    path.write_text("""<Robot name="r"><KinBody><Body name="b"/></KinBody>
+      <AttachedSensor name="scan"><link>b</link>
+        <sensor type="BaseLaser2D"><maxrange>4</maxrange><mindistance>0.1</mindistance></sensor>
+      </AttachedSensor></Robot>""")
+    robot = load(path)
+    assert robot.sensors["scan"].raw["mindistance"] == "0.1"
+    assert "range_min" not in robot.sensors["scan"].params
+    assert [w for w in robot.warnings if "<mindistance>" in w and "'scan'" in w]

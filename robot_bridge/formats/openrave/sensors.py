@@ -20,6 +20,13 @@ def sensor_kind(interface: str) -> str:
     return "other"
 
 
+# elements read into params; any other is kept in ``raw`` and reported
+_KNOWN = {"minangle", "maxangle", "resolution", "minrange", "maxrange", "scantime", "timescan",
+          "timeincrement", "kk", "width", "height", "framerate", "distortioncoeffs", "distortionmodel",
+          "rotationcovariance", "angularvelocitycovariance", "linearaccelerationcovariance",
+          "measurementtime"}
+
+
 def _key(name: str) -> str:
     return name.replace("_", "")
 
@@ -86,6 +93,9 @@ def read_sensor(el, sensor: AttachedSensor, ctx: Context, notes: Notes) -> None:
     v = _number(values, ctx, "measurementtime")
     if v and sensor.type != "camera":
         p["rate"] = 1.0 / v
+    for name in sorted(set(values) - _KNOWN):
+        notes.warn(f"{ctx.file.name}: sensor {sensor.name!r} ({interface}): <{name}> is not used by "
+                   "robot_bridge (kept in sensor.raw)")
     if sensor.type == "other":
         notes.warn(f"{ctx.file.name}:{el.sourceline}: sensor type {interface!r} not recognised; "
                    "kept as 'other'")
