@@ -81,6 +81,7 @@ class ControllerNode(Node):
         self.sample_stamp = None
         self.last_states: list | None = None
         self.fault_reported = False
+        self.bus_error: str | None = None      # hardware communication failure, until ~/recover
 
         self.joint_state_pub = self.create_publisher(JointState, "/joint_states", 10)
         self.state_pub = self.create_publisher(JointTrajectory, "~/state", 10)
@@ -189,6 +190,7 @@ class ControllerNode(Node):
             self._read()
             self.trajectory, self.hold = None, self.sample.position.copy()
             self.fault_reported = False
+            self.bus_error = None
             return "faults cleared, modules enabled"
 
     def home(self) -> str:
@@ -222,6 +224,8 @@ class ControllerNode(Node):
     # -- commands ---------------------------------------------------------------------------
     def _check_operational(self) -> Hardware:
         hardware = self._ready()
+        if self.bus_error is not None:
+            raise Rejected(f"hardware communication lost ({self.bus_error}); call ~/recover")
         for s in hardware.status():
             if s.state in (ModuleState.FAULT, ModuleState.DISABLED, ModuleState.OFFLINE):
                 what = "faulted" if s.state is ModuleState.FAULT else s.state.value
@@ -359,8 +363,16 @@ class ControllerNode(Node):
                         [(s.state, s.fault) for s in self.last_states]:
                     self.last_states = states
                     self._publish_diagnostics()
-            except Exception as exc:  # bus errors etc.: report and keep looping
+            except Exception as exc:  # bus errors etc.: halt, report, keep looping until ~/recover
                 self.get_logger().error(f"hardware: {_reason(exc)}", throttle_duration_sec=WARN_THROTTLE)
+                if self.bus_error is None:
+                    self.bus_error = _reason(exc)
+                    self.trajectory = self.hold = None
+                    try:
+                        self.hardware.halt()
+                    except Exception:  # the bus may be gone: the drives' own timeouts stop them
+                        pass
+                    self._publish_diagnostics()
 
     # -- publishing --------------------------------------------------------------------------------
     def _publish_state(self) -> None:
@@ -385,9 +397,15 @@ class ControllerNode(Node):
         with self.lock:
             if self.hardware is None:
                 return
-            states = self.hardware.status()
-            sample = self.sample
+            try:
+                states = self.hardware.status()
+            except Exception as exc:  # status itself needs the bus
+                states, self.bus_error = [], self.bus_error or _reason(exc)
+            sample, bus_error = self.sample, self.bus_error
         msg = DiagnosticArray(header=_header(self.get_clock().now().to_msg()))
+        if bus_error is not None:
+            msg.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{self.get_name()}: bus",
+                                               message=f"hardware communication lost: {bus_error}"))
         for i, s in enumerate(states):
             level = {ModuleState.FAULT: DiagnosticStatus.ERROR, ModuleState.OFFLINE: DiagnosticStatus.STALE,
                      ModuleState.DISABLED: DiagnosticStatus.WARN}.get(s.state, DiagnosticStatus.OK)
