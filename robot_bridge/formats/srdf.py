@@ -451,8 +451,10 @@ def read(path, search_path=None, **options) -> Robot:
         raise UnsupportedFormatError("SRDF is semantic only; load it with a URDF/OpenRAVE model "
                                      "(formats.srdf.read_srdf(path, robot))", file=str(p))
     from . import normalize_search_path
+    from .paths import roots_for
 
-    robot = urdf._read_tree(tree, str(p), normalize_search_path(search_path), notes)
+    search = normalize_search_path(search_path)
+    robot = urdf._read_tree(tree, str(p), search, notes, roots_for(p, search, options.get("allowed_roots")))
     robot.warn("file named .srdf holds URDF content; read as URDF")
     return robot
 

@@ -131,3 +131,18 @@ def test_check_cli_exit_2_one_line(case, tmp_path, monkeypatch):
     assert code == 2
     lines = err.getvalue().strip().splitlines()
     assert len(lines) == 1 and built.path.name in lines[0], lines
+
+
+def test_srdf_file_with_urdf_content_uses_the_same_roots(tmp_path):
+    """``load()`` reads a .srdf holding URDF content as URDF: its meshes obey the roots too."""
+    from cases import urdf
+    from robot_bridge.formats import load
+
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "mesh.stl").write_text("solid t\nendsolid t\n")
+    (tmp_path / "desc").mkdir()
+    p = tmp_path / "desc" / "r.srdf"
+    p.write_text(urdf(GEOM='<mesh filename="../outside/mesh.stl"/>'))
+    with audited_opens() as opened, pytest.raises(E.UnsafeInputError):
+        load(p)
+    assert not [o for o in opened if "outside" in o]
