@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "draw a robot (and its environment) at given joint values into a PNG with matplotlib"
+HELP = "Draw a robot (and its environment) at given joint values into a PNG with matplotlib."
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

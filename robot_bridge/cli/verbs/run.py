@@ -19,7 +19,7 @@ import time
 
 from ... import bringup
 
-HELP = "start the bridge (description, sensor bridge, controller) in one process, without ros2 launch"
+HELP = "Start the bridge (description, sensor bridge, controller) in one process, without ros2 launch."
 READY = "robot-bridge run: ready"        # printed once every node is up (scripts wait for it)
 SPIN_PERIOD = 0.1                        # s: longest wait before a stop request is seen
 EXIT_START_FAILED = 2
