@@ -66,7 +66,7 @@ def run_sink(duration: float) -> int:
         stamp = stamp_at(data, 8)
         via[stamp] = now - stamp
 
-    node.create_subscription(JointState, "/bench_direct", on_direct, qos.sensor_data_qos(), raw=True)
+    node.create_subscription(JointState, "/bench_direct", on_direct, qos.joint_states_qos(), raw=True)
     node.create_subscription(TFMessage, "/tf", on_tf, qos.tf_qos(), raw=True)
     executor = SingleThreadedExecutor()
     executor.add_node(node)

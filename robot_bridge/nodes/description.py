@@ -113,7 +113,7 @@ class DescriptionNode(Node):
         self.tf_static_pub = self.create_publisher(TFMessage, "/tf_static", qos.tf_static_qos())
         self.tf_pub = self.create_publisher(TFMessage, "/tf", qos.tf_qos())
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.description_qos())
-        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.sensor_data_qos())
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.joint_states_qos())
         self.create_service(Trigger, "~/reload", self._on_reload)
         self.default_pub = None
         if self._param("publish_default_joint_states"):

@@ -41,6 +41,16 @@ def tf_qos() -> QoSProfile:
     return _profile(100, DurabilityPolicy.VOLATILE)
 
 
-def sensor_data_qos() -> QoSProfile:
-    """Sensor streams: best effort, volatile, depth 5 (rclpy qos_profile_sensor_data)."""
-    return copy.copy(qos_profile_sensor_data)
+def sensor_data_qos(depth: int = 5) -> QoSProfile:
+    """Sensor streams: best effort, volatile, depth 5 (rclpy qos_profile_sensor_data).
+
+    A deeper history keeps the same compatibility (best effort matches every publisher) and
+    lets a busy executor catch up on a burst instead of dropping it."""
+    profile = copy.copy(qos_profile_sensor_data)
+    profile.depth = depth
+    return profile
+
+
+def joint_states_qos() -> QoSProfile:
+    """/joint_states subscriptions: SensorDataQoS with room for ~0.1 s at 1 kHz."""
+    return sensor_data_qos(depth=100)
