@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
   </transport_descriptors>
   <participant profile_name="multihost" is_default_profile="true">
     <rtps>
+      <participantID>{participant}</participantID>
       <userTransports><transport_id>udp</transport_id></userTransports>
       <useBuiltinTransports>false</useBuiltinTransports>
       <builtin><initialPeersList>{peers}</initialPeersList></builtin>
@@ -35,7 +37,7 @@ PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
   </participant>
 </profiles>
 """
-PEER = "<locator><udpv4><address>{ip}</address></udpv4></locator>"
+PEER = "<locator><udpv4><address>{ip}</address><port>{port}</port></udpv4></locator>"
 
 SUBSCRIBER = r"""
 import json, sys, time
@@ -58,8 +60,9 @@ node.create_subscription(TFMessage, "/tf",
 end = time.monotonic() + float(sys.argv[1])
 while time.monotonic() < end and len(got) < 3:
     rclpy.spin_once(node, timeout_sec=0.1)
+got.setdefault("_nodes", node.get_node_names())
 print(json.dumps(got))
-sys.exit(0 if len(got) == 3 else 1)
+sys.exit(0 if len(got) == 4 else 1)
 """
 
 
@@ -100,6 +103,12 @@ def two_hosts():
         for step in steps:
             res = _run(*step)
             assert res.returncode == 0, f"{' '.join(step)}: {res.stderr}"
+        # Fast DDS lists the interfaces when a participant starts: wait until both ends are really up
+        deadline = time.monotonic() + 10.0
+        while not all("state UP" in _run("ip", "-n", ns, "link", "show", veth).stdout
+                      for ns, veth, _ip in hosts.values()):
+            assert time.monotonic() < deadline, "veth pair did not come up"
+            time.sleep(0.05)
         yield hosts
     finally:
         for ns, _veth, _ip in hosts.values():
@@ -107,23 +116,34 @@ def two_hosts():
 
 
 def test_description_and_tf_cross_namespaces(two_hosts, tmp_path):
-    profile = tmp_path / "fastdds_multihost.xml"
-    peers = "".join(PEER.format(ip=ip) for _ns, _v, ip in two_hosts.values())
-    profile.write_text(PROFILE.format(peers=peers))
+    # one profile per "host" with a fixed participant id, and full initial-peer locators (RTPS
+    # metatraffic unicast port 7400 + 250 domain + 10 + 2 id): discovery does not depend on which
+    # ids Fast DDS would pick or on the size of its default initial-peers port range
+    domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
+    peers = "".join(PEER.format(ip=ip, port=7400 + 250 * domain + 10 + 2 * i)
+                    for i, (_ns, _v, ip) in enumerate(two_hosts.values()))
+    profiles = {}
+    for i, host in enumerate(("a", "b")):
+        profiles[host] = tmp_path / f"fastdds_multihost_{host}.xml"
+        profiles[host].write_text(PROFILE.format(peers=peers, participant=i))
     script = tmp_path / "listener.py"
     script.write_text(SUBSCRIBER)
-    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET",
-           "FASTDDS_DEFAULT_PROFILES_FILE": str(profile), "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
            "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     env.pop("ROS_STATIC_PEERS", None)
     ns_a, ns_b = two_hosts["a"][0], two_hosts["b"][0]
     node = subprocess.Popen(
         ["ip", "netns", "exec", ns_a, sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args",
          "-p", f"description_file:={ROBOT}", "-p", "publish_default_joint_states:=true"],
-        env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env={**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["a"])}, cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
     try:
+        # the listener starts once the node is up (its first log line)
+        ready = node.stdout.readline()
+        assert "links" in ready, f"description_node did not start: {ready}"
         listener = subprocess.run(["ip", "netns", "exec", ns_b, sys.executable, str(script), str(TIMEOUT)],
-                                  env=env, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT + 30)
+                                  env={**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["b"])}, cwd=REPO,
+                                  capture_output=True, text=True, timeout=TIMEOUT + 30)
     finally:
         node.terminate()
         try:
