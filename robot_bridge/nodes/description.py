@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterUninitializedException
@@ -193,6 +194,10 @@ class DescriptionNode(Node):
             self.get_logger().warning(
                 f"ignored a JointState with {len(msg.name)} names and {len(msg.position)} positions",
                 throttle_duration_sec=WARN_THROTTLE)
+            return
+        if not np.isfinite(np.asarray(msg.position, dtype=float)).all():   # NaN/inf would poison /tf
+            self.get_logger().warning("ignored a JointState with non-finite positions",
+                                      throttle_duration_sec=WARN_THROTTLE)
             return
         rows, unknown = model.state.accept(msg.name, msg.position)
         if unknown:

@@ -95,5 +95,8 @@ class TFBatchBuilder:
             cached = self._cache[key] = self._template(parents, children)
         buf, value_idx, stamp_idx, order = cached
         buf[value_idx] = np.asarray(values, dtype=order + "f8").view(np.uint8).reshape(-1)
-        buf[stamp_idx] = np.frombuffer(np.array([sec, nanosec], dtype=order + "u4").tobytes(), np.uint8)
+        # builtin_interfaces/Time: int32 sec (a stamp may be negative), uint32 nanosec
+        stamp = (np.array([sec], dtype=order + "i4").tobytes()
+                 + np.array([nanosec], dtype=order + "u4").tobytes())
+        buf[stamp_idx] = np.frombuffer(stamp, np.uint8)
         return buf.tobytes()
