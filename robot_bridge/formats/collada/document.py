@@ -55,11 +55,14 @@ class Document:
                    element=element_path(el) if el is not None else None)
 
     def number(self, el, what: str = "number") -> float:
+        got = (el.text or "").strip()
         try:
-            return float((el.text or "").strip())
+            value = float(got)
         except ValueError:
-            got = (el.text or "").strip()[:40]
-            raise self.error(SchemaError, f"expected a {what}, got {got!r}", el) from None
+            raise self.error(SchemaError, f"expected a {what}, got {got[:40]!r}", el) from None
+        if not np.isfinite(value):
+            raise self.error(SchemaError, f"expected a finite {what}, got {got[:40]!r}", el)
+        return value
 
     def numbers(self, el, count: Optional[int] = None) -> np.ndarray:
         try:
@@ -68,6 +71,8 @@ class Document:
             raise self.error(SchemaError, str(exc), el) from None
         if count is not None and values.size != count:
             raise self.error(SchemaError, f"expected {count} numbers, got {values.size}", el)
+        if not np.all(np.isfinite(values)):
+            raise self.error(SchemaError, "numbers must be finite", el)
         return values
 
     # -- units ---------------------------------------------------------------
@@ -215,10 +220,13 @@ class Document:
             if text.lower() in ("true", "false"):
                 return text.lower() == "true"
             try:
-                return float(text)
+                number = float(text)
             except ValueError:
-                raise self.error(SchemaError, f"expected a number, bool or <param>, got {text[:40]!r}",
-                                 el) from None
+                number = float("nan")
+            if not np.isfinite(number):
+                raise self.error(SchemaError, f"expected a finite number, bool or <param>, got {text[:40]!r}",
+                                 el)
+            return number
         return None
 
     # -- transforms ----------------------------------------------------------
