@@ -23,7 +23,7 @@ def test_demo_runs_end_to_end(tmp_path):
     assert {"base", "link1", "link7", "gripper_base", "finger_left", "finger_right", "base_laser",
             "wrist_camera", "wrist_camera_optical_frame", "wrist_imu", "world", "table", "can"} <= frames
     error = float(re.search(r"final joint error [^:]*: max (\S+)", report).group(1))
-    assert error < 1e-3
+    assert error < 1e-3, report
     # the nearest thing in the laser's plane is the crate's corner (0.40, -0.30) seen from the laser at
     # (0.28, 0): hypot(0.12, 0.30) = 0.323 m (beams every 0.5 deg, 5 mm noise)
     scan_min = float(re.search(r"scan min range (\S+) m", report).group(1))

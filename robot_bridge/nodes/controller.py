@@ -353,11 +353,12 @@ class ControllerNode(Node):
                     self.get_logger().error("fault: " + "; ".join(f"{s.joint}: {s.message}"
                                                                   for s in faulted))
                 elif self.trajectory is not None and not faulted:
-                    p, v, _ = self.trajectory.sample(self._now())
+                    now = self._now()        # one instant: past the end, the sample is the final point
+                    p, v, _ = self.trajectory.sample(now)
                     lower = [lim.lower for lim in self.limits]
                     upper = [lim.upper for lim in self.limits]
                     self.hardware.command_position(np.clip(p, lower, upper), v)
-                    if self._now() >= self.trajectory.end_time:
+                    if now >= self.trajectory.end_time:
                         self.trajectory, self.hold = None, p
                 if self.last_states is None or [(s.state, s.fault) for s in states] != \
                         [(s.state, s.fault) for s in self.last_states]:

@@ -265,3 +265,36 @@ def test_bad_description_keeps_node_alive(tmp_path):
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_last_control_step_commands_the_final_point_when_the_end_passes_mid_step():
+    """The control step samples the trajectory and decides it is finished at ONE instant: a clock
+    that crosses the end between the two must not leave the modules short of the final point."""
+    import rclpy
+
+    from robot_bridge.hardware.trajectory import Trajectory
+    from robot_bridge.nodes.controller import ControllerNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = ControllerNode(robot=lwa_robot(), context=context)
+        node._control()                                   # first read of the hardware
+        start = node._now()
+        final = np.array([0.3, 0.5, 0.0, -1.0, 0.0, 0.2, 0.0])
+        node.trajectory = Trajectory(np.array([start, start + 1.0]),
+                                     np.vstack([node.sample.position, final]))
+        clock = iter([start + 0.99, start + 1.01, start + 1.02, start + 1.03])
+        node._now = lambda: next(clock)
+        commanded = []
+        real_command = node.hardware.command_position
+        node.hardware.command_position = lambda p, v=None: (commanded.append(np.array(p)),
+                                                            real_command(p, v))
+        node._control()                  # sampled at 0.99 s while the clock moves on to 1.01 s
+        node._control()
+        assert node.trajectory is None
+        np.testing.assert_allclose(node.hold, final, atol=1e-12)
+        np.testing.assert_allclose(commanded[-1], final, atol=1e-12)
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
