@@ -100,7 +100,7 @@ def make_joint(js: JointState, parent: str, child: str, flipped: bool, notes: No
         resolution=per_dof(js.resolution, DEFAULT_RESOLUTION), initial=per_dof(js.initial, 0.0),
         offset=per_dof(js.offset, 0.0), circular=[js.circular or jtype == "continuous"] * dof,
         passive=js.passive, mimic=list(js.mimic), extras=extras)
-    if js.pose_at_initial and np.any(joint.initial):   # the file's pose is at q = initial: move the zero pose back
+    if js.pose_at_initial and np.any(joint.initial):   # the file draws q = initial: move q = 0 back
         joint.origin = joint.origin @ tf.inverse(joint_motion(joint, joint.initial))
     return joint
 
