@@ -79,7 +79,21 @@ def body_link_frame(body: str, link: str, prefix: str = "") -> str:
     return f"{prefix}{body}_{link}" if link != body else f"{prefix}{body}"
 
 
+@dataclass(frozen=True)
+class Selection:
+    """How a JointState with given names maps onto the model."""
+
+    fields: np.ndarray          # message indices of the known names (last occurrence of each)
+    slots: np.ndarray           # their DOF slots
+    rows: np.ndarray            # moving rows to publish: the named ones, plus every mimic row
+    unknown: list[str]
+    parents: list[str]          # frames of ``rows``
+    children: list[str]
+
+
 class StatePublisher:
+    MAX_SELECTIONS = 64         # distinct name lists remembered (bounded memory)
+
     def __init__(self, robot: Robot, prefix: str = ""):
         self.robot = robot
         self.prefix = prefix
@@ -101,6 +115,7 @@ class StatePublisher:
         self._mimic_rows = np.array([i for i, j in enumerate(self.moving)
                                      if robot.joints[j.source].mimic[j.dof] is not None], dtype=np.intp)
         self.q = km.dof_vector()                          # current DOF values (initial until told)
+        self._selections: dict[tuple[str, ...], Selection] = {}
         self._compile_moving(n)
 
     def _compile_moving(self, n: int) -> None:
@@ -162,36 +177,70 @@ class StatePublisher:
         return out
 
     # -- moving -------------------------------------------------------------
-    def accept(self, names: Sequence[str], positions: Sequence[float]) -> tuple[np.ndarray, list[str]]:
-        """Store the positions of known joints; returns (rows to publish, unknown names)."""
-        unknown = []
-        rows = []
-        for name, value in zip(names, positions, strict=True):
+    def _selection(self, names: Sequence[str]) -> Selection:
+        """The compiled handling of one JointState name list (cached: a stream repeats its names)."""
+        key = tuple(names)
+        sel = self._selections.get(key)
+        if sel is not None:
+            return sel
+        last_of_slot: dict[int, int] = {}         # a repeated name: its last value wins
+        unknown, rows = [], []
+        for k, name in enumerate(key):
             slot = self.index.get(name)
             if slot is None:
                 unknown.append(name)
                 continue
-            self.q[slot] = value
+            last_of_slot[slot] = k
             row = self._row_of_slot.get(slot)
             if row is not None:
                 rows.append(row)
-        self.kinematics.apply_mimic(self.q)
+        rows = np.asarray(rows, dtype=np.intp)
         if len(self._mimic_rows):
-            return np.union1d(np.asarray(rows, dtype=np.intp), self._mimic_rows), unknown
-        return np.asarray(rows, dtype=np.intp), unknown
+            rows = np.union1d(rows, self._mimic_rows)
+        if len(self._selections) >= self.MAX_SELECTIONS:
+            self._selections.clear()
+        sel = self._selections[key] = Selection(
+            np.fromiter(last_of_slot.values(), dtype=np.intp, count=len(last_of_slot)),
+            np.fromiter(last_of_slot.keys(), dtype=np.intp, count=len(last_of_slot)), rows, unknown,
+            [self.parents[i] for i in rows], [self.children[i] for i in rows])
+        return sel
+
+    def accept_selection(self, names: Sequence[str], positions) -> Selection:
+        """Store the positions of known joints; returns the message's compiled selection."""
+        if len(names) != len(positions):
+            raise ValueError(f"{len(names)} names and {len(positions)} positions")
+        sel = self._selection(names)
+        self.q[sel.slots] = np.asarray(positions, dtype=float)[sel.fields]
+        self.kinematics.apply_mimic(self.q)
+        return sel
+
+    def accept(self, names: Sequence[str], positions: Sequence[float]) -> tuple[np.ndarray, list[str]]:
+        """Store the positions of known joints; returns (rows to publish, unknown names)."""
+        sel = self.accept_selection(names, positions)
+        return sel.rows, list(sel.unknown)
+
+    def selected_transforms(self, sel: Selection) -> MovingTransforms:
+        """Current transforms of the rows of ``sel``."""
+        if not len(sel.rows):
+            return MovingTransforms([], [], np.zeros((0, 7)))
+        return MovingTransforms(sel.parents, sel.children, self._values()[sel.rows])
 
     def transforms(self, rows: np.ndarray | None = None) -> MovingTransforms:
         """Current transforms of the moving joints ``rows`` (all when None)."""
         if not len(self.moving):
             return MovingTransforms([], [], np.zeros((0, 7)))
-        coef = np.cos(self.q[self._trig_slot] * self._trig_scale - self._trig_shift)
-        if len(self._prismatic_slot):
-            coef = np.concatenate((coef, self.q[self._prismatic_slot]))
-        values = coef.dot(self._block).reshape(-1, 7)
+        values = self._values()
         if rows is None:
             return MovingTransforms(self.parents, self.children, values)
         return MovingTransforms([self.parents[i] for i in rows], [self.children[i] for i in rows],
                                 values[rows])
+
+    def _values(self) -> np.ndarray:
+        """(n, 7) rows of every moving joint from the current DOF values."""
+        coef = np.cos(self.q[self._trig_slot] * self._trig_scale - self._trig_shift)
+        if len(self._prismatic_slot):
+            coef = np.concatenate((coef, self.q[self._prismatic_slot]))
+        return coef.dot(self._block).reshape(-1, 7)
 
     def update(self, names: Sequence[str], positions: Sequence[float]) -> tuple[MovingTransforms, list[str]]:
         rows, unknown = self.accept(names, positions)

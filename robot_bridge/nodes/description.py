@@ -8,6 +8,7 @@ joints, tool/sensor/handle/gripper frames and environment bodies on
 
 from __future__ import annotations
 
+import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -50,6 +52,39 @@ PARAMETERS = [
 RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_prefix", "mesh_dir"}
 DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
 WARN_THROTTLE = 10.0                   # s
+
+
+def read_joint_state(data: bytes) -> tuple[tuple[str, ...], np.ndarray, int, int]:
+    """(names, positions, stamp sec, stamp nanosec) of a serialized JointState.
+
+    The /joint_states hot path: little-endian XCDR1 (what Fast DDS hands rclpy) is read in place --
+    header.stamp, header.frame_id, name (strings: uint32 length incl. NUL, chars, each aligned to 4),
+    position (uint32 count, doubles aligned to 8 from the body start); anything else goes through rclpy.
+    """
+    if data[:2] == b"\x00\x01":
+        try:
+            sec, nanosec, frame_len = struct.unpack_from("<iII", data, 4)
+            pos = 16 + frame_len
+            pos += -pos & 3
+            (count,) = struct.unpack_from("<I", data, pos)
+            pos += 4
+            names = []
+            for _ in range(count):
+                pos += -pos & 3
+                (length,) = struct.unpack_from("<I", data, pos)
+                names.append(data[pos + 4:pos + 3 + length].decode())
+                pos += 4 + length
+            pos += -pos & 3
+            (count,) = struct.unpack_from("<I", data, pos)
+            pos += 4
+            pos += -(pos - 4) & 7
+            if pos + 8 * count <= len(data):
+                return tuple(names), np.frombuffer(data, "<f8", count, pos), sec, nanosec
+        except (struct.error, UnicodeDecodeError):
+            pass
+    msg = deserialize_message(data, JointState)     # other encodings; raises on garbage
+    return tuple(msg.name), np.asarray(msg.position, dtype=float), msg.header.stamp.sec, \
+        msg.header.stamp.nanosec
 
 
 @dataclass
@@ -114,7 +149,8 @@ class DescriptionNode(Node):
         self.tf_static_pub = self.create_publisher(TFMessage, "/tf_static", qos.tf_static_qos())
         self.tf_pub = self.create_publisher(TFMessage, "/tf", qos.tf_qos())
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.description_qos())
-        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.joint_states_qos())
+        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.joint_states_qos(),
+                                 raw=True)                 # read in place: see read_joint_state
         self.create_service(Trigger, "~/reload", self._on_reload)
         self.default_pub = None
         if self._param("publish_default_joint_states"):
@@ -186,29 +222,34 @@ class DescriptionNode(Node):
         return response
 
     # -- joint states -------------------------------------------------------
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, data: bytes) -> None:
         model = self.model
         if model is None:
             return
-        if len(msg.name) != len(msg.position):
+        try:
+            names, positions, sec, nanosec = read_joint_state(data)
+        except Exception as exc:          # undecodable bytes: nothing to publish
+            self.get_logger().warning(f"ignored an undecodable JointState: {exc}",
+                                      throttle_duration_sec=WARN_THROTTLE)
+            return
+        if len(names) != len(positions):
             self.get_logger().warning(
-                f"ignored a JointState with {len(msg.name)} names and {len(msg.position)} positions",
+                f"ignored a JointState with {len(names)} names and {len(positions)} positions",
                 throttle_duration_sec=WARN_THROTTLE)
             return
-        if not np.isfinite(np.asarray(msg.position, dtype=float)).all():   # NaN/inf would poison /tf
+        if not np.isfinite(positions).all():   # NaN/inf would poison /tf
             self.get_logger().warning("ignored a JointState with non-finite positions",
                                       throttle_duration_sec=WARN_THROTTLE)
             return
-        rows, unknown = model.state.accept(msg.name, msg.position)
-        if unknown:
-            self.get_logger().warning(f"JointState names unknown joints (ignored): {', '.join(unknown)}",
+        sel = model.state.accept_selection(names, positions)
+        if sel.unknown:
+            self.get_logger().warning(f"JointState names unknown joints (ignored): {', '.join(sel.unknown)}",
                                       throttle_duration_sec=WARN_THROTTLE)
-        stamp = msg.header.stamp
-        if not len(rows) or not self.gate.admit(msg.name, stamp.sec * 1_000_000_000 + stamp.nanosec):
+        if not len(sel.rows) or not self.gate.admit(names, sec * 1_000_000_000 + nanosec):
             return
-        moving = model.state.transforms(rows)
+        moving = model.state.selected_transforms(sel)
         self.tf_pub.publish(model.tf_builder.serialize(moving.parents, moving.children, moving.values,
-                                                       stamp.sec, stamp.nanosec))
+                                                       sec, nanosec))
 
     def _publish_default_joint_state(self) -> None:
         model = self.model
