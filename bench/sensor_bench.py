@@ -14,7 +14,7 @@
 OPENBLAS_NUM_THREADS=1 (as in the bringup): the bridge's numpy work is small matrix products that
 OpenBLAS threads only slow down on a loaded machine.
 
-Usage: .venv/bin/python bench/sensor_bench.py [--quick] [--relay-seconds 10] [--skip-relay]
+Usage: .venv/bin/python bench/sensor_bench.py [--quick] [--relay-seconds 10] [--skip-relay | --relay-only]
 """
 
 from __future__ import annotations
@@ -264,6 +264,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter timing loops")
     parser.add_argument("--skip-relay", action="store_true")
+    parser.add_argument("--relay-only", action="store_true", help="only the relay latency (fast iteration)")
     parser.add_argument("--relay-seconds", type=float, default=10.0)
     parser.add_argument("--role", default="bench", choices=("bench", "publisher"), help=argparse.SUPPRESS)
     parser.add_argument("--topic", default="", help=argparse.SUPPRESS)
@@ -273,7 +274,8 @@ def main() -> int:
         return 0
     report = {"openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "cpus": os.cpu_count(),
               "load_average_1min": round(os.getloadavg()[0], 2)}
-    report.update(bench_sim(args.quick))
+    if not args.relay_only:
+        report.update(bench_sim(args.quick))
     if not args.skip_relay:
         report["relay"] = [bench_relay(args.relay_seconds, True), bench_relay(args.relay_seconds, False)]
         report["relay_callback"] = bench_relay_callback()
