@@ -440,16 +440,9 @@ def _header(stamp) -> Header:
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = ControllerNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    from ..ros.runner import spin_node
+
+    return spin_node(ControllerNode, args)
 
 
 if __name__ == "__main__":

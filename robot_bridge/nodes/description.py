@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message
@@ -262,19 +260,9 @@ class DescriptionNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args if args is not None else sys.argv)
-    node = DescriptionNode()
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    from ..ros.runner import spin_node
+
+    return spin_node(DescriptionNode, args)
 
 
 if __name__ == "__main__":

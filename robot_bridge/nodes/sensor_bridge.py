@@ -28,12 +28,10 @@ from dataclasses import dataclass, field  # noqa: E402
 from typing import Callable, Optional  # noqa: E402
 
 import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
 from rclpy.exceptions import ParameterUninitializedException  # noqa: E402
-from rclpy.executors import ExternalShutdownException  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -443,16 +441,9 @@ class SimSensor:
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = SensorBridge()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    from ..ros.runner import spin_node
+
+    return spin_node(SensorBridge, args)
 
 
 if __name__ == "__main__":
