@@ -11,6 +11,7 @@ import numpy as np
 
 from ..errors import DescriptionError, SchemaError
 from ..model import Robot
+from ..model.transform import is_rigid
 
 RIGID_TOL = 1e-3      # rounded rotation matrices in real files are off by ~1e-4 at most
 
@@ -22,27 +23,18 @@ def _finite(value) -> bool:
         return False
 
 
-def _rigid(t) -> bool:
-    t = np.asarray(t, dtype=float)
-    if t.shape != (4, 4) or not np.all(np.isfinite(t)):
-        return False
-    r = t[:3, :3]
-    return (np.allclose(r @ r.T, np.eye(3), atol=RIGID_TOL) and abs(np.linalg.det(r) - 1.0) < RIGID_TOL
-            and np.allclose(t[3], [0, 0, 0, 1]))
-
-
 def _fail(robot: Robot, element: str, message: str) -> SchemaError:
     return SchemaError(message, file=robot.source, element=element)
 
 
 def validate(robot: Robot) -> Robot:
     """Raise a DescriptionError subclass for the first invalid value; return ``robot``."""
-    if not _rigid(robot.placement):
+    if not is_rigid(robot.placement, RIGID_TOL):
         raise _fail(robot, f"robot[@name='{robot.name}']", "placement is not a finite rigid transform")
     for j in robot.joints.values():
         where = f"joint[@name='{j.name}']"
         for attr in ("origin", "child_offset"):
-            if not _rigid(getattr(j, attr)):
+            if not is_rigid(getattr(j, attr), RIGID_TOL):
                 raise _fail(robot, f"{where}/{attr}", f"joint {j.name!r}: {attr} is not a finite rigid "
                             "transform (non-finite numbers or a non-orthonormal rotation)")
         for i, axis in enumerate(j.axes[:j.dof]):
@@ -62,7 +54,7 @@ def validate(robot: Robot) -> Robot:
             raise _fail(robot, f"link[@name='{link.name}']/inertial",
                         f"link {link.name!r}: inertial has non-finite numbers")
     for s in robot.sensors.values():
-        if not _rigid(s.origin):
+        if not is_rigid(s.origin, RIGID_TOL):
             raise _fail(robot, f"sensor[@name='{s.name}']",
                         f"sensor {s.name!r}: origin is not a finite rigid transform")
     _check_mimic(robot)
