@@ -8,9 +8,12 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 
+from .memory import tune_allocator_for_large_messages
+
 
 def spin_node(make_node: Callable[[], Node], args=None) -> int:
     """Init rclpy, spin the node until Ctrl-C / shutdown, then clean up; exit status 0."""
+    tune_allocator_for_large_messages()
     rclpy.init(args=args)
     node = make_node()
     executor = SingleThreadedExecutor()

@@ -87,6 +87,9 @@ def main(args: argparse.Namespace) -> int:
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
+    from ...ros.memory import tune_allocator_for_large_messages
+
+    tune_allocator_for_large_messages()
     options = options_from_args(args)
     specs = bringup.node_set(options)
     os.environ.update(bringup.dds_environment())      # before the first participant is created
