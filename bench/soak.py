@@ -174,6 +174,8 @@ def run(duration: float, joint_rate: float = 1000.0, camera_rate: float = 30.0, 
         while time.monotonic() < drain_end:
             executor.spin_once(timeout_sec=0.01)
         elapsed = time.monotonic() - start
+        for sensor, topic in bridge.fast_relays:      # published from the relay thread, not Publisher.publish
+            published[f"{ns}/{sensor}/{topic}"] = bridge.relays[(sensor, topic)].counts["relayed"]
         topics = {t: {"published": published[t], "received": received[t], "lost": published[t] - received[t]}
                   for t in outputs}
         result = {

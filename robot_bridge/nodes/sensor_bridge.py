@@ -23,6 +23,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import sys  # noqa: E402
+import threading  # noqa: E402
 from collections import Counter, defaultdict  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Callable, Optional  # noqa: E402
@@ -59,6 +60,8 @@ PARAMETERS = [
     ("output_depth", 5, "QoS history depth of published topics"),
     ("input_reliability", "best_effort", "QoS reliability of relay subscriptions: best_effort (matches any "
                                          "driver, SensorDataQoS) or reliable"),
+    ("relay_fast_path", True, "Relay images from the middleware's new-message callback on a thread of their "
+                              "own, header rewritten in place (false: through the executor like the rest)"),
     ("warn_throttle", 5.0, "Seconds between repeated warnings about dropped messages"),
     ("seed", -1, "Random seed of the simulated noise (-1: from the OS)"),
 ]
@@ -138,6 +141,8 @@ class SensorBridge(Node):
         self.dropped: dict[str, Counter] = defaultdict(Counter)   # sensor -> reason -> count
         self.published: Counter = Counter()                         # sensor -> messages out
         self.scene = None
+        self.fast_relays: dict[tuple[str, str], object] = {}      # (sensor, topic) -> SerializedRelay
+        self._count_lock = threading.Lock()     # fast relays count from their own threads
         self._joint_positions: dict[str, float] = {}
         self._joints_dirty = False
         seed = self.get_parameter("seed").value
@@ -231,8 +236,34 @@ class SensorBridge(Node):
                 frame_id=frame_id, restamp=params["restamp"], min_period_ns=period,
                 fix_rep117=msg_type is LaserScan and params["rep117"], serialized=msg_type is Image)
             self.relays[(sensor.name, suffix)] = stream
-            self.create_subscription(msg_type, given or default_in, lambda msg, s=stream: self._relay(s, msg),
+            topic = given or default_in
+            fast = stream.serialized and self._p("relay_fast_path")
+            if fast and self._setup_fast_relay(stream, msg_type, topic):
+                continue
+            self.create_subscription(msg_type, topic, lambda msg, s=stream: self._relay(s, msg),
                                      self._input_qos(), raw=stream.serialized)
+
+    def _setup_fast_relay(self, stream: RelayStream, msg_type, topic: str) -> bool:
+        from ..ros.fast_relay import DetachedCallbackGroup, FastPathUnavailable, SerializedRelay
+
+        subscription = self.create_subscription(msg_type, topic, lambda _msg: None, self._input_qos(),
+                                                raw=True, callback_group=DetachedCallbackGroup())
+        label = f"{stream.sensor}/{stream.topic}"
+        throttle = float(self._p("warn_throttle"))
+        try:
+            relay = SerializedRelay(
+                subscription, stream.publisher,
+                lambda view, offset: self._relay_in_place(stream, view, offset),
+                headroom=conv.serialized_header_size(stream.frame_id), name=label,
+                on_published=lambda: self._count_relayed(stream),
+                on_error=lambda text: self.get_logger().error(f"{label}: {text}",
+                                                              throttle_duration_sec=throttle))
+        except FastPathUnavailable as exc:
+            self.get_logger().info(f"{label}: relayed through the executor ({exc})")
+            self.destroy_subscription(subscription)
+            return False
+        self.fast_relays[(stream.sensor, stream.topic)] = relay
+        return True
 
     @staticmethod
     def _validator(sensor: AttachedSensor, msg_type) -> Callable[[object], Optional[str]]:
@@ -242,30 +273,42 @@ class SensorBridge(Node):
         return {LaserScan: conv.validate_laser_scan, Image: conv.validate_image, Imu: conv.validate_imu,
                 WrenchStamped: conv.validate_wrench, Odometry: conv.validate_odometry}[msg_type]
 
+    def _admit(self, stream: RelayStream, reason: Optional[str]):
+        """Drop accounting and rate limit shared by both relay paths: the arrival time, or None to drop."""
+        now = self.get_clock().now()
+        with self._count_lock:
+            if reason is not None:
+                self.dropped[stream.sensor][reason] += 1
+                stream.counts["invalid"] += 1
+                throttle_ns = int(float(self._p("warn_throttle")) * 1e9)
+                if stream.last_warning_ns is None or now.nanoseconds - stream.last_warning_ns >= throttle_ns:
+                    stream.last_warning_ns = now.nanoseconds
+                    stream.counts["warned"] += 1
+                    self.get_logger().warning(
+                        f"{stream.sensor}/{stream.topic}: dropped an invalid message ({reason}); "
+                        f"{stream.counts['invalid']} dropped so far")
+                return None
+            if stream.min_period_ns:
+                if stream.last_ns is not None and now.nanoseconds - stream.last_ns < stream.min_period_ns:
+                    stream.counts["rate_limited"] += 1
+                    return None
+                stream.last_ns = now.nanoseconds
+        return now
+
+    def _count_relayed(self, stream: RelayStream) -> None:
+        with self._count_lock:
+            stream.counts["relayed"] += 1
+            self.published[stream.sensor] += 1
+
     def _relay(self, stream: RelayStream, msg) -> None:
         if stream.serialized:
             image = conv.parse_serialized_image(msg)
             reason = conv.validate_serialized_image(image)
         else:
             reason = stream.validate(msg)
-        now = self.get_clock().now()
-        if reason is not None:
-            self.dropped[stream.sensor][reason] += 1
-            stream.counts["invalid"] += 1
-            throttle_ns = int(float(self._p("warn_throttle")) * 1e9)
-            if stream.last_warning_ns is None or now.nanoseconds - stream.last_warning_ns >= throttle_ns:
-                stream.last_warning_ns = now.nanoseconds
-                stream.counts["warned"] += 1
-                self.get_logger().warning(
-                    f"{stream.sensor}/{stream.topic}: dropped an invalid message ({reason}); "
-                    f"{stream.counts['invalid']} dropped so far")
+        now = self._admit(stream, reason)
+        if now is None:
             return
-        if stream.min_period_ns:
-            now_ns = now.nanoseconds
-            if stream.last_ns is not None and now_ns - stream.last_ns < stream.min_period_ns:
-                stream.counts["rate_limited"] += 1
-                return
-            stream.last_ns = now_ns
         stamp = now.to_msg() if stream.restamp else None
         if stream.serialized:
             msg = conv.rewrite_serialized_header(msg, image, stream.frame_id, stamp)
@@ -276,8 +319,22 @@ class SensorBridge(Node):
             if stamp is not None:
                 msg.header.stamp = stamp
         stream.publisher.publish(msg)
-        stream.counts["relayed"] += 1
-        self.published[stream.sensor] += 1
+        self._count_relayed(stream)
+
+    def _relay_in_place(self, stream: RelayStream, view: memoryview, offset: int) -> Optional[int]:
+        """Fast path (relay thread): the serialized image at ``view[offset:]``; the start to publish from."""
+        image = conv.parse_serialized_image(view[offset:])
+        now = self._admit(stream, conv.validate_serialized_image(image))
+        if now is None:
+            return None
+        return conv.rewrite_serialized_header_in_place(view, offset, image, stream.frame_id,
+                                                       now.to_msg() if stream.restamp else None)
+
+    def destroy_node(self) -> None:
+        for relay in self.fast_relays.values():     # off the middleware before the subscriptions go
+            relay.close()
+        self.fast_relays.clear()
+        super().destroy_node()
 
     # -- simulation ----------------------------------------------------------------
     def _setup_sim(self, robot: Robot, sensors, prefix: str) -> None:

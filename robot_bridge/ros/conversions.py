@@ -310,3 +310,27 @@ def rewrite_serialized_header(buf, img: SerializedImage, frame_id: str, stamp: O
     head = (bytes(view[:4]) + struct.pack("<iI", stamp.sec, stamp.nanosec) if stamp is not None
             else bytes(view[:12]))
     return b"".join((head, struct.pack("<I", len(frame)), frame, pad, view[img.rest:]))
+
+
+def serialized_header_size(frame_id: str) -> int:
+    """Bytes from the start of a serialized Image up to ``height`` for this frame_id."""
+    return _align4(16 + len(frame_id.encode()) + 1)
+
+
+def rewrite_serialized_header_in_place(buf, offset: int, img: SerializedImage, frame_id: str,
+                                       stamp: Optional[Time] = None) -> int:
+    """Give the serialized message at ``buf[offset:]`` a new frame_id (and stamp) without moving its
+    data: the new header is written to end where the old one ended, so it starts earlier (using the
+    headroom before ``offset``) or later.  Returns the message's new start in ``buf``."""
+    view = memoryview(buf)
+    frame = frame_id.encode() + b"\x00"
+    end = offset + img.rest
+    start = end - serialized_header_size(frame_id)
+    if start < 0:
+        raise ValueError(f"{-start} bytes of headroom missing for frame_id {frame_id!r}")
+    head = bytes(view[offset:offset + 12])          # encapsulation + stamp, read before overwriting
+    if stamp is not None:
+        head = head[:4] + struct.pack("<iI", stamp.sec, stamp.nanosec)
+    view[start:end] = b"".join((head, struct.pack("<I", len(frame)), frame,
+                                b"\x00" * (end - start - 16 - len(frame))))
+    return start

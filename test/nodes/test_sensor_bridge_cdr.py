@@ -54,3 +54,30 @@ def test_truncated_or_foreign_bytes_are_rejected():
     assert conv.parse_serialized_image(raw[:30]) is None
     assert conv.parse_serialized_image(b"\x00\x00" + raw[2:]) is None       # big-endian CDR: not handled
     assert "not a little-endian CDR Image" in conv.validate_serialized_image(None)
+
+
+@pytest.mark.parametrize("old", ["", "abc", "abcd", "driver_camera_frame"])
+@pytest.mark.parametrize("new", ["c", "abcd", "cam_optical_frame"])
+def test_header_rewritten_in_place_keeps_the_data_where_it_is(old, new):
+    msg = image(old)
+    raw = serialize_message(msg)
+    headroom = conv.serialized_header_size(new)
+    buf = bytearray(headroom) + raw
+    parsed = conv.parse_serialized_image(raw)
+    data_at = headroom + parsed.rest
+    start = conv.rewrite_serialized_header_in_place(buf, headroom, parsed, new)
+    assert buf[data_at:] == raw[parsed.rest:]                      # height onwards untouched
+    out = deserialize_message(bytes(buf[start:]), Image)
+    assert out.header.frame_id == new and (out.header.stamp.sec, out.header.stamp.nanosec) == (17, 123)
+    assert (out.width, out.height, out.encoding, out.step) == (5, 3, "rgb8", 15)
+    assert bytes(out.data) == bytes(msg.data)
+    buf = bytearray(headroom) + raw
+    start = conv.rewrite_serialized_header_in_place(buf, headroom, parsed, new, Time(sec=5, nanosec=6))
+    restamped = deserialize_message(bytes(buf[start:]), Image)
+    assert (restamped.header.stamp.sec, restamped.header.stamp.nanosec) == (5, 6)
+
+
+def test_in_place_rewrite_without_enough_headroom_is_refused():
+    raw = bytearray(serialize_message(image("")))
+    with pytest.raises(ValueError, match="headroom missing"):
+        conv.rewrite_serialized_header_in_place(raw, 0, conv.parse_serialized_image(raw), "a_longer_frame")

@@ -114,21 +114,56 @@ def test_rep117_legacy_out_of_range_values_become_inf(harness):
     assert got[:3] == [1.0, math.inf, -math.inf] and math.isnan(got[3]) and got[4] == 2.0
 
 
-def test_images_fixed_and_validated(harness):
-    h = harness
-    out = h.listen(Image, "cam/image_raw")
-    pub = h.publisher(Image, "driver/cam/image_raw")
-    good = image()
-    assert send_until(h, pub, good, out)
-    assert out[0].header.frame_id == "cam_optical_frame"
-    assert bytes(out[0].data) == bytes(good.data) and out[0].step == good.step
-    h.spin_for(0.2)
-    before = len(out)
-    pub.publish(image(data_len=8 * 3 * 4 - 1))                   # step * height != len(data)
-    pub.publish(image(step=10))                                   # step < width * 3
-    assert h.spin_until(lambda: sum(h.bridge.dropped["cam"].values()) == 2)
-    h.spin_for(0.1)
-    assert len(out) == before
+@pytest.mark.parametrize("fast_path", [True, False], ids=["middleware_thread", "executor"])
+def test_images_fixed_and_validated(fast_path):
+    h = Harness(pan_robot(), default_mode="off", relay_fast_path=fast_path, **{"sensors.cam.mode": "relay"})
+    try:
+        assert (("cam", "image_raw") in h.bridge.fast_relays) == fast_path
+        out = h.listen(Image, "cam/image_raw")
+        pub = h.publisher(Image, "driver/cam/image_raw")
+        good = image()
+        assert send_until(h, pub, good, out)
+        assert out[0].header.frame_id == "cam_optical_frame"
+        assert out[0].header.stamp == good.header.stamp
+        assert bytes(out[0].data) == bytes(good.data) and out[0].step == good.step
+        h.spin_for(0.2)
+        before = len(out)
+        pub.publish(image(data_len=8 * 3 * 4 - 1))                   # step * height != len(data)
+        pub.publish(image(step=10))                                   # step < width * 3
+        assert h.spin_until(lambda: sum(h.bridge.dropped["cam"].values()) == 2)
+        h.spin_for(0.1)
+        assert len(out) == before
+        # larger than the relay's first buffer (64 KiB): the buffer grows, the pixels arrive intact
+        big = image(width=200, height=150)
+        big.header.frame_id = "a_driver_frame_name_longer_than_the_bridge_frame"
+        pub.publish(big)
+        assert h.spin_until(lambda: len(out) > before)
+        assert out[-1].header.frame_id == "cam_optical_frame" and bytes(out[-1].data) == bytes(big.data)
+        counts = h.bridge.relays[("cam", "image_raw")].counts
+        assert counts["relayed"] == len(out) and counts["invalid"] == 2
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("fast_path", [True, False], ids=["middleware_thread", "executor"])
+def test_image_restamp_and_rate_limit(fast_path):
+    h = Harness(pan_robot(), default_mode="off", relay_fast_path=fast_path,
+                **{"sensors.cam.mode": "relay", "sensors.cam.restamp": True, "sensors.cam.max_rate": 2.0})
+    try:
+        out = h.listen(Image, "cam/image_raw")
+        pub = h.publisher(Image, "driver/cam/image_raw")
+        assert send_until(h, pub, image(), out)
+        assert out[0].header.stamp.sec != 0                          # restamped (the driver sent 0)
+        counts = h.bridge.relays[("cam", "image_raw")].counts
+        relayed = counts["relayed"]
+        for _ in range(15):                                          # 15 images within ~0.3 s
+            pub.publish(image())
+            h.spin_for(0.02)
+        h.spin_for(0.05)
+        assert counts["relayed"] - relayed <= 1 and counts["rate_limited"] >= 10
+        assert not h.bridge.dropped["cam"]
+    finally:
+        h.close()
 
 
 def test_camera_info_size_is_checked_against_the_description(harness):

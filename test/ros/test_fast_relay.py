@@ -1,0 +1,74 @@
+"""SerializedRelay over real rclpy: taken on the middleware's signal, edited in place, republished."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+from std_msgs.msg import String
+
+from robot_bridge.ros.fast_relay import DetachedCallbackGroup, SerializedRelay
+
+STRING_AT = 8           # CDR: 4-byte encapsulation, uint32 length, then the characters
+
+
+def relay_pair(ros_process):
+    topic = f"/fast_{uuid.uuid4().hex[:8]}"
+    side = ros_process("relay").node("relay")
+    probe = ros_process("probe").node("probe")
+    taken_by_executor = []
+    subscription = side.create_subscription(String, f"{topic}/in", taken_by_executor.append, 10, raw=True,
+                                            callback_group=DetachedCallbackGroup())
+    publisher = side.create_publisher(String, f"{topic}/out", 10)
+    received, lock = [], threading.Lock()
+
+    def on_message(msg):
+        with lock:
+            received.append(msg.data)
+
+    probe.create_subscription(String, f"{topic}/out", on_message, 10)
+    driver = probe.create_publisher(String, f"{topic}/in", 10)
+    return subscription, publisher, driver, received, taken_by_executor
+
+
+def upper_case(view, offset):
+    """Handler: upper-case the string in place; drop strings starting with 'drop'; fail on 'boom'."""
+    text = bytes(view[offset + STRING_AT:-1])
+    if text.startswith(b"boom"):
+        raise RuntimeError("boom")
+    if text.startswith(b"drop"):
+        return None
+    view[offset + STRING_AT:len(view) - 1] = text.upper()
+    return offset
+
+
+def test_relay_edits_drops_reports_and_stops(ros_process, wait_for):
+    subscription, publisher, driver, received, taken_by_executor = relay_pair(ros_process)
+    errors, published = [], []
+    relay = SerializedRelay(subscription, publisher, upper_case, headroom=16, on_error=errors.append,
+                            on_published=lambda: published.append(1))
+    try:
+        sent = iter(range(10**6))
+
+        def publish_until(predicate):
+            def step():
+                if not predicate():
+                    driver.publish(String(data=f"hello {next(sent)}"))
+                return predicate()
+            return wait_for(step)
+
+        assert publish_until(lambda: received), "nothing relayed"        # discovery done, relay flowing
+        for text in ("drop me", "boom", "a" * 200_000, "last"):          # 200 kB: the buffer grows
+            driver.publish(String(data=text))
+        assert wait_for(lambda: received and received[-1] == "LAST")
+        assert all(t.startswith("HELLO ") for t in received[:-2])
+        assert received[-2] == "A" * 200_000 and "DROP ME" not in received
+        assert len(errors) == 1 and "boom" in errors[0]
+        assert taken_by_executor == []                                   # the executor never took one
+        assert wait_for(lambda: len(published) == len(received))         # one count per publish
+    finally:
+        relay.close()
+        relay.close()                                                    # idempotent
+    before = len(received)
+    driver.publish(String(data="after close"))
+    assert not wait_for(lambda: len(received) > before, timeout=0.5)
