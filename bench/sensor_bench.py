@@ -5,16 +5,21 @@
   spheres.  ``cpu_percent`` = process CPU time per scan (all threads) x 40 Hz, in % of one core.
 - ``depth``: a 320x240 camera at 15 Hz in the same worlds, depth only and depth + RGB.
 - ``relay``: a 640x480 rgb8 publisher at 30 Hz in its own process, the sensor bridge (relay mode)
-  in another, and a subscriber (this process) listening to both the driver topic (direct hop) and
-  the bridge's output; latency = receive time - header.stamp (set just before publishing), both
-  received serialized so the subscriber's decoding cost is outside the measurement.  The
-  added p50 latency is relayed p50 - direct p50 of the same run; with and without the shipped Fast
-  DDS profile (config/fastdds_large_messages.xml).
+  in another, and probes of the driver topic (direct hop) and of the bridge's output, all in the
+  same run with the shipped Fast DDS profile (config/fastdds_large_messages.xml; each run is a fresh
+  process because Fast DDS reads its profile once per process).  Latency = receive time -
+  header.stamp (set just before publishing), received serialized so no decoding is measured.
+  Added p50 = relayed p50 - direct p50 of the same run.  Variants: the bridge's fast path
+  (``relay_fast_path``) on and off; the probes in one process (the relayed sample can wait behind
+  the probe's handling of the direct one) or one process per path; driver and probes with the
+  allocator tuning robot_bridge's own processes apply (``robot_bridge.ros.memory``), and with
+  ``--untuned-peers`` also on glibc's defaults.
 
 OPENBLAS_NUM_THREADS=1 (as in the bringup): the bridge's numpy work is small matrix products that
 OpenBLAS threads only slow down on a loaded machine.
 
 Usage: .venv/bin/python bench/sensor_bench.py [--quick] [--relay-seconds 10] [--skip-relay | --relay-only]
+       [--untuned-peers] [--profile XML|none ...]
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ sys.path.insert(0, str(REPO))
 
 from robot_bridge.model import AttachedSensor, Geometry, Link, Mesh, Robot, Sphere  # noqa: E402
 from robot_bridge.model.transform import make  # noqa: E402
+from robot_bridge.ros.memory import tune_allocator_for_large_messages  # noqa: E402
 from robot_bridge.sim import LaserModel, PinholeModel, Scene  # noqa: E402
 from robot_bridge.sim.raycast import BACKENDS, resolve_backend  # noqa: E402
 
@@ -119,6 +125,7 @@ def bench_sim(quick: bool) -> dict:
 
 def run_publisher(topic: str, rate: float, seconds: float) -> None:
     import rclpy
+
     from sensor_msgs.msg import Image
 
     rclpy.init()
@@ -146,68 +153,117 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bench_relay(seconds: float, use_profile: bool) -> dict:
-    import rclpy
-    from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-    from sensor_msgs.msg import Image
-
+def bench_relay(seconds: float, profile: Path | None, fast_path: bool, tune_peers: bool,
+                separate_probes: bool) -> dict:
+    """One relay run in a fresh process: Fast DDS reads its profile once per process."""
     env = dict(os.environ)
     env.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
-    if use_profile:
-        env["FASTDDS_DEFAULT_PROFILES_FILE"] = str(PROFILE)
-    ns = f"bench{os.getpid()}"
+    if profile:
+        env["FASTDDS_DEFAULT_PROFILES_FILE"] = str(profile)
+    out = subprocess.run(
+        [sys.executable, __file__, "--role", "relay", "--relay-seconds", str(seconds),
+         "--fast-path", str(fast_path).lower(), *(["--tune-peers"] if tune_peers else []),
+         *(["--separate-probes"] if separate_probes else [])],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, check=True, timeout=seconds + 120)
+    result = json.loads(out.stdout)
+    result["fastdds_profile"] = _shown(profile)
+    return result
+
+
+def _image_recorder(node, samples: list):
+    """Raw (serialized) delivery: the stamp is read from the CDR bytes, so the probe's own
+    deserialization stays out of the measurement.  Appends (stamp ns, latency ms)."""
+    def on_image(raw):
+        now = node.get_clock().now().nanoseconds
+        sec, nanosec = struct.unpack_from("<iI", raw, 4)
+        stamp = sec * 10**9 + nanosec
+        samples.append((stamp, (now - stamp) * 1e-6))
+    return on_image
+
+
+def _qos(kind: str):
+    from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+
+    return (qos_profile_sensor_data if kind == "direct"
+            else QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE))
+
+
+TOPICS = {"direct": "driver/cam/image_raw", "relayed": "cam/image_raw"}
+
+
+def run_probe(namespace: str) -> None:
+    """Separate-process probe of the direct hop: records until stdin closes, then prints its samples."""
+    import threading
+
+    import rclpy
+    from sensor_msgs.msg import Image
+
+    rclpy.init()
+    node = rclpy.create_node("bench_direct_probe", namespace=namespace)
+    samples: list = []
+    node.create_subscription(Image, TOPICS["direct"], _image_recorder(node, samples), _qos("direct"),
+                             raw=True)
+    done = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+    while not done.is_set():
+        rclpy.spin_once(node, timeout_sec=0.05)
+    print(json.dumps(samples))
+    node.destroy_node()
+    rclpy.try_shutdown()
+
+
+def run_relay(seconds: float, fast_path: bool, tune_peers: bool, separate_probes: bool) -> dict:
+    import rclpy
+    from sensor_msgs.msg import Image
+
+    ns = f"/bench{os.getpid()}"
+    tuned = ["--tune-peers"] if tune_peers else []
     bridge = subprocess.Popen(
-        [sys.executable, "-m", "robot_bridge.nodes.sensor_bridge", "--ros-args", "-r", f"__ns:=/{ns}",
-         "-p", f"description_file:={FIXTURE}", "-p", "default_mode:=off", "-p", "sensors.cam.mode:=relay"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    saved = os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE")
-    os.environ.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
-    if use_profile:
-        os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(PROFILE)
+        [sys.executable, "-m", "robot_bridge.nodes.sensor_bridge", "--ros-args", "-r", f"__ns:={ns}",
+         "-p", f"description_file:={FIXTURE}", "-p", "default_mode:=off", "-p", "sensors.cam.mode:=relay",
+         "-p", f"relay_fast_path:={str(fast_path).lower()}"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    probe = (subprocess.Popen([sys.executable, __file__, "--role", "probe", "--topic", ns, *tuned], cwd=REPO,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             if separate_probes else None)
+    if tune_peers:
+        tune_allocator_for_large_messages()
     context = rclpy.Context()
     context.init()
-    node = rclpy.create_node("bench_subscriber", context=context, namespace=f"/{ns}")
-    latency: dict[str, list[float]] = {"direct": [], "relayed": []}
-    recording = [False]
-    seen: set[str] = set()
-
-    def recorder(kind):
-        # raw (serialized) delivery: the stamp is read from the CDR bytes, so the subscriber's own
-        # deserialization cost stays out of both paths
-        def on_image(raw):
-            seen.add(kind)
-            if recording[0]:
-                now = node.get_clock().now().nanoseconds
-                sec, nanosec = struct.unpack_from("<iI", raw, 4)
-                latency[kind].append((now - (sec * 10**9 + nanosec)) * 1e-6)
-        return on_image
-
-    node.create_subscription(Image, "driver/cam/image_raw", recorder("direct"), qos_profile_sensor_data,
-                             raw=True)
-    node.create_subscription(Image, "cam/image_raw", recorder("relayed"),
-                             QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE), raw=True)
+    node = rclpy.create_node("bench_subscriber", context=context, namespace=ns)
+    samples: dict[str, list] = {"direct": [], "relayed": []}
+    for kind in ("relayed",) if separate_probes else ("direct", "relayed"):
+        node.create_subscription(Image, TOPICS[kind], _image_recorder(node, samples[kind]), _qos(kind),
+                                 raw=True)
     time.sleep(1.5)                                        # the bridge is up before the driver starts
     publisher = subprocess.Popen(
-        [sys.executable, __file__, "--role", "publisher", "--topic", f"/{ns}/driver/cam/image_raw",
-         "--relay-seconds", str(seconds + 30.0)], cwd=REPO, env=env)
+        [sys.executable, __file__, "--role", "publisher", "--topic", f"{ns}/{TOPICS['direct']}",
+         "--relay-seconds", str(seconds + 30.0), *tuned], cwd=REPO)
     executor = rclpy.executors.SingleThreadedExecutor(context=context)
     executor.add_node(node)
     try:
-        deadline = time.monotonic() + 30.0                  # driver started, both paths flowing
-        while len(seen) < 2 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 30.0                  # driver started, relay flowing
+        while not samples["relayed"] and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.01)
         end = time.monotonic() + 1.0                        # warm-up
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.01)
-        recording[0] = True
+        window_start = node.get_clock().now().nanoseconds
         cpu0, t0 = _cpu_seconds(bridge.pid), time.monotonic()
         end = t0 + seconds
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.01)
+        window_end = node.get_clock().now().nanoseconds
         bridge_cpu = (_cpu_seconds(bridge.pid) - cpu0) / (time.monotonic() - t0) * 100
-        recording[0] = False
+        end = time.monotonic() + 0.2                        # the window's last images arrive
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.01)
+        if probe is not None:
+            samples["direct"] = json.loads(probe.communicate(timeout=30)[0])
     finally:
-        for child in (publisher, bridge):
+        for child in (publisher, bridge, probe):
+            if child is None:
+                continue
             child.terminate()
             try:
                 child.wait(timeout=10)
@@ -217,20 +273,25 @@ def bench_relay(seconds: float, use_profile: bool) -> dict:
         executor.shutdown()
         node.destroy_node()
         context.try_shutdown()
-        os.environ.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
-        if saved is not None:
-            os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = saved
-    result = {"fastdds_profile": str(PROFILE.relative_to(REPO)) if use_profile else None,
+    result = {"relay_fast_path": fast_path, "peers_allocator_tuned": tune_peers,
+              "probes": "one process per path" if separate_probes else "one process for both paths",
               "image": "640x480 rgb8", "rate_hz": 30, "bridge_cpu_percent": round(bridge_cpu, 1)}
-    for kind, values in latency.items():
-        v = np.asarray(values)
+    for kind, pairs in samples.items():
+        v = np.asarray([ms for stamp, ms in pairs if window_start <= stamp < window_end])
         result[kind] = {"messages": int(v.size), **({"p50_ms": round(float(np.percentile(v, 50)), 3),
                                                      "p90_ms": round(float(np.percentile(v, 90)), 3)}
                                                     if v.size else {})}
-    if latency["direct"] and latency["relayed"]:
+    if result["direct"]["messages"] and result["relayed"]["messages"]:
         result["added_p50_ms"] = round(result["relayed"]["p50_ms"] - result["direct"]["p50_ms"], 3)
         result["goal_added_p50_ms"] = 1.0
     return result
+
+
+def _shown(profile: Path | None) -> str | None:
+    if profile is None:
+        return None
+    profile = profile.resolve()
+    return str(profile.relative_to(REPO)) if profile.is_relative_to(REPO) else str(profile)
 
 
 def bench_relay_callback(calls: int = 200) -> dict:
@@ -266,18 +327,41 @@ def main() -> int:
     parser.add_argument("--skip-relay", action="store_true")
     parser.add_argument("--relay-only", action="store_true", help="only the relay latency (fast iteration)")
     parser.add_argument("--relay-seconds", type=float, default=10.0)
-    parser.add_argument("--role", default="bench", choices=("bench", "publisher"), help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="append", default=[], metavar="XML|none",
+                        help="Fast DDS profile(s) for the relay runs (default: the shipped one)")
+    parser.add_argument("--untuned-peers", action="store_true",
+                        help="also measure with the driver and subscriber on glibc's default allocator")
+    parser.add_argument("--role", default="bench", choices=("bench", "publisher", "relay", "probe"),
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--fast-path", default="true", choices=("true", "false"), help=argparse.SUPPRESS)
+    parser.add_argument("--tune-peers", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--separate-probes", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--topic", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "publisher":
+        if args.tune_peers:
+            tune_allocator_for_large_messages()
         run_publisher(args.topic, 30.0, args.relay_seconds)
+        return 0
+    if args.role == "relay":
+        print(json.dumps(run_relay(args.relay_seconds, args.fast_path == "true", args.tune_peers,
+                                   args.separate_probes)))
+        return 0
+    if args.role == "probe":
+        if args.tune_peers:
+            tune_allocator_for_large_messages()
+        run_probe(args.topic)
         return 0
     report = {"openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "cpus": os.cpu_count(),
               "load_average_1min": round(os.getloadavg()[0], 2)}
     if not args.relay_only:
         report.update(bench_sim(args.quick))
     if not args.skip_relay:
-        report["relay"] = [bench_relay(args.relay_seconds, True), bench_relay(args.relay_seconds, False)]
+        profiles = [Path(p) if p != "none" else None for p in args.profile] or [PROFILE]
+        tunings = (True, False) if args.untuned_peers else (True,)
+        variants = [(profile, fast, tuned, separate) for profile in profiles for fast in (True, False)
+                    for tuned in tunings for separate in (False, True)]
+        report["relay"] = [bench_relay(args.relay_seconds, *variant) for variant in variants]
         report["relay_callback"] = bench_relay_callback()
     print(json.dumps(report, indent=2))
     return 0
