@@ -184,8 +184,11 @@ class SerializedRelay:
         libs = _libs()
         self._libs, self._handler, self._on_error, self._on_published = libs, handler, on_error, on_published
         self._subscription, self._publisher = subscription, publisher   # keep the handles alive
-        self._sub_pointer = ctypes.c_void_p(subscription.handle.pointer)
-        self._pub_pointer = ctypes.c_void_p(publisher.handle.pointer)
+        try:
+            self._sub_pointer = ctypes.c_void_p(subscription.handle.pointer)
+            self._pub_pointer = ctypes.c_void_p(publisher.handle.pointer)
+        except AttributeError as exc:       # an rclpy without the rcl handle addresses
+            raise FastPathUnavailable(f"rclpy does not expose rcl handles: {exc}") from None
         self._buffer = _HeadroomBuffer(-(-headroom // 64) * 64)
         self._out = _SerializedMessage()
         self._info = ctypes.create_string_buffer(1024)    # rmw_message_info_t, not read
