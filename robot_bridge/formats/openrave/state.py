@@ -15,9 +15,9 @@ from ...model import AttachedSensor, Geometry, Inertial, Manipulator, Mimic
 OPENRAVE_DOF = {"hinge": 1, "slider": 1, "universal": 2, "hinge2": 2, "spherical": 3}
 DEFAULT_LIMITS = {"hinge": math.pi, "universal": math.pi, "hinge2": math.pi, "slider": 10.0,
                   "spherical": 100.0}
-DEFAULT_MAXVEL = 10.0
+DEFAULT_MAXVEL = 10.0             # upstream JointInfo (kinbodyjoint.cpp): maxvel 10, maxaccel 50
 DEFAULT_MAXACCEL = 50.0
-DEFAULT_MAXTORQUE = 1e5
+DEFAULT_MAXTORQUE = 1e5           # upstream: 0 = "dynamics unknown"; a URDF effort of 0 reads "cannot move"
 DEFAULT_RESOLUTION = 0.02
 
 
