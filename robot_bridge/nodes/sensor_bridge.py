@@ -255,7 +255,7 @@ class SensorBridge(Node):
                 subscription, stream.publisher,
                 lambda view, offset: self._relay_in_place(stream, view, offset),
                 headroom=conv.serialized_header_size(stream.frame_id), name=label,
-                on_published=lambda: self._count_relayed(stream),
+                on_published=lambda: self._count_relayed(stream), context=self.context,
                 on_error=lambda text: self.get_logger().error(f"{label}: {text}",
                                                               throttle_duration_sec=throttle))
         except FastPathUnavailable as exc:
@@ -263,6 +263,7 @@ class SensorBridge(Node):
             self.destroy_subscription(subscription)
             return False
         self.fast_relays[(stream.sensor, stream.topic)] = relay
+        self.get_logger().debug(f"{label}: relayed on its own thread ({relay.wake.name} wake-up)")
         return True
 
     @staticmethod

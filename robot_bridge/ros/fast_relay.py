@@ -1,19 +1,23 @@
-"""Serialized relays driven by the middleware's new-message callback (large messages, e.g. images).
+"""Serialized relays on a thread of their own (large messages, e.g. images).
 
-An rclpy executor turns every incoming message into a Python round trip (wait set rebuilt, ready
-entities scanned, a task per callback) and hands a raw subscription's message over as ``bytes``,
-which the republish copies twice more.  For a 640x480 rgb8 image that was 0.5-0.8 ms of the relay's
-added latency (bench/sensor_bench.py: 1.3-1.7 ms through the executor, 0.65-0.99 ms here).
-Here the subscription is left out of the executor (``DetachedCallbackGroup``); the rmw's
-new-message callback (``rcl_subscription_set_on_new_message_callback``, Humble and later) wakes a
-dedicated thread that takes the serialized message with ``rcl_take_serialized_message`` into one
-reused buffer, lets a handler validate it and rewrite its header in place, and publishes that
-buffer with ``rcl_publish_serialized_message``.  The buffer keeps headroom in front of the message,
-so a longer ``frame_id`` is written in front of the data instead of moving the data.
+An rclpy executor turns every incoming message into a Python round trip (wait set rebuilt over all
+entities, ready entities scanned, a task per callback) and hands a raw subscription's message over as
+``bytes``, which the republish copies twice more.  For a 640x480 rgb8 image that was 0.5-0.8 ms of
+the relay's added latency (bench/sensor_bench.py).  Here the subscription is left out of the
+executor (``DetachedCallbackGroup``) and a dedicated thread waits on it alone, takes the serialized
+message with ``rcl_take_serialized_message`` into one reused buffer, lets a handler validate it and
+rewrite its header in place, and publishes that buffer with ``rcl_publish_serialized_message``.  The
+buffer keeps headroom in front of the message, so a longer ``frame_id`` is written in front of the
+data instead of moving the data.
 
-rcl is reached through ctypes (no compiled code in this package); the library is the one rclpy
-has already loaded.  Where the rmw has no new-message callbacks, ``FastPathUnavailable`` says so and
-the caller keeps its executor-driven subscription.
+No middleware thread ever runs Python here: a thread that holds DDS locks while waiting for the GIL
+deadlocks against a Python thread that holds the GIL while creating an entity (seen with a ctypes
+callback).  The relay thread is woken either by an eventfd that the rmw's new-message callback
+increments in C (``EventfdWake``: libc's ``eventfd_write`` is registered as the callback, see there)
+or, where that is unavailable, by waiting in an rclpy wait set of its own (``WaitSetWake``, ~0.15 ms
+slower per image).  rcl is called through ctypes with the GIL released; the library is the one rclpy
+already loaded.  Where rclpy lacks what this needs, ``FastPathUnavailable`` says so and the caller
+keeps its executor-driven subscription.
 """
 
 from __future__ import annotations
@@ -21,15 +25,21 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import platform
+import struct
+import sys
 import threading
 import weakref
 from typing import Callable, Optional
 
 from rclpy.callback_groups import CallbackGroup
+from rclpy.guard_condition import GuardCondition
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 RCL_RET_OK = 0
 RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401
 INITIAL_CAPACITY = 64 * 1024
+WAIT_TIMEOUT_NS = 200_000_000          # how soon a shut-down context is noticed without a close()
 
 
 class FastPathUnavailable(RuntimeError):
@@ -78,10 +88,11 @@ class _Libraries:
             self.rcl = ctypes.CDLL("librcl.so", mode=os.RTLD_NOLOAD)
             self.rcutils = ctypes.CDLL("librcutils.so", mode=os.RTLD_NOLOAD)
             self.libc = ctypes.CDLL(None)
-            self.set_callback = self.rcl.rcl_subscription_set_on_new_message_callback
-        except (OSError, AttributeError) as exc:
+        except OSError as exc:
             raise FastPathUnavailable(f"rcl not reachable through ctypes: {exc}") from None
-        self.set_callback.argtypes = [ctypes.c_void_p, _EVENT_CALLBACK, ctypes.c_void_p]
+        self.set_callback = getattr(self.rcl, "rcl_subscription_set_on_new_message_callback", None)
+        if self.set_callback is not None:
+            self.set_callback.argtypes = [ctypes.c_void_p, _EVENT_CALLBACK, ctypes.c_void_p]
         self.take = self.rcl.rcl_take_serialized_message
         self.take.argtypes = [ctypes.c_void_p, ctypes.POINTER(_SerializedMessage), ctypes.c_void_p,
                               ctypes.c_void_p]
@@ -114,7 +125,11 @@ def _libs() -> _Libraries:
 
 
 class _HeadroomBuffer:
-    """A serialized-message buffer whose allocator keeps ``headroom`` bytes in front of the message."""
+    """A serialized-message buffer whose allocator keeps ``headroom`` bytes in front of the message.
+
+    The allocator runs Python, but only on the relay thread inside ``rcl_take_serialized_message``,
+    where the rmw grows the buffer after the DDS take has returned (no middleware lock held).
+    """
 
     def __init__(self, headroom: int, capacity: int = INITIAL_CAPACITY):
         libc, self.headroom = _libs().libc, headroom
@@ -162,28 +177,109 @@ _open_relays: "weakref.WeakSet[SerializedRelay]" = weakref.WeakSet()
 
 @atexit.register
 def _close_open_relays() -> None:
-    """A process leaving without destroy_node: detach from the middleware before Python finalizes, so no
-    middleware thread calls into a finalizing interpreter."""
+    """A process leaving without destroy_node: stop the relay threads before Python finalizes."""
     for relay in list(_open_relays):
         relay.close()
 
 
+class WaitSetWake:
+    """The relay thread waits on the subscription alone in an rclpy wait set (any rmw)."""
+
+    name = "wait set"
+
+    def __init__(self, subscription, context):
+        self._subscription, self._context = subscription, context
+        try:
+            self._wait_set = _rclpy.WaitSet(1, 1, 0, 0, 0, 0, context.handle)
+        except (AttributeError, TypeError) as exc:      # an rclpy without this internal
+            raise FastPathUnavailable(f"no rclpy wait set: {exc}") from None
+        self._guard = GuardCondition(None, None, context=context)
+
+    def wait(self) -> bool:
+        """Block (GIL released) until a message, stop() or a timeout; False once the context is gone."""
+        wait_set = self._wait_set
+        try:
+            with self._subscription.handle, self._guard.handle:
+                wait_set.clear_entities()
+                wait_set.add_subscription(self._subscription.handle)
+                wait_set.add_guard_condition(self._guard.handle)
+                wait_set.wait(WAIT_TIMEOUT_NS)
+        except Exception:  # rclpy raises once the context is shut down or an entity destroyed
+            return False
+        return self._context.ok()
+
+    def stop(self) -> None:
+        try:
+            self._guard.trigger()
+        except Exception:  # context already shut down: the wait times out instead
+            pass
+
+    def release(self) -> None:
+        self._wait_set.destroy_when_not_in_use()
+        self._guard.destroy()
+
+
+def _eventfd_callback_supported() -> bool:
+    """``eventfd_write(int fd, eventfd_t n)`` called as ``rmw_event_callback_t(const void *user_data,
+    size_t n)`` with ``user_data = fd``: on 64-bit x86 and ARM both arguments travel in the first two
+    integer registers, the callee reads the fd from the low 32 bits of the first and the count from
+    the second, and the int result is ignored.  Only there is the C library's function used as the
+    callback; other platforms wait in a wait set."""
+    return (sys.platform == "linux" and hasattr(os, "eventfd") and struct.calcsize("P") == 8
+            and platform.machine() in ("x86_64", "AMD64", "aarch64", "arm64"))
+
+
+class EventfdWake:
+    """The rmw's new-message callback is libc's ``eventfd_write`` on an eventfd the relay thread reads:
+    the middleware thread never leaves C, the relay thread sleeps in ``read`` with the GIL released."""
+
+    name = "eventfd"
+
+    def __init__(self, subscription_pointer: ctypes.c_void_p):
+        libs = _libs()
+        if libs.set_callback is None or not _eventfd_callback_supported():
+            raise FastPathUnavailable("no eventfd new-message callback here")
+        self._libs, self._subscription_pointer = libs, subscription_pointer
+        self._fd = os.eventfd(0, os.EFD_CLOEXEC)
+        self._callback = ctypes.cast(libs.libc.eventfd_write, _EVENT_CALLBACK)
+        if libs.set_callback(subscription_pointer, self._callback, ctypes.c_void_p(self._fd)) != RCL_RET_OK:
+            reason = libs.last_error()
+            os.close(self._fd)
+            raise FastPathUnavailable(f"no new-message callback from this rmw: {reason}")
+        self._stopped = False
+
+    def wait(self) -> bool:
+        os.eventfd_read(self._fd)
+        return True
+
+    def stop(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            self._libs.set_callback(self._subscription_pointer, _EVENT_CALLBACK(), None)
+        os.eventfd_write(self._fd, 1)
+
+    def release(self) -> None:
+        os.close(self._fd)
+
+
 class SerializedRelay:
-    """Relay ``subscription`` -> ``publisher`` (both raw-capable rclpy entities of one message type).
+    """Relay ``subscription`` -> ``publisher`` (rclpy entities of one message type, in ``context``).
 
     ``handler(view, offset)`` gets the taken message at ``view[offset:]`` with ``offset`` bytes of
     writable headroom before it; it returns the start of the bytes to publish (a header rewritten
     in place may start before ``offset``) or None to drop the message.  It runs on the relay's own
     thread; ``on_published()`` follows each successful publish; ``on_error(text)`` reports take/publish/
-    handler failures (the relay keeps going).
+    handler failures (the relay keeps going).  Once ``context`` is shut down (Ctrl-C: rclpy's signal
+    handler shuts the context before the node is destroyed) the relay ends quietly.  ``wake``:
+    "auto" (eventfd where supported, else a wait set) or "wait_set".
     """
 
     def __init__(self, subscription, publisher, handler: Callable[[memoryview, int], Optional[int]], *,
-                 headroom: int, on_error: Callable[[str], None],
-                 on_published: Callable[[], None] = lambda: None, name: str = "relay"):
+                 context, headroom: int, on_error: Callable[[str], None],
+                 on_published: Callable[[], None] = lambda: None, name: str = "relay", wake: str = "auto"):
         libs = _libs()
         self._libs, self._handler, self._on_error, self._on_published = libs, handler, on_error, on_published
-        self._subscription, self._publisher = subscription, publisher   # keep the handles alive
+        self._context, self._subscription, self._publisher = context, subscription, publisher
         try:
             self._sub_pointer = ctypes.c_void_p(subscription.handle.pointer)
             self._pub_pointer = ctypes.c_void_p(publisher.handle.pointer)
@@ -192,38 +288,34 @@ class SerializedRelay:
         self._buffer = _HeadroomBuffer(-(-headroom // 64) * 64)
         self._out = _SerializedMessage()
         self._info = ctypes.create_string_buffer(1024)    # rmw_message_info_t, not read
-        self._wake, self._closed = threading.Event(), False
-        self._callback = _EVENT_CALLBACK(lambda _user, _count: self._wake.set())
+        self._closed = self._stopping = False
+        try:
+            self.wake = EventfdWake(self._sub_pointer) if wake == "auto" else None
+        except FastPathUnavailable:
+            self.wake = None
+        self.wake = self.wake or WaitSetWake(subscription, context)
         self._thread = threading.Thread(target=self._run, name=f"robot_bridge.{name}", daemon=True)
         self._thread.start()
-        if libs.set_callback(self._sub_pointer, self._callback, None) != RCL_RET_OK:
-            reason = libs.last_error()
-            self._stop()
-            raise FastPathUnavailable(f"no new-message callback from this rmw: {reason}")
         _open_relays.add(self)
-        self._wake.set()                                  # messages that arrived before the callback
 
     def close(self) -> None:
-        """Detach from the middleware and stop the thread; call before the subscription is destroyed."""
+        """Stop the thread and release the buffer; call before the subscription is destroyed."""
         if self._closed:
             return
-        self._libs.set_callback(self._sub_pointer, _EVENT_CALLBACK(), None)
-        self._stop()
-
-    def _stop(self) -> None:
-        self._closed = True
-        self._wake.set()
+        self._closed = self._stopping = True
+        self.wake.stop()
         self._thread.join(timeout=5.0)
         if not self._thread.is_alive():
             self._buffer.free()
+            self.wake.release()
 
     def _run(self) -> None:
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            if self._closed:
+        while not self._stopping:
+            if not self.wake.wait():
+                if self._context.ok() and not self._stopping:
+                    self._on_error("waiting for messages failed; this relay stopped")
                 return
-            while not self._closed and self._relay_one():
+            while not self._stopping and self._relay_one():
                 pass
 
     def _relay_one(self) -> bool:
@@ -233,7 +325,7 @@ class SerializedRelay:
         if ret == RCL_RET_SUBSCRIPTION_TAKE_FAILED:
             return False
         if ret != RCL_RET_OK:
-            self._on_error(f"take failed ({ret}): {libs.last_error()}")
+            self._report(f"take failed ({ret})")
             return False
         headroom = self._buffer.headroom
         try:
@@ -250,5 +342,12 @@ class SerializedRelay:
         if ret == RCL_RET_OK:
             self._on_published()
         else:
-            self._on_error(f"publish failed ({ret}): {libs.last_error()}")
-        return True
+            self._report(f"publish failed ({ret})")
+        return not self._stopping
+
+    def _report(self, what: str) -> None:
+        reason = self._libs.last_error()
+        if not self._context.ok():
+            self._stopping = True        # shutting down: nothing to report, the thread ends
+            return
+        self._on_error(f"{what}: {reason}")

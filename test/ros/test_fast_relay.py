@@ -5,9 +5,10 @@ from __future__ import annotations
 import threading
 import uuid
 
+import pytest
 from std_msgs.msg import String
 
-from robot_bridge.ros.fast_relay import DetachedCallbackGroup, SerializedRelay
+from robot_bridge.ros.fast_relay import DetachedCallbackGroup, SerializedRelay, _eventfd_callback_supported
 
 STRING_AT = 8           # CDR: 4-byte encapsulation, uint32 length, then the characters
 
@@ -28,7 +29,7 @@ def relay_pair(ros_process):
 
     probe.create_subscription(String, f"{topic}/out", on_message, 10)
     driver = probe.create_publisher(String, f"{topic}/in", 10)
-    return subscription, publisher, driver, received, taken_by_executor
+    return side, subscription, publisher, driver, received, taken_by_executor
 
 
 def upper_case(view, offset):
@@ -42,11 +43,15 @@ def upper_case(view, offset):
     return offset
 
 
-def test_relay_edits_drops_reports_and_stops(ros_process, wait_for):
-    subscription, publisher, driver, received, taken_by_executor = relay_pair(ros_process)
+@pytest.mark.parametrize("wake", ["auto", "wait_set"])
+def test_relay_edits_drops_reports_and_stops(ros_process, wait_for, wake):
+    side, subscription, publisher, driver, received, taken_by_executor = relay_pair(ros_process)
     errors, published = [], []
-    relay = SerializedRelay(subscription, publisher, upper_case, headroom=16, on_error=errors.append,
-                            on_published=lambda: published.append(1))
+    relay = SerializedRelay(subscription, publisher, upper_case, context=side.context,
+                            headroom=16, on_error=errors.append, on_published=lambda: published.append(1),
+                            wake=wake)
+    expected = "eventfd" if wake == "auto" and _eventfd_callback_supported() else "wait set"
+    assert relay.wake.name == expected
     try:
         sent = iter(range(10**6))
 
