@@ -306,6 +306,17 @@ def _clearance(el, ctx: SrdfContext) -> float:
     return 0.0 if text is None else float(ctx.floats(el, text, 1, what="clearance")[0])
 
 
+def _register_on_link(el, ctx: SrdfContext, what: str, item, registry: dict):
+    """Put ``item`` on the link its <link> child names and into ``registry``; skipped (with the warning
+    ``ctx.link`` gives) when that link is unknown.  Returns the <link> element, None when skipped."""
+    link, link_el = ctx.link(el, what)
+    if link is None:
+        return None
+    item.link = link
+    registry[item.name] = item
+    return link_el
+
+
 @_builtin("handle")
 def _handle(el, ctx: SrdfContext):
     name = ctx.attr(el, "name")
@@ -321,10 +332,7 @@ def _handle(el, ctx: SrdfContext):
         if np.linalg.norm(d) == 0:
             raise ctx.error("approaching_direction must not be zero", a)
         h.approaching_direction = d / np.linalg.norm(d)
-    link, _ = ctx.link(el, what)
-    if link is not None:
-        h.link = link
-        ctx.semantics.handles[name] = h
+    _register_on_link(el, ctx, what, h, ctx.semantics.handles)
 
 
 @_builtin("gripper")
@@ -333,10 +341,7 @@ def _gripper(el, ctx: SrdfContext):
     what = f"gripper {name!r}"
     g = Gripper(name, "", pose=_frame(el, ctx, what), clearance=_clearance(el, ctx))
     g.joints = [ctx.attr(j, "name") for j in _local_children(el, "joint")]
-    link, _ = ctx.link(el, what)
-    if link is not None:
-        g.link = link
-        ctx.semantics.grippers[name] = g
+    _register_on_link(el, ctx, what, g, ctx.semantics.grippers)
 
 
 @_builtin("contact")
@@ -360,12 +365,9 @@ def _contact(el, ctx: SrdfContext):
         c.shapes += [[int(v) for v in tri] for tri in triangles]
     if any(i < 0 or i >= len(c.points) for shape in c.shapes for i in shape):
         raise ctx.error(f"{what}: a shape refers to a point that does not exist ({len(c.points)} points)", el)
-    link, link_el = ctx.link(el, what)
-    if link is not None:
-        c.link = link
-        if link_el.get("index") is not None:
-            c.index = int(ctx.floats(link_el, link_el.get("index"), 1, what="index")[0])
-        ctx.semantics.contacts[name] = c
+    link_el = _register_on_link(el, ctx, what, c, ctx.semantics.contacts)
+    if link_el is not None and link_el.get("index") is not None:
+        c.index = int(ctx.floats(link_el, link_el.get("index"), 1, what="index")[0])
 
 
 # ---------------------------------------------------------------------------------------------- reading
