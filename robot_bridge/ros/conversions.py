@@ -301,15 +301,20 @@ def validate_serialized_image(img: Optional[SerializedImage]) -> Optional[str]:
     return image_reason(img.width, img.height, img.encoding, img.step, img.data_len)
 
 
+def _serialized_header(head: bytes, frame_id: str, stamp: Optional[Time]) -> bytes:
+    """Everything before ``height``: the encapsulation and stamp of ``head`` (its first 12 bytes; the
+    stamp replaced if given), then ``frame_id`` padded to 4."""
+    frame = frame_id.encode() + b"\x00"
+    stamp_bytes = struct.pack("<iI", stamp.sec, stamp.nanosec) if stamp is not None else head[4:12]
+    header = b"".join((head[:4], stamp_bytes, struct.pack("<I", len(frame)), frame))
+    return header + b"\x00" * (_align4(len(header)) - len(header))
+
+
 def rewrite_serialized_header(buf, img: SerializedImage, frame_id: str, stamp: Optional[Time] = None
                               ) -> bytes:
     """The serialized message with a new frame_id (and stamp): one copy of the buffer."""
     view = memoryview(buf)
-    frame = frame_id.encode() + b"\x00"
-    pad = b"\x00" * (_align4(16 + len(frame)) - 16 - len(frame))
-    head = (bytes(view[:4]) + struct.pack("<iI", stamp.sec, stamp.nanosec) if stamp is not None
-            else bytes(view[:12]))
-    return b"".join((head, struct.pack("<I", len(frame)), frame, pad, view[img.rest:]))
+    return b"".join((_serialized_header(bytes(view[:12]), frame_id, stamp), view[img.rest:]))
 
 
 def serialized_header_size(frame_id: str) -> int:
@@ -323,14 +328,10 @@ def rewrite_serialized_header_in_place(buf, offset: int, img: SerializedImage, f
     data: the new header is written to end where the old one ended, so it starts earlier (using the
     headroom before ``offset``) or later.  Returns the message's new start in ``buf``."""
     view = memoryview(buf)
-    frame = frame_id.encode() + b"\x00"
+    header = _serialized_header(bytes(view[offset:offset + 12]), frame_id, stamp)
     end = offset + img.rest
-    start = end - serialized_header_size(frame_id)
+    start = end - len(header)
     if start < 0:
         raise ValueError(f"{-start} bytes of headroom missing for frame_id {frame_id!r}")
-    head = bytes(view[offset:offset + 12])          # encapsulation + stamp, read before overwriting
-    if stamp is not None:
-        head = head[:4] + struct.pack("<iI", stamp.sec, stamp.nanosec)
-    view[start:end] = b"".join((head, struct.pack("<I", len(frame)), frame,
-                                b"\x00" * (end - start - 16 - len(frame))))
+    view[start:end] = header
     return start
