@@ -1,10 +1,11 @@
-"""The one ``main()`` body of every robot_bridge node executable."""
+"""The rclpy lifetime of a robot_bridge process, and the one ``main()`` body of every node executable."""
 
 from __future__ import annotations
 
 import signal
 import threading
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -13,20 +14,32 @@ from rclpy.signals import SignalHandlerOptions
 
 from .memory import tune_allocator_for_large_messages
 
-SPIN_PERIOD = 0.1          # seconds between checks for a stop signal
+SPIN_PERIOD = 0.1          # s: longest wait before a stop request is seen
 
 
-def spin_node(make_node: Callable[[], Node], args=None) -> int:
-    """Init rclpy, spin the node until SIGINT/SIGTERM or shutdown, then clean up; exit status 0.
+@contextmanager
+def stoppable_rclpy(args=None) -> Iterator[threading.Event]:
+    """rclpy initialised for this process; the yielded event is set by SIGINT/SIGTERM.
 
-    Our own signal handlers only ask the loop to stop; the node is destroyed and the context shut down
-    afterwards, in this thread.  rclpy's handlers shut the context down under a running executor, which
-    raised RCLError from the next wait set (seen under load)."""
+    Our own signal handlers only ask the caller's loop to stop; the caller destroys its nodes, then the
+    context is shut down here, in this thread.  rclpy's handlers shut the context down under a running
+    executor, which raised RCLError from the next wait set (seen under load).  Also applies the
+    allocator tuning for large messages."""
     tune_allocator_for_large_messages()
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+        yield stop
+    finally:
+        rclpy.try_shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def spin_node(make_node: Callable[[], Node], args=None) -> int:
+    """Spin the node until SIGINT/SIGTERM or shutdown, then clean up; exit status 0."""
+    with stoppable_rclpy(args) as stop:
         node = make_node()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
@@ -36,8 +49,4 @@ def spin_node(make_node: Callable[[], Node], args=None) -> int:
         finally:
             executor.shutdown()
             node.destroy_node()
-    finally:
-        rclpy.try_shutdown()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     return 0

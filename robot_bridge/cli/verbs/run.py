@@ -11,17 +11,14 @@ import argparse
 import importlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 
 from ... import bringup
 
 HELP = "Start the bridge (description, sensor bridge, controller) in one process, without ros2 launch."
 READY = "robot-bridge run: ready"        # printed once every node is up (scripts wait for it)
-SPIN_PERIOD = 0.1                        # s: longest wait before a stop request is seen
 EXIT_START_FAILED = 2
 SHUTDOWN_TIMEOUT = 10.0                  # s: for callbacks still running at a stop request
 
@@ -83,51 +80,41 @@ def _wait_for_running_callbacks(executor) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import rclpy
     from rclpy.executors import MultiThreadedExecutor
-    from rclpy.signals import SignalHandlerOptions
 
-    from ...ros.memory import tune_allocator_for_large_messages
+    from ...ros.runner import SPIN_PERIOD, stoppable_rclpy
 
-    tune_allocator_for_large_messages()
     options = options_from_args(args)
     specs = bringup.node_set(options)
     os.environ.update(bringup.dds_environment())      # before the first participant is created
-    # Our own SIGINT/SIGTERM handling: stop spinning first, destroy the nodes, then shut the context down
-    # (rclpy's handlers would invalidate the context under running callbacks).
-    stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-    nodes, processes, executor = [], [], None
-    try:
-        for spec in specs:
-            if not spec.factory:
-                processes.append(_external(spec))
-                continue
-            try:
-                nodes.append(create_node(spec))
-            except Exception as exc:     # e.g. a parameter of the wrong type in a YAML file
-                print(f"robot-bridge run: error: cannot start {spec.name}: {type(exc).__name__}: {exc}",
-                      file=sys.stderr)
-                return EXIT_START_FAILED
-        executor = MultiThreadedExecutor(num_threads=len(nodes) + 1)
-        for node in nodes:
-            executor.add_node(node)
-        print(f"{READY}: {', '.join(n.get_fully_qualified_name() for n in nodes)} ({options.mode} mode, "
-              f"{options.robot_file})", flush=True)
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=SPIN_PERIOD)
-    finally:
-        if executor is not None:
-            _wait_for_running_callbacks(executor)
-            executor.shutdown(timeout_sec=SHUTDOWN_TIMEOUT)
-        for node in nodes:
-            node.destroy_node()
-        for process in filter(None, processes):
-            process.terminate()
-            process.wait(timeout=10)
-        rclpy.try_shutdown()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with stoppable_rclpy() as stop:
+        nodes, processes, executor = [], [], None
+        try:
+            for spec in specs:
+                if not spec.factory:
+                    processes.append(_external(spec))
+                    continue
+                try:
+                    nodes.append(create_node(spec))
+                except Exception as exc:     # e.g. a parameter of the wrong type in a YAML file
+                    print(f"robot-bridge run: error: cannot start {spec.name}: {type(exc).__name__}: {exc}",
+                          file=sys.stderr)
+                    return EXIT_START_FAILED
+            executor = MultiThreadedExecutor(num_threads=len(nodes) + 1)
+            for node in nodes:
+                executor.add_node(node)
+            print(f"{READY}: {', '.join(n.get_fully_qualified_name() for n in nodes)} ({options.mode} mode, "
+                  f"{options.robot_file})", flush=True)
+            while not stop.is_set():
+                executor.spin_once(timeout_sec=SPIN_PERIOD)
+        finally:
+            if executor is not None:
+                _wait_for_running_callbacks(executor)
+                executor.shutdown(timeout_sec=SHUTDOWN_TIMEOUT)
+            for node in nodes:
+                node.destroy_node()
+            for process in filter(None, processes):
+                process.terminate()
+                process.wait(timeout=10)
     print("robot-bridge run: stopped", flush=True)
     return 0
