@@ -140,15 +140,21 @@ def test_late_joiner_gets_description_semantics_and_full_tf_static(harness_facto
     assert {"arm_tool", "gripper_hand", "base_laser", "wrist_camera_optical_frame"} <= frames
 
 
+def _tf_and_joint_states(h):
+    """The /tf messages the node sends (a growing list) and a /joint_states publisher it listens to."""
+    tf = h.collect(TFMessage, "/tf", qos.tf_qos())
+    pub = h.probe.create_publisher(JointState, "/joint_states", 10)
+    assert h.spin_until(lambda: pub.get_subscription_count() > 0)
+    return tf, pub
+
+
 def _check_tf_equals_fk(h, robot, rng, configs=3, prefix=""):
     """Random JointStates (active DOFs, URDF names) in; every link's composed pose equals FK."""
     static = h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos())
     edges = _static_edges(static)
-    tf = h.collect(TFMessage, "/tf", qos.tf_qos())
+    tf, pub = _tf_and_joint_states(h)
     _, tree = urdf_tree(robot)
     driven = [j for j in tree if j.type != "fixed" and robot.joints[j.source].is_active]
-    pub = h.probe.create_publisher(JointState, "/joint_states", 10)
-    assert h.spin_until(lambda: pub.get_subscription_count() > 0)
     for k in range(configs):
         values = {j.name: rng.uniform(max(j.lower, -2.0), min(j.upper, 2.0)) if j.lower < j.upper
                   else rng.uniform(-2, 2) for j in driven}
@@ -192,9 +198,7 @@ def test_multi_dof_and_prefix(harness_factory, fixtures):
 def test_bad_messages_are_ignored_and_unknown_names_skipped(harness_factory, fixtures):
     h = harness_factory(description_file=str(fixtures / "description" / "two_link.robot.xml"),
                         publish_frequency=0.0)
-    tf = h.collect(TFMessage, "/tf", qos.tf_qos())
-    pub = h.probe.create_publisher(JointState, "/joint_states", 10)
-    assert h.spin_until(lambda: pub.get_subscription_count() > 0)
+    tf, pub = _tf_and_joint_states(h)
     pub.publish(JointState(name=["hinge", "ball_axis0"], position=[0.1]))          # length mismatch
     pub.publish(JointState(name=["hinge", "nope"], position=[0.5, 1.0]))           # unknown name
     assert h.spin_until(lambda: tf)
@@ -208,9 +212,7 @@ def test_bad_messages_are_ignored_and_unknown_names_skipped(harness_factory, fix
 def test_publish_frequency_limits_per_stamp(harness_factory, fixtures):
     h = harness_factory(description_file=str(fixtures / "description" / "two_link.robot.xml"),
                         publish_frequency=10.0)
-    tf = h.collect(TFMessage, "/tf", qos.tf_qos())
-    pub = h.probe.create_publisher(JointState, "/joint_states", 10)
-    assert h.spin_until(lambda: pub.get_subscription_count() > 0)
+    tf, pub = _tf_and_joint_states(h)
     for nanosec in (0, 50_000_000, 100_000_000):                                  # 0, 50, 100 ms
         msg = JointState(name=["hinge"], position=[0.0])
         msg.header.stamp.sec, msg.header.stamp.nanosec = 5, nanosec
