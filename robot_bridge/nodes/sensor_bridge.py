@@ -60,8 +60,8 @@ PARAMETERS = [
     ("output_depth", 5, "QoS history depth of published topics"),
     ("input_reliability", "best_effort", "QoS reliability of relay subscriptions: best_effort (matches any "
                                          "driver, SensorDataQoS) or reliable"),
-    ("relay_fast_path", True, "Relay images from the middleware's new-message callback on a thread of their "
-                              "own, header rewritten in place (false: through the executor like the rest)"),
+    ("relay_fast_path", True, "Relay images on a thread of their own, out of the executor, header rewritten "
+                              "in place (false: through the executor like the rest)"),
     ("warn_throttle", 5.0, "Seconds between repeated warnings about dropped messages"),
     ("seed", -1, "Random seed of the simulated noise (-1: from the OS)"),
 ]
