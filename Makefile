@@ -19,7 +19,7 @@ LINT_PATHS := $(wildcard robot_bridge test bench)
 .PHONY: help setup lint test demo clean distclean
 
 help:
-	@echo "make setup      create/update $(VENV): ROS 2 wheels (or the sourced ROS 2), tf2_msgs, robot_bridge"
+	@echo "make setup      create/update $(VENV): ROS 2 wheels (or the sourced ROS 2), tools/venv_interfaces, robot_bridge"
 	@echo "make test       ruff + the whole pytest suite on a fresh ROS_DOMAIN_ID (runs setup if needed)"
 	@echo "make demo       run the bridge in sim mode with a small master client (report + demo_out/demo.png)"
 	@echo "make lint       ruff only"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create or update the development venv (called by `make setup`; see the Makefile for the variables).
 #
-# Without a system ROS 2: pinned ROS 2 Kilted wheels from PyPI + tf2_msgs built from tools/venv_interfaces.
+# Without a system ROS 2: pinned ROS 2 Kilted wheels from PyPI + the interface packages of tools/venv_interfaces
+# (tf2_msgs, vision_msgs, ...) built into the venv.
 # With a sourced system ROS 2 (rclpy and tf2_msgs import): a --system-site-packages venv that uses it.
 # Then robot_bridge is installed editable with its test extras. Safe to re-run.
 set -euo pipefail
@@ -54,27 +55,33 @@ if [[ $mode == wheels ]]; then
     note "installing ROS 2 wheels ($REQUIREMENTS)"
     "$VPY" -m pip install -q -r "$REQUIREMENTS"
 
-    iface_hash=$(cat "$REQUIREMENTS" $(find "$IFACE_SRC" -type f | LC_ALL=C sort) | sha256sum | cut -c1-16)
-    build_dir="$VENV_ABS/.build/tf2_msgs"
-    if [[ "$(cat "$build_dir.stamp" 2>/dev/null)" == "$iface_hash" ]] \
-        && "$VPY" -c 'from tf2_msgs.msg import TFMessage' >/dev/null 2>&1; then
-        note "tf2_msgs up to date"
-    else
-        note "building tf2_msgs into $VENV (log: $build_dir/build.log)"
+    # Every interface package in tools/venv_interfaces (tf2_msgs, vision_msgs, ...), each rebuilt only when
+    # its own files or the wheels change.  The wheels provide every dependency they have.
+    for pkg_dir in "$IFACE_SRC"/*/; do
+        pkg=$(basename "$pkg_dir")
+        [[ -f "$pkg_dir/CMakeLists.txt" ]] || continue
+        iface_hash=$(cat "$REQUIREMENTS" $(find "$pkg_dir" -type f | LC_ALL=C sort) | sha256sum | cut -c1-16)
+        build_dir="$VENV_ABS/.build/$pkg"
+        if [[ "$(cat "$build_dir.stamp" 2>/dev/null)" == "$iface_hash" ]] \
+            && "$VPY" -c "import $pkg.msg" >/dev/null 2>&1; then
+            note "$pkg up to date"
+            continue
+        fi
+        note "building $pkg into $VENV (log: $build_dir/build.log)"
         rm -rf "$build_dir" && mkdir -p "$build_dir"
         if ! (
             export AMENT_PREFIX_PATH="$VENV_ABS" PATH="$VENV_ABS/bin:$PATH" CC CXX
-            "$CMAKE" -S "$IFACE_SRC/tf2_msgs" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
+            "$CMAKE" -S "$pkg_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release \
                 -DCMAKE_INSTALL_PREFIX="$VENV_ABS" -DCMAKE_PREFIX_PATH="$VENV_ABS" \
                 -DPython3_EXECUTABLE="$VENV_ABS/bin/python" -DBUILD_TESTING=OFF
             "$CMAKE" --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)"
             "$CMAKE" --install "$build_dir"
         ) >"$build_dir/build.log" 2>&1; then
             tail -n 30 "$build_dir/build.log" >&2
-            die "building tf2_msgs failed (full log: $build_dir/build.log)"
+            die "building $pkg failed (full log: $build_dir/build.log)"
         fi
         echo "$iface_hash" >"$build_dir.stamp"
-    fi
+    done
 fi
 
 note "installing robot_bridge (editable) with the test and raycast extras"
@@ -82,4 +89,6 @@ note "installing robot_bridge (editable) with the test and raycast extras"
 
 "$VPY" -c 'import rclpy; from tf2_msgs.msg import TFMessage; from sensor_msgs.msg import LaserScan' \
     || die "the venv cannot import rclpy / tf2_msgs / sensor_msgs after setup"
+"$VPY" -c 'from vision_msgs.msg import Detection3DArray' 2>/dev/null \
+    || note "warning: vision_msgs is not importable: world_node needs it (on a ROS 2 install: apt install ros-\$ROS_DISTRO-vision-msgs)"
 note "done in $((SECONDS - start)) s"
