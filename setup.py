@@ -44,7 +44,7 @@ setup(
     name=PACKAGE,
     version=_version(),
     packages=find_packages(exclude=["test", "test.*"]),
-    package_data={PACKAGE: ["data/*"]},      # the embedded default robot, world and SRDFs
+    package_data={PACKAGE: ["data/*", "data/objects/*"]},   # the embedded robot, world, SRDFs, objects
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + PACKAGE]),
         ("share/" + PACKAGE, ["package.xml"]),

@@ -1,0 +1,157 @@
+"""The object mapping file: detection class ids -> body files and tracking parameters.
+
+YAML::
+
+    defaults:                 # optional; every key may also be given per class
+      timeout: 2.0            # s without a detection before a body is removed (> 0)
+      static: false           # true: once detected, the body stays (still moved by detections)
+      jitter: 0.005           # m: a new pose closer than this and within jitter_angle does not count
+      jitter_angle: 0.02      # rad
+      match_distance: 0.15    # m: a detection without a known id continues the nearest body in reach
+      max_instances: 0        # bodies of one class at most (0: no limit)
+    classes:
+      can:
+        file: objects/can.kinbody.xml      # any file robot_bridge.formats.load reads; relative to this file
+      block: {file: objects/block.kinbody.xml, static: true}
+
+Every body file is read when the mapping loads, so a mapping that names a broken file fails as a whole
+(a :class:`~robot_bridge.errors.DescriptionError` naming the mapping, the class and the body file).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from ..errors import DescriptionError, SchemaError
+from ..model import Robot
+
+# key -> (type, default, check, expected)
+OPTIONS: dict[str, tuple[type, Any, Any, str]] = {
+    "timeout": (float, 2.0, lambda v: v > 0 and math.isfinite(v), "a number > 0 (seconds)"),
+    "static": (bool, False, lambda v: True, "true or false"),
+    "jitter": (float, 0.005, lambda v: v >= 0 and math.isfinite(v), "a number >= 0 (metres)"),
+    "jitter_angle": (float, 0.02, lambda v: v >= 0 and math.isfinite(v), "a number >= 0 (radians)"),
+    "match_distance": (float, 0.15, lambda v: v >= 0 and math.isfinite(v), "a number >= 0 (metres)"),
+    "max_instances": (int, 0, lambda v: v >= 0, "an integer >= 0 (0: no limit)"),
+}
+
+
+@dataclass(frozen=True)
+class ObjectClass:
+    """One detectable class: its body (read from ``file``) and tracking parameters."""
+
+    name: str
+    file: str                                   # absolute path
+    body: Robot = field(repr=False, compare=False)
+    timeout: float = 2.0
+    static: bool = False
+    jitter: float = 0.005
+    jitter_angle: float = 0.02
+    match_distance: float = 0.15
+    max_instances: int = 0
+
+
+@dataclass(frozen=True)
+class ObjectMapping:
+    classes: dict[str, ObjectClass]
+    source: Optional[str] = None
+
+    def get(self, class_id: str) -> Optional[ObjectClass]:
+        return self.classes.get(class_id)
+
+
+def _typed(value, kind: type, where: str, expected: str, source: str):
+    ok = (isinstance(value, bool) if kind is bool else
+          isinstance(value, int) and not isinstance(value, bool) if kind is int else
+          isinstance(value, (int, float)) and not isinstance(value, bool))
+    if not ok:
+        raise SchemaError(f"{where} is {value!r}; expected {expected}", file=source)
+    return kind(value)
+
+
+def _options(section: Mapping, where: str, base: dict, source: str, allow_file: bool) -> dict:
+    out = dict(base)
+    for key, value in section.items():
+        if key == "file" and allow_file:
+            continue
+        if key not in OPTIONS:
+            known = ", ".join((["file"] if allow_file else []) + list(OPTIONS))
+            raise SchemaError(f"{where}.{key}: unknown key (expected one of {known})", file=source)
+        kind, _default, check, expected = OPTIONS[key]
+        typed = _typed(value, kind, f"{where}.{key}", expected, source)
+        if not check(typed):
+            raise SchemaError(f"{where}.{key} is {value!r}; expected {expected}", file=source)
+        out[key] = typed
+    return out
+
+
+def parse_mapping(document: Any, source: str, base_dir: Path, search_path=None,
+                  load_body=None) -> ObjectMapping:
+    """An :class:`ObjectMapping` from the parsed YAML ``document`` (``source`` names it in errors)."""
+    from ..formats import load
+
+    load_body = load_body or (lambda path: load(path, search_path=search_path))
+    if not isinstance(document, Mapping):
+        raise SchemaError("expected a mapping with 'classes' (and optional 'defaults')", file=source)
+    unknown = sorted(set(document) - {"defaults", "classes"})
+    if unknown:
+        raise SchemaError(f"unknown top-level keys {', '.join(map(str, unknown))} (expected defaults, "
+                          "classes)", file=source)
+    defaults_section = document.get("defaults") or {}
+    if not isinstance(defaults_section, Mapping):
+        raise SchemaError("defaults: expected a mapping", file=source)
+    defaults = _options(defaults_section, "defaults", {k: v[1] for k, v in OPTIONS.items()}, source, False)
+    classes_section = document.get("classes")
+    if not isinstance(classes_section, Mapping) or not classes_section:
+        raise SchemaError("classes: expected a non-empty mapping of class id -> {file: ...}", file=source)
+    classes: dict[str, ObjectClass] = {}
+    bodies: dict[str, Robot] = {}
+    for class_id, entry in classes_section.items():
+        where = f"classes.{class_id}"
+        if not isinstance(class_id, str) or not class_id:
+            raise SchemaError(f"{where}: class ids must be non-empty strings", file=source)
+        if isinstance(entry, str):
+            entry = {"file": entry}
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("file"), str) or not entry["file"]:
+            raise SchemaError(f"{where}: expected a mapping with 'file' (a body file)", file=source)
+        options = _options(entry, where, defaults, source, True)
+        path = Path(os.path.expanduser(entry["file"]))
+        path = (path if path.is_absolute() else base_dir / path).resolve()
+        if str(path) not in bodies:
+            try:
+                bodies[str(path)] = load_body(path)
+            except DescriptionError as exc:
+                raise SchemaError(f"{where}.file: cannot read the body: {exc}", file=source) from exc
+        classes[class_id] = ObjectClass(name=class_id, file=str(path), body=bodies[str(path)], **options)
+    return ObjectMapping(classes, source)
+
+
+def load_mapping(path: str | os.PathLike, search_path=None) -> ObjectMapping:
+    """Read a mapping file (see the module docstring); raises DescriptionError or OSError."""
+    import yaml
+
+    from ..errors import MissingFileError
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise MissingFileError("object mapping file not found", file=str(p))
+    try:
+        document = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise SchemaError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=str(p),
+                          line=mark.line + 1 if mark is not None else None) from exc
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"not UTF-8 text: {exc}", file=str(p)) from exc
+    return parse_mapping(document, str(p), p.resolve().parent, search_path)
+
+
+def with_options(mapping: ObjectMapping, class_id: str, **options) -> ObjectMapping:
+    """A copy of ``mapping`` with some options of one class changed (tests, tools)."""
+    classes = dict(mapping.classes)
+    classes[class_id] = replace(classes[class_id], **options)
+    return ObjectMapping(classes, mapping.source)
