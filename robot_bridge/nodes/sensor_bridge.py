@@ -6,7 +6,8 @@ Per sensor (``sensors.<name>.mode``):
   restamp and rate-limit, republish.  Invalid messages are dropped, counted
   (``SensorBridge.dropped``) and reported with a throttled warning.
 - ``sim``: generate data from the model and its environment at the current
-  /joint_states (laser and camera by ray casting, IMU from the frame's motion).
+  /joint_states (laser and camera by ray casting, IMU from the frame's motion),
+  each sensor on a thread of its own at its own rate; /diagnostics reports asked vs achieved rates.
 - ``off``: nothing.
 
 Topics (relative to the node namespace): laser ``<sensor>/scan``; camera
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field  # noqa: E402
 from typing import Callable, Optional  # noqa: E402
 
 import numpy as np  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
@@ -42,6 +44,7 @@ from ..kinematics.frames import data_frame  # noqa: E402
 from ..model import AttachedSensor, Robot  # noqa: E402
 from ..ros import conversions as conv  # noqa: E402
 from ..ros import qos  # noqa: E402
+from ..sim.schedule import PeriodicWorker, RateMonitor  # noqa: E402
 
 # The node's parameter schema: (name, default, description).  A Parameter.Type default declares a typed
 # parameter without a value.
@@ -64,6 +67,8 @@ PARAMETERS = [
                               "in place (false: through the executor like the rest)"),
     ("warn_throttle", 5.0, "Seconds between repeated warnings about dropped messages"),
     ("seed", -1, "Random seed of the simulated noise (-1: from the OS)"),
+    ("diagnostics_rate", 1.0, "Hz of /diagnostics: each simulated sensor's asked and achieved rate "
+                              "(0: none)"),
 ]
 
 # Declared once per sensor as sensors.<sensor>.<name>.
@@ -145,6 +150,8 @@ class SensorBridge(Node):
         self._count_lock = threading.Lock()     # fast relays count from their own threads
         self._joint_positions: dict[str, float] = {}
         self._joints_dirty = False
+        self._scene_lock = threading.Lock()     # joint_states intake and scene moves vs sensor threads
+        self.sim_sensors: dict[str, SimSensor] = {}
         seed = self.get_parameter("seed").value
         self.rng = np.random.default_rng(None if seed < 0 else seed)
         if self.robot is None:
@@ -335,6 +342,8 @@ class SensorBridge(Node):
         for relay in self.fast_relays.values():     # off the middleware before the subscriptions go
             relay.close()
         self.fast_relays.clear()
+        for sim in self.sim_sensors.values():       # sensor threads end before their publishers go
+            sim.stop()
         super().destroy_node()
 
     # -- simulation ----------------------------------------------------------------
@@ -353,9 +362,21 @@ class SensorBridge(Node):
                                  qos.sensor_data_qos())
         for sensor, params in sensors:
             try:
-                SimSensor(self, sensor, params, data_frame(sensor, prefix))
+                self.sim_sensors[sensor.name] = SimSensor(self, sensor, params, data_frame(sensor, prefix))
             except Exception as exc:  # bad intrinsics, or a sensor name that is no valid topic name
                 self.get_logger().error(f"sensor {sensor.name!r}: cannot simulate: {exc}")
+        rate = float(self._p("diagnostics_rate"))
+        if self.sim_sensors and rate > 0:
+            self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
+            self.create_timer(1.0 / rate, self._publish_diagnostics)
+        for sim in self.sim_sensors.values():       # every sensor on its own thread, once all are set up
+            sim.start()
+
+    def _publish_diagnostics(self) -> None:
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [sim.diagnostic_status() for sim in self.sim_sensors.values()]
+        self.diagnostics_pub.publish(msg)
 
     def _on_joint_states(self, msg: JointState) -> None:
         if len(msg.position) != len(msg.name):
@@ -366,8 +387,9 @@ class SensorBridge(Node):
         if len(finite) != len(msg.name):
             self.get_logger().warning("non-finite joint positions ignored",
                                       throttle_duration_sec=float(self._p("warn_throttle")))
-        self._joint_positions.update(finite)
-        self._joints_dirty = True
+        with self._scene_lock:
+            self._joint_positions.update(finite)
+            self._joints_dirty = True
 
     def _joint_state_names(self, robot: Robot) -> dict[str, tuple[str, int]]:
         """JointState name -> (model joint, DOF index): the URDF joint names the description node uses
@@ -381,8 +403,15 @@ class SensorBridge(Node):
             self.get_logger().warning(f"multi-DOF joint names unavailable: {exc}")
         return names
 
+    def scene_snapshot(self):
+        """The scene at the latest joint states, frozen for one sensor frame on the sensor's thread."""
+        with self._scene_lock:
+            self.update_scene()
+            return self.scene.snapshot()
+
     def update_scene(self) -> None:
-        """Move the simulated robot to the latest joint states (joints not given keep their initial value)."""
+        """Move the simulated robot to the latest joint states (joints not given keep their initial value).
+        Callers hold ``_scene_lock``."""
         if not self._joints_dirty or self.scene is None:
             return
         positions: dict[str, np.ndarray] = {}
@@ -402,7 +431,10 @@ class SensorBridge(Node):
 
 
 class SimSensor:
-    """One simulated sensor: a timer producing its messages from the node's scene."""
+    """One simulated sensor on a thread of its own: each frame takes a snapshot of the node's scene at
+    the latest joint states, renders it and publishes, at its own rate, whatever the other sensors do.
+
+    ``frame_hook`` (tests) is called at the start of every frame on the sensor's thread."""
 
     def __init__(self, node: SensorBridge, sensor: AttachedSensor, params: dict, frame_id: str):
         from ..sim import ImuSimulator, LaserModel, PinholeModel
@@ -410,6 +442,8 @@ class SimSensor:
 
         self.node, self.sensor, self.frame_id = node, sensor, frame_id
         self.exclude = [(node.robot.name, sensor.link)]
+        self.rng = node.rng.spawn(1)[0]          # one generator per thread; seeded by the node's seed
+        self.frame_hook: Optional[Callable[[], None]] = None
         out = node._output_qos()
         p = sensor.params
         rate = params["rate"]
@@ -418,7 +452,7 @@ class SimSensor:
             self.model = LaserModel.from_sensor(sensor, overrides)
             self.pub = node.create_publisher(LaserScan, f"{sensor.name}/scan", out)
             rate = rate or (1.0 / self.model.scan_time if self.model.scan_time > 0 else 10.0)
-            tick = self._laser
+            self._produce = self._laser
         elif sensor.type == "camera":
             overrides = {"noise_std": params["noise_std"]} if params["noise_std"] else None
             self.model = PinholeModel.from_sensor(sensor, overrides)
@@ -434,12 +468,12 @@ class SimSensor:
                 node.get_logger().warning(f"sensor {sensor.name!r}: simulated images are undistorted; "
                                           "camera_info carries zero distortion")
             rate = rate or float(p.get("frame_rate") or 10.0)
-            tick = self._camera
+            self._produce = self._camera
         else:
             self.sim = ImuSimulator(gyro_bias=list(params["gyro_bias"] or [0.0] * 3),
                                     accel_bias=list(params["accel_bias"] or [0.0] * 3),
                                     gyro_noise_std=params["gyro_noise_std"],
-                                    accel_noise_std=params["accel_noise_std"], rng=node.rng)
+                                    accel_noise_std=params["accel_noise_std"], rng=self.rng)
             self.covariances = [
                 covariance(list(params[k] or []) or p.get(k), noise)
                 for k, noise in (("orientation_covariance", 0.0),
@@ -447,39 +481,88 @@ class SimSensor:
                                  ("linear_acceleration_covariance", params["accel_noise_std"]))]
             self.pub = node.create_publisher(Imu, f"{sensor.name}/imu", out)
             rate = rate or float(p.get("rate") or 100.0)
-            tick = self._imu
-        self.timer = node.create_timer(1.0 / rate, self._guarded(tick))
+            self._produce = self._imu
+        if not (rate > 0 and np.isfinite(rate)):
+            raise ValueError(f"rate must be > 0 Hz, not {rate}")
+        self.rate = float(rate)
+        self.monitor = RateMonitor(self.rate)
+        self._warned_slow = False
+        clock = node.get_clock()
+        self.worker = PeriodicWorker(sensor.name, self.monitor, self._frame,
+                                     now_ns=lambda: clock.now().nanoseconds, on_error=self._on_error,
+                                     keep_going=node.context.ok)
 
-    def _guarded(self, tick):
-        def run():
-            try:
-                self.node.update_scene()
-                tick()
-                self.node.published[self.sensor.name] += 1
-            except Exception as exc:  # never let one bad frame kill the node
-                self.node.get_logger().error(f"sensor {self.sensor.name!r}: simulation failed: {exc}",
-                                             throttle_duration_sec=float(self.node._p("warn_throttle")))
-        return run
+    def start(self) -> None:
+        self.worker.start()
 
-    def _pose(self) -> np.ndarray:
-        return self.node.scene.sensor_pose(self.sensor)
+    def stop(self) -> None:
+        if not self.worker.stop():
+            self.node.get_logger().warning(f"sensor {self.sensor.name!r}: its thread did not end in time")
 
-    def _stamp(self):
-        return self.node.get_clock().now().to_msg()
+    def _frame(self) -> int:
+        if self.frame_hook is not None:
+            self.frame_hook()
+        scene = self.node.scene_snapshot()
+        now = self.node.get_clock().now()
+        self._produce(scene, now)
+        with self.node._count_lock:
+            self.node.published[self.sensor.name] += 1
+        self._check_rate()
+        return now.nanoseconds
 
-    def _laser(self) -> None:
+    def _check_rate(self) -> None:
+        if self._warned_slow:
+            return
+        report = self.monitor.report()
+        if report.keeping_up() is False:
+            self._warned_slow = True
+            self.node.get_logger().warning(
+                f"sensor {self.sensor.name!r}: cannot keep {report.asked_hz:g} Hz; publishing at "
+                f"{report.achieved_hz:.2f} Hz (a frame takes {report.mean_frame_ms:.0f} ms); lower "
+                f"sensors.{self.sensor.name}.rate or its resolution")
+
+    def _on_error(self, exc: BaseException) -> None:
+        if not self.node.context.ok():
+            return
+        self.node.get_logger().error(f"sensor {self.sensor.name!r}: simulation failed: {exc}",
+                                     throttle_duration_sec=float(self.node._p("warn_throttle")))
+
+    def diagnostic_status(self) -> DiagnosticStatus:
+        report = self.monitor.report()
+        ok = report.keeping_up()
+        if ok is None:
+            level, message = DiagnosticStatus.OK, f"starting ({report.frames} frames so far)"
+        else:
+            level = DiagnosticStatus.OK if ok else DiagnosticStatus.WARN
+            message = f"{report.achieved_hz:.2f} Hz of {report.asked_hz:g} Hz" + ("" if ok else
+                                                                               ": cannot keep its rate")
+
+        def value(v, digits=3):
+            return "" if v is None else str(round(v, digits))
+        return DiagnosticStatus(
+            level=level, name=f"{self.node.get_name()}: {self.sensor.name}", message=message,
+            hardware_id=self.sensor.name, values=[
+                KeyValue(key="asked_rate_hz", value=value(report.asked_hz)),
+                KeyValue(key="achieved_rate_hz", value=value(report.achieved_hz)),
+                KeyValue(key="frames", value=str(report.frames)),
+                KeyValue(key="late_frames", value=str(report.late_frames)),
+                KeyValue(key="mean_frame_ms", value=value(report.mean_frame_ms)),
+                KeyValue(key="max_frame_ms", value=value(report.max_frame_ms)),
+                KeyValue(key="mean_cpu_ms", value=value(report.mean_cpu_ms))])
+
+    def _laser(self, scene, now) -> None:
         m = self.model
-        ranges = m.scan(self.node.scene, self._pose(), self.exclude, rng=self.node.rng)
+        ranges = m.scan(scene, scene.sensor_pose(self.sensor), self.exclude, rng=self.rng)
         self.pub.publish(conv.laser_scan_msg(
             ranges, angle_min=m.angle_min, angle_increment=m.angle_increment, range_min=m.range_min,
-            range_max=m.range_max, frame_id=self.frame_id, stamp=self._stamp(), scan_time=m.scan_time,
+            range_max=m.range_max, frame_id=self.frame_id, stamp=now.to_msg(), scan_time=m.scan_time,
             time_increment=m.time_increment))
 
-    def _camera(self) -> None:
+    def _camera(self, scene, now) -> None:
         m = self.model
-        depth, rgb = m.render(self.node.scene, self._pose(), self.exclude, color=self.encoding == "rgb8",
-                              rng=self.node.rng)
-        stamp = self._stamp()
+        depth, rgb = m.render(scene, scene.sensor_pose(self.sensor), self.exclude,
+                              color=self.encoding == "rgb8", rng=self.rng)
+        stamp = now.to_msg()
         self.pub.publish(conv.image_msg(rgb if self.encoding == "rgb8" else depth, self.encoding,
                                         self.frame_id, stamp))
         if self.depth_pub is not None:
@@ -488,9 +571,8 @@ class SimSensor:
             width=m.width, height=m.height, fx=m.fx, fy=m.fy, cx=m.cx, cy=m.cy, frame_id=self.frame_id,
             stamp=stamp, distortion_model=self.sensor.params.get("distortion_model") or "plumb_bob"))
 
-    def _imu(self) -> None:
-        now = self.node.get_clock().now()
-        reading = self.sim.update(now.nanoseconds * 1e-9, self._pose())
+    def _imu(self, scene, now) -> None:
+        reading = self.sim.update(now.nanoseconds * 1e-9, scene.sensor_pose(self.sensor))
         self.pub.publish(conv.imu_msg(
             frame_id=self.frame_id, stamp=now.to_msg(), orientation_xyzw=reading.orientation_xyzw,
             angular_velocity=reading.angular_velocity, linear_acceleration=reading.linear_acceleration,

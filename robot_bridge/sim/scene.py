@@ -11,6 +11,7 @@ shape's own frame, so moving links never rebuild an acceleration structure.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Optional
 
@@ -131,6 +132,16 @@ class Scene:
         """World pose of the frame the sensor's data is expressed in (cameras: the optical frame)."""
         pose = self.link_pose(sensor.link, body) @ sensor.origin
         return pose @ optical_offset(sensor) if sensor.type == "camera" else pose
+
+    def snapshot(self) -> "Scene":
+        """This scene frozen at its current poses, for queries on another thread while it moves on.
+
+        Geometry (shapes, meshes) is shared, not copied; poses and the lists that index them are."""
+        view = copy.copy(self)
+        view.bodies, view.models, view.shapes = dict(self.bodies), dict(self.models), list(self.shapes)
+        view._link_poses = dict(self._link_poses)
+        view._world = list(self.shape_poses())
+        return view
 
     def shape_poses(self) -> list[np.ndarray]:
         if self._world is None:
