@@ -81,7 +81,13 @@ SENSOR_PARAMETERS = [
     ("restamp", False, "relay: replace header.stamp by the time of arrival"),
     ("max_rate", 0.0, "relay: republish at most this often (Hz); 0 = every valid message"),
     ("rep117", True, "relay lasers: finite readings beyond range_max / below range_min -> +inf / -inf"),
-    ("rate", 0.0, "sim: publish rate in Hz (0: from the description, else 10)"),
+    ("rate", 0.0, "sim: publish rate in Hz (0: from the description, else 10; IMU 100)"),
+    ("width", 0, "sim cameras: image width in pixels, intrinsics scaled to keep the field of view (0: the "
+                 "description's; only height given: scaled with it)"),
+    ("height", 0, "sim cameras: image height in pixels (0: the description's; only width given: scaled "
+                  "with it)"),
+    ("angle_increment", 0.0, "sim lasers: angle between beams in rad, same angular range (0: the "
+                             "description's)"),
     ("noise_std", 0.0, "sim lasers and depth images: Gaussian range noise (m)"),
     ("encoding", "", "sim cameras: rgb8 or 32FC1 on image_raw (empty: the description's format, else rgb8)"),
     ("depth_topic", "", "sim cameras: also publish the 32FC1 depth image on this topic"),
@@ -430,6 +436,18 @@ class SensorBridge(Node):
         self._joints_dirty = False
 
 
+def _resized(model, width: int, height: int):
+    """The camera at the resolution the parameters ask for (0: the description's; one of them: the other
+    scaled alike)."""
+    if width < 0 or height < 0:
+        raise ValueError(f"width and height must be >= 0, not {width}x{height}")
+    if not width and not height:
+        return model
+    width = width or max(1, round(model.width * height / model.height))
+    height = height or max(1, round(model.height * width / model.width))
+    return model.resized(width, height)
+
+
 class SimSensor:
     """One simulated sensor on a thread of its own: each frame takes a snapshot of the node's scene at
     the latest joint states, renders it and publishes, at its own rate, whatever the other sensors do.
@@ -448,14 +466,15 @@ class SimSensor:
         p = sensor.params
         rate = params["rate"]
         if sensor.type == "laser":
-            overrides = {"noise_std": params["noise_std"]} if params["noise_std"] else None
+            overrides = {k: params[k] for k in ("noise_std", "angle_increment") if params[k]}
             self.model = LaserModel.from_sensor(sensor, overrides)
             self.pub = node.create_publisher(LaserScan, f"{sensor.name}/scan", out)
             rate = rate or (1.0 / self.model.scan_time if self.model.scan_time > 0 else 10.0)
             self._produce = self._laser
         elif sensor.type == "camera":
             overrides = {"noise_std": params["noise_std"]} if params["noise_std"] else None
-            self.model = PinholeModel.from_sensor(sensor, overrides)
+            self.model = _resized(PinholeModel.from_sensor(sensor, overrides), params["width"],
+                                  params["height"])
             encoding = params["encoding"] or p.get("format") or ("32FC1" if p.get("depth") else "rgb8")
             if encoding not in ("rgb8", "32FC1"):
                 raise ValueError(f"simulated cameras produce rgb8 or 32FC1, not {encoding!r}")

@@ -9,7 +9,7 @@ ambient) |n . ray|)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Optional
 
 import numpy as np
@@ -47,6 +47,18 @@ class PinholeModel:
                    cy=float(p["cy"]), range_min=float(p.get("range_min", 0.0) or 0.0),
                    range_max=float(p.get("range_max", 20.0) or 20.0),
                    noise_std=float(p.get("noise_std", 0.0) or 0.0))
+
+    def resized(self, width: int, height: int) -> "PinholeModel":
+        """The same camera (same field of view) at another resolution.
+
+        Pixel centres sit at integer coordinates, so pixel ``u'`` of the new image covers the old
+        ``[u' / s - 0.5, (u' + 1) / s - 0.5]`` (``s = width / self.width``): ``fx' = s fx`` and
+        ``cx' = s (cx + 0.5) - 0.5`` (likewise y)."""
+        if width <= 0 or height <= 0:
+            raise ValueError(f"camera resolution must be positive, not {width}x{height}")
+        sx, sy = width / self.width, height / self.height
+        return replace(self, width=int(width), height=int(height), fx=self.fx * sx, fy=self.fy * sy,
+                       cx=sx * (self.cx + 0.5) - 0.5, cy=sy * (self.cy + 0.5) - 0.5, _rays=None)
 
     @property
     def K(self) -> np.ndarray:

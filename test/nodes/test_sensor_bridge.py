@@ -171,3 +171,26 @@ def test_sim_imu_covariance_parameters_override_the_description(harness_factory)
     assert list(msg.angular_velocity_covariance) == pytest.approx([0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01])
     # the description's value stays where no parameter overrides it
     assert list(msg.linear_acceleration_covariance) == pytest.approx([0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01])
+
+
+def test_sim_camera_resolution_and_rate_and_laser_resolution_from_parameters(harness_factory):
+    robot = pan_robot()
+    robot.environment["wall"] = box_body("wall", [0.1, 50, 50], [1.66, 0, 0])
+    h = harness_factory(robot, default_mode="off", **{
+        "sensors.cam.mode": "sim", "sensors.cam.encoding": "32FC1", "sensors.cam.width": 32,
+        "sensors.cam.rate": 5.0, "sensors.laser.mode": "sim",
+        "sensors.laser.angle_increment": np.radians(2.0)})
+    images, infos = h.listen(Image, "cam/image_raw"), h.listen(CameraInfo, "cam/camera_info")
+    scans = h.listen(LaserScan, "laser/scan")
+    assert h.spin_until(lambda: len(images) >= 6 and infos and scans)
+    img, info = images[-1], infos[-1]
+    assert (img.width, img.height) == (32, 24)                     # height scaled with the width
+    assert np.max(np.abs(np.frombuffer(bytes(img.data), dtype=np.float32) - 1.5)) < 1e-6
+    assert (info.width, info.height) == (32, 24)
+    assert list(info.k) == pytest.approx([25.0, 0, 15.5, 0, 26.0, 11.5, 0, 0, 1])
+    stamps = np.array([m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in images])
+    assert np.median(np.diff(stamps)) == pytest.approx(0.2, rel=0.05)
+    assert h.bridge.sim_sensors["cam"].rate == 5.0
+    scan = scans[-1]
+    assert len(scan.ranges) == 61 and scan.angle_increment == pytest.approx(np.radians(2.0))
+    assert scan.angle_max == pytest.approx(np.radians(60))

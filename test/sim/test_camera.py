@@ -72,3 +72,19 @@ def test_missing_intrinsics_are_reported(robot):
     del robot.sensors["cam"].params["fx"]
     with pytest.raises(ValueError, match="fx"):
         PinholeModel.from_sensor(robot.sensors["cam"])
+
+
+def test_resized_camera_keeps_the_field_of_view_about_pixel_centres(robot):
+    cam = PinholeModel.from_sensor(robot.sensors["cam"])          # 64x48, fx 50, fy 52, cx 31.5, cy 23.5
+    half = cam.resized(32, 24)
+    assert (half.width, half.height) == (32, 24)
+    # pixel (u', v') of the half-size image covers original pixels 2u'..2u'+1: its centre is the original
+    # continuous coordinate (2u' + 0.5, 2v' + 0.5)
+    u, v = np.meshgrid(np.arange(32.0), np.arange(24.0))
+    d = np.stack([(2 * u + 0.5 - 31.5) / 50.0, (2 * v + 0.5 - 23.5) / 52.0, np.ones_like(u)], axis=-1)
+    expected = (d / np.linalg.norm(d, axis=-1, keepdims=True)).reshape(-1, 3)
+    assert np.max(np.abs(half.rays() - expected)) < 1e-12
+    assert (half.fx, half.fy, half.cx, half.cy) == pytest.approx((25.0, 26.0, 15.5, 11.5))
+    assert cam.rays().shape == (64 * 48, 3)                         # the original is untouched
+    with pytest.raises(ValueError, match="positive"):
+        cam.resized(0, 24)
