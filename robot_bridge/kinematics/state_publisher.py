@@ -89,6 +89,7 @@ class Selection:
     unknown: list[str]
     parents: list[str]          # frames of ``rows``
     children: list[str]
+    evaluation: tuple = ()      # the compiled (n, 7) evaluation of ``rows`` only (StatePublisher)
 
 
 class StatePublisher:
@@ -138,6 +139,8 @@ class StatePublisher:
         block[1 + 2 * n + np.arange(len(prismatic)), prismatic, :3] = \
             np.einsum("nij,nj->ni", origins[prismatic, :3, :3], axes[prismatic])
         self._block = block.reshape(len(block), 7 * n)
+        self._block_rows = block                          # (coefficient, row, 7)
+        self._prismatic_rows = prismatic
         first = self._row_slots[:1] if n else np.zeros(0, dtype=np.intp)
         self._trig_slot = np.concatenate([first, self._row_slots, self._row_slots])
         half = np.where(revolute, 0.5, 0.0)
@@ -177,7 +180,7 @@ class StatePublisher:
         return out
 
     # -- moving -------------------------------------------------------------
-    def _selection(self, names: Sequence[str]) -> Selection:
+    def selection(self, names: Sequence[str]) -> Selection:
         """The compiled handling of one JointState name list (cached: a stream repeats its names)."""
         key = tuple(names)
         sel = self._selections.get(key)
@@ -194,7 +197,7 @@ class StatePublisher:
             row = self._row_of_slot.get(slot)
             if row is not None:
                 rows.append(row)
-        rows = np.asarray(rows, dtype=np.intp)
+        rows = np.asarray(list(dict.fromkeys(rows)), dtype=np.intp)     # a repeated name: one transform
         if len(self._mimic_rows):
             rows = np.union1d(rows, self._mimic_rows)
         if len(self._selections) >= self.MAX_SELECTIONS:
@@ -202,14 +205,41 @@ class StatePublisher:
         sel = self._selections[key] = Selection(
             np.fromiter(last_of_slot.values(), dtype=np.intp, count=len(last_of_slot)),
             np.fromiter(last_of_slot.keys(), dtype=np.intp, count=len(last_of_slot)), rows, unknown,
-            [self.parents[i] for i in rows], [self.children[i] for i in rows])
+            [self.parents[i] for i in rows], [self.children[i] for i in rows], self._compile_rows(rows))
         return sel
+
+    def _compile_rows(self, rows: np.ndarray) -> tuple:
+        """``_values()[rows]`` as its own block product: only the coefficients of ``rows`` are computed
+        (a JointState naming 2 of 40 joints costs 2 rows, not 40)."""
+        n, k = len(self.moving), len(rows)
+        if not k:
+            return ()
+        prismatic = np.flatnonzero(np.isin(self._prismatic_rows, rows))
+        coefficients = np.concatenate([[0], 1 + rows, 1 + n + rows, 1 + 2 * n + prismatic])
+        block = self._block_rows[coefficients][:, rows].reshape(len(coefficients), 7 * k)
+        half = np.where(np.isin(rows, self._prismatic_rows), 0.0, 0.5)
+        slots = self._row_slots[rows]
+        trig_slot = np.concatenate([slots[:1], slots, slots])
+        scale = np.concatenate([[0.0], half, half])
+        shift = np.concatenate([[0.0], np.zeros(k), np.full(k, np.pi / 2)])
+        return trig_slot, scale, shift, self._row_slots[self._prismatic_rows[prismatic]], block
+
+    def selection_values(self, sel: Selection) -> np.ndarray:
+        """(len(sel.rows), 7) current rows of ``sel`` (translation, xyzw quaternion)."""
+        if not sel.evaluation:
+            return np.zeros((0, 7))
+        trig_slot, scale, shift, prismatic_slot, block = sel.evaluation
+        q = self.q
+        coef = np.cos(q[trig_slot] * scale - shift)
+        if len(prismatic_slot):
+            coef = np.concatenate((coef, q[prismatic_slot]))
+        return coef.dot(block).reshape(-1, 7)
 
     def accept_selection(self, names: Sequence[str], positions) -> Selection:
         """Store the positions of known joints; returns the message's compiled selection."""
         if len(names) != len(positions):
             raise ValueError(f"{len(names)} names and {len(positions)} positions")
-        sel = self._selection(names)
+        sel = self.selection(names)
         self.q[sel.slots] = np.asarray(positions, dtype=float)[sel.fields]
         self.kinematics.apply_mimic(self.q)
         return sel
@@ -221,9 +251,7 @@ class StatePublisher:
 
     def selected_transforms(self, sel: Selection) -> MovingTransforms:
         """Current transforms of the rows of ``sel``."""
-        if not len(sel.rows):
-            return MovingTransforms([], [], np.zeros((0, 7)))
-        return MovingTransforms(sel.parents, sel.children, self._values()[sel.rows])
+        return MovingTransforms(sel.parents, sel.children, self.selection_values(sel))
 
     def transforms(self, rows: np.ndarray | None = None) -> MovingTransforms:
         """Current transforms of the moving joints ``rows`` (all when None)."""
@@ -273,13 +301,14 @@ class RateGate:
         self.last_stamp = -1
 
     def admit(self, names: Sequence[str], stamp_ns: int) -> bool:
+        if self.ignore_timestamp or self.interval_ns == 0:
+            return True                 # every message (no memory needed: a new gate starts empty)
         if stamp_ns < self.last_stamp:
             self.last.clear()
         self.last_stamp = stamp_ns
-        if not (self.ignore_timestamp or self.interval_ns == 0):
-            oldest = min((self.last.get(n, 0) for n in names), default=0)
-            if stamp_ns < oldest + self.interval_ns:
-                return False
+        oldest = min((self.last.get(n, 0) for n in names), default=0)
+        if stamp_ns < oldest + self.interval_ns:
+            return False
         for n in names:
             self.last[n] = stamp_ns
         return True

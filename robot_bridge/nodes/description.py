@@ -8,17 +8,14 @@ joints, tool/sensor/handle/gripper frames and environment bodies on
 
 from __future__ import annotations
 
-import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -29,7 +26,8 @@ from ..kinematics.state_publisher import RateGate, StatePublisher
 from ..model import Robot
 from ..ros import qos
 from ..ros.markers import robot_markers
-from ..ros.tf import TFBatchBuilder, tf_message
+from ..ros.joint_state_tf import JointStateTF, read_joint_state  # noqa: F401  (read_joint_state: API)
+from ..ros.tf import tf_message
 
 # The one parameter schema: (name, default, description).  A Parameter.Type
 # default declares a typed parameter without a value (empty string array).
@@ -46,43 +44,13 @@ PARAMETERS = [
     ("publish_default_joint_states", False, "Publish the initial configuration on joint_states at "
                                             "10 Hz while no other node publishes there"),
     ("mesh_dir", "", "Directory for meshes converted for the URDF (empty: keep original files)"),
+    ("tf_fast_path", True, "Turn /joint_states into /tf on a thread of its own, out of the executor, "
+                           "taking and publishing serialized messages (false, or where rclpy lacks what it "
+                           "needs: through the executor); read at start-up"),
 ]
 RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_prefix", "mesh_dir"}
 DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
 WARN_THROTTLE = 10.0                   # s
-
-
-def read_joint_state(data: bytes) -> tuple[tuple[str, ...], np.ndarray, int, int]:
-    """(names, positions, stamp sec, stamp nanosec) of a serialized JointState.
-
-    The /joint_states hot path: little-endian XCDR1 (what Fast DDS hands rclpy) is read in place --
-    header.stamp, header.frame_id, name (strings: uint32 length incl. NUL, chars, each aligned to 4),
-    position (uint32 count, doubles aligned to 8 from the body start); anything else goes through rclpy.
-    """
-    if data[:2] == b"\x00\x01":
-        try:
-            sec, nanosec, frame_len = struct.unpack_from("<iII", data, 4)
-            pos = 16 + frame_len
-            pos += -pos & 3
-            (count,) = struct.unpack_from("<I", data, pos)
-            pos += 4
-            names = []
-            for _ in range(count):
-                pos += -pos & 3
-                (length,) = struct.unpack_from("<I", data, pos)
-                names.append(data[pos + 4:pos + 3 + length].decode())
-                pos += 4 + length
-            pos += -pos & 3
-            (count,) = struct.unpack_from("<I", data, pos)
-            pos += 4
-            pos += -(pos - 4) & 7
-            if pos + 8 * count <= len(data):
-                return tuple(names), np.frombuffer(data, "<f8", count, pos), sec, nanosec
-        except (struct.error, UnicodeDecodeError):
-            pass
-    msg = deserialize_message(data, JointState)     # other encodings; raises on garbage
-    return tuple(msg.name), np.asarray(msg.position, dtype=float), msg.header.stamp.sec, \
-        msg.header.stamp.nanosec
 
 
 @dataclass
@@ -93,7 +61,7 @@ class LoadedModel:
     state: StatePublisher
     urdf: str
     srdf: str | None
-    tf_builder: TFBatchBuilder
+    joint_tf: JointStateTF
 
 
 def _semantic_text(robot: Robot, srdf_file: str) -> str | None:
@@ -130,7 +98,8 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
     robot = load(description_file, search_path=list(search_path) or None)
     srdf_text = _semantic_text(robot, srdf_file)
     urdf_text, _report = to_urdf(robot, mesh_dir=mesh_dir or None)
-    return LoadedModel(robot, StatePublisher(robot, frame_prefix), urdf_text, srdf_text, TFBatchBuilder())
+    state = StatePublisher(robot, frame_prefix)
+    return LoadedModel(robot, state, urdf_text, srdf_text, JointStateTF(state))
 
 
 class DescriptionNode(Node):
@@ -147,8 +116,12 @@ class DescriptionNode(Node):
         self.tf_static_pub = self.create_publisher(TFMessage, "/tf_static", qos.tf_static_qos())
         self.tf_pub = self.create_publisher(TFMessage, "/tf", qos.tf_qos())
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.description_qos())
-        self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.joint_states_qos(),
-                                 raw=True)                 # read in place: see read_joint_state
+        self.counts = {"joint_states": 0, "tf": 0}            # taken / published (soak, tests)
+        self.tf_relay = None                                  # the fast path's SerializedRelay
+        self._in_flight = None                                # keeps the /tf buffer being published alive
+        if not (self._param("tf_fast_path") and self._setup_fast_path()):
+            self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.joint_states_qos(),
+                                     raw=True)             # read in place: see joint_state_tf
         self.create_service(Trigger, "~/reload", self._on_reload)
         self.default_pub = None
         if self._param("publish_default_joint_states"):
@@ -220,34 +193,55 @@ class DescriptionNode(Node):
         return response
 
     # -- joint states -------------------------------------------------------
+    def _setup_fast_path(self) -> bool:
+        """/joint_states taken by a thread of its own (``fast_relay``); False: use the executor."""
+        from ..ros.fast_relay import DetachedCallbackGroup, FastPathUnavailable, SerializedRelay
+
+        subscription = self.create_subscription(JointState, "joint_states", lambda _msg: None,
+                                                qos.joint_states_qos(), raw=True,
+                                                callback_group=DetachedCallbackGroup())
+        try:
+            self.tf_relay = SerializedRelay(
+                subscription, self.tf_pub, self._tf_in_place, headroom=0, name="joint_states_to_tf",
+                context=self.context, on_error=self._warn)
+        except FastPathUnavailable as exc:
+            self.get_logger().info(f"/joint_states -> /tf through the executor ({exc})")
+            self.destroy_subscription(subscription)
+            return False
+        return True
+
+    def _tf_in_place(self, view: memoryview, offset: int):
+        """Fast path (its own thread): the taken JointState at ``view[offset:]``; the /tf bytes to publish."""
+        self.counts["joint_states"] += 1
+        model = self.model                                  # one read: a reload swaps it whole
+        if model is None:
+            return None
+        plan = model.joint_tf.process(view, offset, self.gate, self._warn)
+        if plan is None:
+            return None
+        self._in_flight = plan                  # published after we return, maybe while a reload swaps
+        self.counts["tf"] += 1
+        return plan.span
+
     def _on_joint_state(self, data: bytes) -> None:
+        """Executor fallback: the same processing, published through rclpy."""
+        self.counts["joint_states"] += 1
         model = self.model
         if model is None:
             return
-        try:
-            names, positions, sec, nanosec = read_joint_state(data)
-        except Exception as exc:          # undecodable bytes: nothing to publish
-            self.get_logger().warning(f"ignored an undecodable JointState: {exc}",
-                                      throttle_duration_sec=WARN_THROTTLE)
-            return
-        if len(names) != len(positions):
-            self.get_logger().warning(
-                f"ignored a JointState with {len(names)} names and {len(positions)} positions",
-                throttle_duration_sec=WARN_THROTTLE)
-            return
-        if not np.isfinite(positions).all():   # NaN/inf would poison /tf
-            self.get_logger().warning("ignored a JointState with non-finite positions",
-                                      throttle_duration_sec=WARN_THROTTLE)
-            return
-        sel = model.state.accept_selection(names, positions)
-        if sel.unknown:
-            self.get_logger().warning(f"JointState names unknown joints (ignored): {', '.join(sel.unknown)}",
-                                      throttle_duration_sec=WARN_THROTTLE)
-        if not len(sel.rows) or not self.gate.admit(names, sec * 1_000_000_000 + nanosec):
-            return
-        moving = model.state.selected_transforms(sel)
-        self.tf_pub.publish(model.tf_builder.serialize(moving.parents, moving.children, moving.values,
-                                                       sec, nanosec))
+        plan = model.joint_tf.process(data, 0, self.gate, self._warn)
+        if plan is not None:
+            self.tf_pub.publish(plan.buffer.tobytes())
+            self.counts["tf"] += 1
+
+    def _warn(self, text: str) -> None:
+        self.get_logger().warning(text, throttle_duration_sec=WARN_THROTTLE)
+
+    def destroy_node(self) -> None:
+        if self.tf_relay is not None:           # off the middleware before the subscription goes
+            self.tf_relay.close()
+            self.tf_relay = None
+        super().destroy_node()
 
     def _publish_default_joint_state(self) -> None:
         model = self.model

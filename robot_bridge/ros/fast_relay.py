@@ -1,4 +1,7 @@
-"""Serialized relays on a thread of their own (large messages, e.g. images).
+"""Serialized relays on a thread of their own: the one fast path of every hot subscription.
+
+Used for camera images (a header rewritten in place) and for /joint_states -> /tf (a different
+message written into a reused buffer of the handler's).
 
 An rclpy executor turns every incoming message into a Python round trip (wait set rebuilt over all
 entities, ready entities scanned, a task per callback) and hands a raw subscription's message over as
@@ -6,7 +9,8 @@ entities, ready entities scanned, a task per callback) and hands a raw subscript
 the relay's added latency (bench/sensor_bench.py).  Here the subscription is left out of the
 executor (``DetachedCallbackGroup``) and a dedicated thread waits on it alone, takes the serialized
 message with ``rcl_take_serialized_message`` into one reused buffer, lets a handler validate it and
-rewrite its header in place, and publishes that buffer with ``rcl_publish_serialized_message``.  The
+rewrite its header in place (or write another message into a buffer of its own), and publishes the
+result with ``rcl_publish_serialized_message``.  The
 buffer keeps headroom in front of the message, so a longer ``frame_id`` is written in front of the
 data instead of moving the data.
 
@@ -160,14 +164,21 @@ class _HeadroomBuffer:
         if not self.message.buffer:
             raise MemoryError("serialized message buffer")
         self.message.buffer_capacity = capacity
+        self._viewed, self._full = None, None
 
     def view(self) -> memoryview:
         """Headroom + the taken message, writable (the headroom is offset 0)."""
-        size = self.headroom + self.message.buffer_length
-        return memoryview((ctypes.c_ubyte * size).from_address(self.message.buffer - self.headroom)).cast("B")
+        message = self.message
+        if (message.buffer, message.buffer_capacity) != self._viewed:     # (re)allocated since
+            self._viewed = (message.buffer, message.buffer_capacity)
+            size = self.headroom + message.buffer_capacity
+            memory = (ctypes.c_ubyte * size).from_address(message.buffer - self.headroom)
+            self._full = memoryview(memory).cast("B")
+        return self._full[:self.headroom + message.buffer_length]
 
     def free(self) -> None:
         if self.message.buffer:
+            self._viewed = self._full = None
             self.message.allocator.deallocate(self.message.buffer, None)
             self.message.buffer = None
 
@@ -267,10 +278,13 @@ class SerializedRelay:
 
     ``handler(view, offset)`` gets the taken message at ``view[offset:]`` with ``offset`` bytes of
     writable headroom before it; it returns the start of the bytes to publish (a header rewritten
-    in place may start before ``offset``) or None to drop the message.  It runs on the relay's own
-    thread; ``on_published()`` follows each successful publish; ``on_error(text)`` reports take/publish/
-    handler failures (the relay keeps going).  Once ``context`` is shut down (Ctrl-C: rclpy's signal
-    handler shuts the context before the node is destroyed) the relay ends quietly.  ``wake``:
+    in place may start before ``offset``), an ``(address, length)`` pair of serialized bytes it wrote
+    into memory of its own (kept alive by the handler, e.g. a reused numpy buffer), or None to drop
+    the message.  Without a ``publisher`` the relay only takes (a serialized listener).  It runs on
+    the relay's own thread; ``on_published()`` follows each successful publish; ``on_error(text)``
+    reports take/publish/handler failures (the relay keeps going).  Once ``context`` is shut down
+    (Ctrl-C: rclpy's signal handler shuts the context before the node is destroyed) the relay ends
+    quietly.  ``wake``:
     "auto" (eventfd where supported, else a wait set) or "wait_set".
     """
 
@@ -282,7 +296,7 @@ class SerializedRelay:
         self._context, self._subscription, self._publisher = context, subscription, publisher
         try:
             self._sub_pointer = ctypes.c_void_p(subscription.handle.pointer)
-            self._pub_pointer = ctypes.c_void_p(publisher.handle.pointer)
+            self._pub_pointer = None if publisher is None else ctypes.c_void_p(publisher.handle.pointer)
         except AttributeError as exc:       # an rclpy without the rcl handle addresses
             raise FastPathUnavailable(f"rclpy does not expose rcl handles: {exc}") from None
         self._buffer = _HeadroomBuffer(-(-headroom // 64) * 64)
@@ -333,11 +347,15 @@ class SerializedRelay:
         except Exception as exc:  # a handler bug must not kill the relay thread
             self._on_error(f"relay handler failed: {exc!r}")
             return True
-        if start is None:
+        if start is None or self._pub_pointer is None:
             return True
         out = self._out
-        out.buffer = message.buffer - headroom + start
-        out.buffer_length = out.buffer_capacity = headroom + message.buffer_length - start
+        if start.__class__ is tuple:                # another message, in the handler's memory
+            out.buffer, out.buffer_length = start
+            out.buffer_capacity = out.buffer_length
+        else:
+            out.buffer = message.buffer - headroom + start
+            out.buffer_length = out.buffer_capacity = headroom + message.buffer_length - start
         ret = libs.publish(self._pub_pointer, ctypes.byref(out), None)
         if ret == RCL_RET_OK:
             self._on_published()

@@ -40,14 +40,20 @@ def ros():
     rclpy.shutdown()
 
 
+TF_PATHS = ["fast_path", "executor"]        # /joint_states -> /tf transports: every test runs on both
+
+
 class Harness:
     """The node under test plus a probe node, spun together by one executor."""
 
     count = 0
 
-    def __init__(self, **params):
+    def __init__(self, tf_path: str = "fast_path", **params):
         Harness.count += 1
+        params.setdefault("tf_fast_path", tf_path == "fast_path")
         self.node = DescriptionNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        # the transport under test is the one in use (no silent fallback)
+        assert (self.node.tf_relay is not None) == params["tf_fast_path"]
         self.probe = rclpy.create_node(f"probe_{Harness.count}")
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
@@ -88,12 +94,12 @@ class Harness:
         self.node.destroy_node()
 
 
-@pytest.fixture
-def harness_factory():
+@pytest.fixture(params=TF_PATHS)
+def harness_factory(request):
     made = []
 
     def make(**params):
-        h = Harness(**params)
+        h = Harness(request.param, **params)
         made.append(h)
         return h
     yield make
@@ -281,3 +287,80 @@ def test_publish_default_joint_states(harness_factory, fixtures):
     h.spin_until(lambda: False, timeout=0.35)
     assert states == []
     del other
+
+
+def _expected_tf(path: Path, names: list[str], value: float) -> dict[str, tuple[str, np.ndarray]]:
+    """child -> (parent, 7 values) the model of ``path`` publishes for ``names`` all at ``value``."""
+    from robot_bridge.kinematics.state_publisher import StatePublisher
+
+    moving, _unknown = StatePublisher(load(path)).update(names, [value] * len(names))
+    return {c: (p, v) for p, c, v in zip(moving.parents, moving.children, moving.values, strict=True)}
+
+
+def test_reload_swaps_the_model_atomically_while_joint_states_flow(harness_factory, fixtures):
+    """JointStates stream from another thread while the model is swapped back and forth: every /tf
+    message is wholly one model's frames with that model's values for the message's positions."""
+    import threading
+
+    two_link = fixtures / "description" / "two_link.robot.xml"
+    models = {"two_link": two_link, "lwa3": LWA3}
+    names = ["hinge", "ball_axis0", "ball_axis1", "ball_axis2"] + \
+        [j.name for j in urdf_tree(load(LWA3))[1] if j.type != "fixed"]
+    h = harness_factory(description_file=str(two_link), publish_frequency=0.0)
+    tf, pub = _tf_and_joint_states(h)
+    stop, sent = threading.Event(), [0]
+
+    def stream():
+        k = 0
+        while not stop.is_set():
+            k += 1
+            msg = JointState(name=names, position=[0.001 * k] * len(names))
+            msg.header.stamp.sec = k
+            pub.publish(msg)
+            sent[0] = k
+            stop.wait(0.002)
+
+    sender = threading.Thread(target=stream, daemon=True)
+    sender.start()
+    try:
+        for _swap in range(3):
+            for name in ("lwa3", "two_link"):
+                ok, error = h.node.reload({"description_file": str(models[name])})
+                assert ok, error
+                mark = sent[0]
+                assert h.spin_until(lambda m=mark: any(x.transforms[0].header.stamp.sec > m + 5 for x in tf))
+    finally:
+        stop.set()
+        sender.join()
+    seen = set()
+    frames = {name: set(_expected_tf(path, names, 0.0)) for name, path in models.items()}
+    for msg in tf:
+        children = {t.child_frame_id for t in msg.transforms}
+        model = next(name for name, f in frames.items() if f == children)     # one model, whole
+        seen.add(model)
+        k = msg.transforms[0].header.stamp.sec
+        expected = _expected_tf(models[model], names, 0.001 * k)
+        for t in msg.transforms:
+            assert t.header.stamp.sec == k
+            parent, values = expected[t.child_frame_id]
+            tr, rot = t.transform.translation, t.transform.rotation
+            assert t.header.frame_id == parent
+            np.testing.assert_allclose([tr.x, tr.y, tr.z, rot.x, rot.y, rot.z, rot.w], values, atol=1e-12)
+    assert seen == {"two_link", "lwa3"}
+
+
+def test_fast_path_unavailable_falls_back_to_the_executor(monkeypatch, fixtures):
+    from robot_bridge.ros import fast_relay
+
+    def unavailable(*_args, **_kwargs):
+        raise fast_relay.FastPathUnavailable("no rcl handles in this rclpy")
+
+    monkeypatch.setattr(fast_relay, "SerializedRelay", unavailable)
+    node = DescriptionNode(parameter_overrides=[
+        Parameter("description_file", value=str(fixtures / "description" / "two_link.robot.xml"))])
+    try:
+        assert node.tf_relay is None
+        subs = [s for s in node.subscriptions if s.topic_name == "/joint_states"]
+        assert len(subs) == 1 and subs[0].callback == node._on_joint_state      # the executor's
+    finally:
+        node.destroy_node()

@@ -45,3 +45,83 @@ def test_reader_keeps_non_finite_positions_for_the_node_to_reject():
     names, positions, _sec, _nsec = read_joint_state(serialize_message(msg))
     assert list(names) == ["a", "b"]
     assert math.isnan(positions[0]) and math.isinf(positions[1])
+
+
+# -- JointStateTF: the whole hot path (read in place, compiled plan, TFMessage written in place) -------------
+from rclpy.serialization import deserialize_message  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from robot_bridge.formats import load  # noqa: E402
+from robot_bridge.kinematics.state_publisher import RateGate, StatePublisher  # noqa: E402
+from robot_bridge.ros.joint_state_tf import JointStateTF  # noqa: E402
+
+TWO_LINK_NAMES = ["hinge", "ball_axis0", "ball_axis1", "ball_axis2"]
+
+
+def _as_taken(data: bytes, headroom: int) -> memoryview:
+    """The bytes as the fast path hands them over: a writable view with headroom in front."""
+    return memoryview(bytearray(headroom) + bytearray(data))
+
+
+def _tf_values(tf: TFMessage) -> dict:
+    def values(t):
+        tr, rot = t.transform.translation, t.transform.rotation
+        return [tr.x, tr.y, tr.z, rot.x, rot.y, rot.z, rot.w]
+    return {t.child_frame_id: (t.header.frame_id, t.header.stamp.sec, t.header.stamp.nanosec, values(t))
+            for t in tf.transforms}
+
+
+@pytest.mark.parametrize("headroom", [0, 13, 64])
+@pytest.mark.parametrize("names,frame_id", [
+    (TWO_LINK_NAMES, ""),
+    (["ball_axis1", "hinge"], "odd"),                        # a subset, other order: only its rows
+    (["nope", "hinge", "ball_axis0", "hinge"], "x" * 9),     # unknown and repeated names (last wins)
+])
+def test_joint_state_tf_matches_state_publisher(fixtures, names, frame_id, headroom):
+    path = fixtures / "description" / "two_link.robot.xml"
+    ours, truth = JointStateTF(StatePublisher(load(path), "p/")), StatePublisher(load(path), "p/")
+    rng = np.random.default_rng(len(names) + headroom)
+    warnings = []
+    for k in range(3):                                   # the second message reuses the compiled plan
+        msg = _message(rng, names, 10 + k, frame_id)
+        plan = ours.process(_as_taken(serialize_message(msg), headroom), headroom, RateGate(0.0),
+                            warnings.append)
+        moving, unknown = truth.update(names, list(msg.position))
+        got = _tf_values(deserialize_message(plan.buffer.tobytes(), TFMessage))
+        assert set(got) == set(moving.children)
+        for parent, child, values in zip(moving.parents, moving.children, moving.values, strict=True):
+            assert got[child][:3] == (parent, 10 + k, msg.header.stamp.nanosec)
+            np.testing.assert_allclose(got[child][3], values, atol=1e-12)
+        assert ours.process(serialize_message(msg), 0, RateGate(0.0), warnings.append).buffer is plan.buffer
+    assert bool(unknown) == any("unknown joints (ignored): nope" in w for w in warnings)
+
+
+def test_joint_state_tf_rejects_what_would_poison_tf(fixtures):
+    state = StatePublisher(load(fixtures / "description" / "two_link.robot.xml"))
+    ours, warnings = JointStateTF(state), []
+    q = state.q.copy()
+    bad = [JointState(name=["hinge", "ball_axis0"], position=[0.1, math.nan]),
+           JointState(name=["hinge"], position=[-math.inf]),
+           JointState(name=["hinge", "ball_axis0"], position=[0.1])]
+    for msg in bad:
+        assert ours.process(serialize_message(msg), 0, RateGate(0.0), warnings.append) is None
+    assert ours.process(serialize_message(bad[0])[:-20], 0, RateGate(0.0), warnings.append) is None
+    assert np.array_equal(state.q, q)                      # nothing of them was applied
+    assert [w.split(" with ")[0].split(":")[0] for w in warnings] == [
+        "ignored a JointState", "ignored a JointState", "ignored a JointState",
+        "ignored an undecodable JointState"]
+    gated = RateGate(10.0)                                 # publish_frequency: 100 ms per joint
+    first = JointState(name=["hinge"], position=[0.2])
+    first.header.stamp.sec = 1
+    assert ours.process(serialize_message(first), 0, gated, warnings.append) is not None
+    first.header.stamp.nanosec = 50_000_000
+    assert ours.process(serialize_message(first), 0, gated, warnings.append) is None
+    assert state.q[state.index["hinge"]] == 0.2                # stored even when not published
+
+
+def test_selection_values_are_the_rows_of_all_values(fixtures):
+    state = StatePublisher(load(fixtures / "description" / "two_link.robot.xml"))
+    state.accept(TWO_LINK_NAMES, [0.3, -0.2, 0.7, 1.1])
+    for names in (TWO_LINK_NAMES, ["ball_axis2"], ["ball_axis1", "hinge"], []):
+        sel = state.selection(names)
+        np.testing.assert_allclose(state.selection_values(sel), state._values()[sel.rows], atol=1e-15)

@@ -24,7 +24,7 @@ from robot_bridge.ros.tf import matrix  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
 from cases import all_cases  # noqa: E402
-from test_description import Harness  # noqa: E402
+from test_description import TF_PATHS, Harness  # noqa: E402
 
 RELOAD_CASES = [c for c in all_cases() if c.expect is not None and c.fmt != "srdf"
                 and "100MB" not in c.id and "zip" not in c.id]
@@ -37,12 +37,12 @@ def ros():
     rclpy.shutdown()
 
 
-@pytest.fixture
-def harness(fixtures, tmp_path):
+@pytest.fixture(params=TF_PATHS)
+def harness(request, fixtures, tmp_path):
     work = tmp_path / "live" / "robot.robot.xml"
     work.parent.mkdir()
     shutil.copy(fixtures / "description" / "two_link.robot.xml", work)
-    h = Harness(description_file=str(work), publish_frequency=0.0)
+    h = Harness(request.param, description_file=str(work), publish_frequency=0.0)
     h.work = work
     yield h
     h.close()

@@ -77,3 +77,22 @@ def test_relay_edits_drops_reports_and_stops(ros_process, wait_for, wake):
     before = len(received)
     driver.publish(String(data="after close"))
     assert not wait_for(lambda: len(received) > before, timeout=0.5)
+
+
+def test_relay_without_publisher_only_takes(ros_process, wait_for):
+    side, subscription, _publisher, driver, received, taken_by_executor = relay_pair(ros_process)
+    taken, published = [], []
+
+    def record(view, offset):
+        taken.append(bytes(view[offset + STRING_AT:-1]).decode())
+        return offset                              # would be published, if there were a publisher
+
+    relay = SerializedRelay(subscription, None, record, context=side.context, headroom=0,
+                            on_error=pytest.fail, on_published=lambda: published.append(1))
+    try:
+        sent = iter(range(10**6))
+        assert wait_for(lambda: taken or driver.publish(String(data=f"m{next(sent)}")))
+        assert all(t.startswith("m") for t in taken)
+        assert received == [] and published == [] and taken_by_executor == []
+    finally:
+        relay.close()

@@ -1,0 +1,207 @@
+"""Serialized JointState in, serialized TFMessage out: the description node's /tf hot path.
+
+One implementation for both of the node's transports (the fast path's relay thread hands over its
+reused take buffer, the executor fallback a raw subscription's ``bytes``):
+
+- the JointState is read in place (little-endian XCDR1, what Fast DDS and Cyclone DDS hand over):
+  header.stamp, the name sequence and position.  A stream repeats its name list, so the bytes of the
+  name sequence (self-delimiting: count, then length-prefixed strings) are compared with the previous
+  message's (padding bytes masked out: serializers leave them uninitialised) instead of being decoded;
+  a new name list is decoded once and compiled into a ``_Plan``
+  (the ``StatePublisher`` selection: fields -> DOF slots, rows to publish, their block product);
+  other encodings go through rclpy's deserializer;
+- the TFMessage of the plan's frames is serialized once by rclpy with sentinel values
+  (``TFBatchBuilder._template``: rclpy's layout, no hand-written CDR) into a buffer the plan keeps;
+  a message then writes its 7 doubles per frame and the stamps in place, two numpy scatters.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..kinematics.state_publisher import RateGate, StatePublisher
+from .tf import TFBatchBuilder
+
+MAX_PLANS = 64                  # distinct name lists remembered (bounded memory)
+_HEADER = struct.Struct("<iII")  # stamp sec, nanosec, frame_id length (incl. NUL)
+_UINT32 = struct.Struct("<I")
+
+
+class _Plan:
+    """One JointState name list compiled for one model, with its reused TFMessage buffer."""
+
+    __slots__ = ("names", "key", "mask", "key_len", "selection", "buffer", "span", "values", "value_index",
+                 "stamps", "stamp_index", "direct_fields", "zeros")
+
+    def __init__(self, names: tuple[str, ...], state: StatePublisher):
+        self.names = names
+        # the name sequence's CDR bytes as an int, alignment padding masked out
+        key, mask = bytearray(_UINT32.pack(len(names))), bytearray(b"\xff" * 4)
+        for n in names:
+            if len(key) % 4:
+                pad = -len(key) & 3
+                key += bytes(pad)
+                mask += bytes(pad)
+            field = _UINT32.pack(len(n.encode()) + 1) + n.encode() + b"\0"
+            key += field
+            mask += b"\xff" * len(field)
+        self.key_len = len(key)
+        self.mask = int.from_bytes(mask, "little")
+        self.key = int.from_bytes(key, "little")
+        self.zeros = np.zeros(len(names))
+        sel = self.selection = state.selection(names)
+        # positions copied straight into the DOF vector when the message lists exactly its slots in order
+        self.direct_fields = bool(len(sel.fields)) and len(sel.fields) == len(names) \
+            and bool((sel.fields == np.arange(len(names))).all())
+        self.buffer = self.span = None
+        if not len(sel.rows):
+            return
+        data, value_idx, stamp_idx, order = TFBatchBuilder._template(sel.parents, sel.children)
+        self.buffer = data                              # uint8, owned here: its address is published
+        self.span = (data.ctypes.data, len(data))
+        starts = value_idx[::8]
+        if order == "<" and not ((starts - 4) % 8).any() and not (stamp_idx[:, 0] % 4).any():
+            # aligned as CDR aligns them relative to the body (offset 4): typed views, index per value
+            self.values = np.frombuffer(data, "<f8", (len(data) - 4) // 8, 4)
+            self.value_index = (starts - 4) // 8
+            self.stamps = np.frombuffer(data, "<u4", len(data) // 4)
+            self.stamp_index = np.stack([stamp_idx[:, 0] // 4, stamp_idx[:, 0] // 4 + 1], axis=1)
+        else:                                           # big-endian template: byte scatters
+            self.values = self.stamps = None
+            self.value_index, self.stamp_index = value_idx, stamp_idx
+
+
+class JointStateTF:
+    """Compiled JointState -> /tf of one loaded model (``state``); not thread safe (one caller)."""
+
+    def __init__(self, state: StatePublisher):
+        self.state = state
+        self._plans: dict[tuple[str, ...], _Plan] = {}
+        self._last: Optional[_Plan] = None
+
+    def process(self, data, start: int, gate: RateGate, warn: Callable[[str], None]) -> Optional[_Plan]:
+        """Apply the serialized JointState at ``data[start:]``; the plan whose ``buffer`` (``span``:
+        address, length) now holds the /tf message to publish, or None (nothing to publish).
+        ``warn(text)`` reports what was ignored."""
+        try:
+            plan, positions, sec, nanosec = self._read(data, start, warn)
+        except Exception as exc:          # undecodable bytes: nothing to publish
+            warn(f"ignored an undecodable JointState: {exc}")
+            return None
+        if plan is None:
+            return None
+        if positions.dot(plan.zeros) != 0.0:      # NaN/inf (x * 0 is NaN) would poison /tf
+            warn("ignored a JointState with non-finite positions")
+            return None
+        state, sel = self.state, plan.selection
+        if plan.direct_fields:
+            state.q[sel.slots] = positions
+        else:
+            state.q[sel.slots] = positions[sel.fields]
+        state.kinematics.apply_mimic(state.q)
+        if sel.unknown:
+            warn(f"JointState names unknown joints (ignored): {', '.join(sel.unknown)}")
+        if plan.buffer is None or not gate.admit(plan.names, sec * 1_000_000_000 + nanosec):
+            return None
+        values = state.selection_values(sel)
+        if plan.values is not None:
+            plan.values[plan.value_index] = values.reshape(-1)
+            plan.stamps[plan.stamp_index] = (sec & 0xFFFFFFFF, nanosec)    # int32 sec, uint32 nanosec
+        else:
+            plan.buffer[plan.value_index] = np.asarray(values, ">f8").view(np.uint8).reshape(-1)
+            plan.buffer[plan.stamp_index] = np.frombuffer(struct.pack(">iI", sec, nanosec), np.uint8)
+        return plan
+
+    def _read(self, data, start: int, warn: Callable[[str], None]):
+        """(plan, positions, sec, nanosec); plan None after a warning."""
+        if data[start] != 0 or data[start + 1] != 1:          # not little-endian XCDR1
+            return self._read_generic(bytes(data[start:]), warn)
+        sec, nanosec, frame_len = _HEADER.unpack_from(data, start + 4)
+        at = 16 + frame_len
+        at += -at & 3
+        names_at = start + at
+        plan = self._last
+        if plan is None or int.from_bytes(data[names_at:names_at + plan.key_len], "little") & plan.mask \
+                != plan.key:
+            plan = self._plan_at(data, names_at)
+        at += plan.key_len
+        at += -at & 3
+        (count,) = _UINT32.unpack_from(data, start + at)
+        at += 4
+        at += -(at - 4) & 7
+        if count != len(plan.names):
+            warn(f"ignored a JointState with {len(plan.names)} names and {count} positions")
+            return None, None, 0, 0
+        if start + at + 8 * count > len(data):
+            raise ValueError("JointState positions run past the end of the message")
+        return plan, np.frombuffer(data, "<f8", count, start + at), sec, nanosec
+
+    def _plan_at(self, data, names_at: int) -> _Plan:
+        """The plan of the name sequence at ``data[names_at:]`` (decoded once per distinct list)."""
+        (count,) = _UINT32.unpack_from(data, names_at)
+        at, names = names_at + 4, []
+        for _ in range(count):
+            at += -(at - names_at) & 3
+            (length,) = _UINT32.unpack_from(data, at)
+            if length == 0 or at + 4 + length > len(data):
+                raise ValueError("JointState name runs past the end of the message")
+            names.append(bytes(data[at + 4:at + 3 + length]).decode())
+            at += 4 + length
+        return self._plan(tuple(names))
+
+    def _plan(self, names: tuple[str, ...]) -> _Plan:
+        plan = self._plans.get(names)
+        if plan is None:
+            if len(self._plans) >= MAX_PLANS:
+                self._plans.clear()
+            plan = self._plans[names] = _Plan(names, self.state)
+        self._last = plan
+        return plan
+
+    def _read_generic(self, data: bytes, warn: Callable[[str], None]):
+        """Any other encoding, through rclpy."""
+        names, positions, sec, nanosec = read_joint_state(data)
+        if len(names) != len(positions):
+            warn(f"ignored a JointState with {len(names)} names and {len(positions)} positions")
+            return None, None, 0, 0
+        plan = self._plan(names)
+        return plan, positions, sec, nanosec
+
+
+def read_joint_state(data: bytes) -> tuple[tuple[str, ...], np.ndarray, int, int]:
+    """(names, positions, stamp sec, stamp nanosec) of a serialized JointState.
+
+    Little-endian XCDR1 is read in place -- header.stamp, header.frame_id, name (strings: uint32 length
+    incl. NUL, chars, each aligned to 4), position (uint32 count, doubles aligned to 8 from the body
+    start); anything else goes through rclpy.
+    """
+    if data[:2] == b"\x00\x01":
+        try:
+            sec, nanosec, frame_len = _HEADER.unpack_from(data, 4)
+            pos = 16 + frame_len
+            pos += -pos & 3
+            (count,) = _UINT32.unpack_from(data, pos)
+            pos += 4
+            names = []
+            for _ in range(count):
+                pos += -pos & 3
+                (length,) = _UINT32.unpack_from(data, pos)
+                names.append(data[pos + 4:pos + 3 + length].decode())
+                pos += 4 + length
+            pos += -pos & 3
+            (count,) = _UINT32.unpack_from(data, pos)
+            pos += 4
+            pos += -(pos - 4) & 7
+            if pos + 8 * count <= len(data):
+                return tuple(names), np.frombuffer(data, "<f8", count, pos), sec, nanosec
+        except (struct.error, UnicodeDecodeError):
+            pass
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+
+    msg = deserialize_message(data, JointState)     # other encodings; raises on garbage
+    return tuple(msg.name), np.asarray(msg.position, dtype=float), msg.header.stamp.sec, \
+        msg.header.stamp.nanosec
