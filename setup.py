@@ -64,6 +64,7 @@ setup(
             "description_node = robot_bridge.nodes.description:main",
             "sensor_bridge_node = robot_bridge.nodes.sensor_bridge:main",
             "controller_node = robot_bridge.nodes.controller:main",
+            "world_node = robot_bridge.nodes.world:main",
             "robot-bridge = robot_bridge.cli.main:main",
         ],
     },

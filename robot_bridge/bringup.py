@@ -39,6 +39,8 @@ ARGUMENTS = [
     ("frame_prefix", "", "Prefix of every TF frame and sensor frame_id"),
     ("use_sim_time", "false", "Use /clock for every node"),
     ("rviz", "false", "Also start rviz2 with config/robot_bridge.rviz"),
+    ("objects", "", "Object mapping YAML (detection class ids -> body files); given: also start world_node, "
+                    "which turns vision_msgs/Detection3DArray on `detections` into environment bodies"),
 ]
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
 
@@ -64,6 +66,7 @@ class Options:
     frame_prefix: str = ""
     use_sim_time: bool = False
     rviz: bool = False
+    objects: str = ""
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -206,6 +209,11 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
                  remappings=(("/joint_states", "joint_states"),),
                  factory="robot_bridge.nodes.controller:ControllerNode"),
     ]
+    if o.objects:
+        specs.append(NodeSpec(PACKAGE, "world_node", "world_node", ns,
+                              params("world_node", "world.yaml", objects_file=o.objects,
+                                     frame_prefix=o.frame_prefix),
+                              factory="robot_bridge.nodes.world:WorldNode"))
     if o.rviz:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),
                               arguments=("-d", str(config_file(RVIZ_CONFIG)))))

@@ -23,10 +23,10 @@ def by_name(specs):
 
 def schema(spec: bringup.NodeSpec) -> dict:
     """name -> default of every parameter the node declares (sensor parameters for the default robot)."""
-    from robot_bridge.nodes import controller, description, sensor_bridge
+    from robot_bridge.nodes import controller, description, sensor_bridge, world
 
     module = {"description_node": description, "sensor_bridge": sensor_bridge,
-              "controller_node": controller}[spec.name]
+              "controller_node": controller, "world_node": world}[spec.name]
     declared = {name: default for name, default, _ in module.PARAMETERS}
     if spec.name == "sensor_bridge":
         for sensor in ("base_laser", "wrist_camera", "wrist_imu"):
@@ -53,6 +53,17 @@ def test_default_node_set():
     assert c.parameters["hardware"] == "sim"
     # the controller's absolute /joint_states joins its listeners' namespace
     assert c.remappings == (("/joint_states", "joint_states"),)
+
+
+def test_objects_argument_starts_world_node():
+    assert "world_node" not in by_name(bringup.node_set())           # off by default
+    options = bringup.Options.from_strings({"objects": "/m/objects.yaml", "namespace": "r",
+                                            "frame_prefix": "r/"})
+    w = by_name(bringup.node_set(options))["world_node"]
+    assert (w.package, w.executable, w.namespace) == ("robot_bridge", "world_node", "/r")
+    assert w.parameters["objects_file"] == "/m/objects.yaml" and w.parameters["frame_prefix"] == "r/"
+    assert w.parameters["publish_rate"] == 10.0                        # from config/world.yaml
+    assert w.factory == "robot_bridge.nodes.world:WorldNode"
 
 
 def test_yaml_values_are_used_and_arguments_override_them():
@@ -119,7 +130,8 @@ def test_invalid_arguments(values, message):
 
 @pytest.mark.parametrize("mode", ["sim", "real"])
 def test_every_parameter_is_declared_by_its_node_with_the_same_type(mode):
-    for spec in bringup.node_set(bringup.Options(mode=mode, namespace="n", frame_prefix="p/")):
+    options = bringup.Options(mode=mode, namespace="n", frame_prefix="p/", objects="/o.yaml")
+    for spec in bringup.node_set(options):
         declared = schema(spec)
         for name, value in spec.parameters.items():
             assert name in declared, f"{spec.name}: {name} is not a parameter of the node"

@@ -138,3 +138,62 @@ def robot_markers(robot: Robot, prefix: str, stamp) -> MarkerArray:
         elif s.type == "laser":
             b.lines("sensor", frames.sensor_frame(s, prefix), laser_fan(s.params), SENSOR_COLOR)
     return MarkerArray(markers=b.markers)
+
+
+def body_markers(body: Robot, frame: str, ns: str, stamp, alpha: float | None = None) -> list[Marker]:
+    """The geometry of a body (visuals, else collisions, of every link at its initial pose) as markers in
+    ``frame`` -- the frame the body file's own frame is published as.  Primitives become CUBE / SPHERE /
+    CYLINDER, meshes MESH_RESOURCE (file://) or, when inline, TRIANGLE_LIST; ids count from 0 in ``ns``."""
+    from ..kinematics.fk import KinematicModel
+    from ..model import Box, Cylinder, Mesh, Sphere
+
+    b = _Builder(stamp)
+    b.markers = []
+    poses = KinematicModel(body).link_poses()
+    for link in body.links.values():
+        for geom in (link.visuals or link.collisions):
+            if not geom.visible:
+                continue
+            s = geom.shape
+            at = body.placement @ poses[link.name] @ geom.origin
+            if isinstance(s, Box):
+                m = b.add(ns, frame, Marker.CUBE, geom.material.rgba, scale=s.size, alpha=alpha)
+            elif isinstance(s, Sphere):
+                d = 2.0 * float(s.radius)
+                m = b.add(ns, frame, Marker.SPHERE, geom.material.rgba, scale=(d, d, d), alpha=alpha)
+            elif isinstance(s, Cylinder):
+                d = 2.0 * float(s.radius)
+                m = b.add(ns, frame, Marker.CYLINDER, geom.material.rgba, scale=(d, d, s.length), alpha=alpha)
+            elif isinstance(s, Mesh) and s.vertices is not None and s.triangles is not None:
+                scale = np.broadcast_to(np.asarray(s.scale, dtype=float).reshape(-1), 3)
+                vertices = np.asarray(s.vertices, dtype=float) * scale
+                m = b.add(ns, frame, Marker.TRIANGLE_LIST, geom.material.rgba,
+                          points=vertices[np.asarray(s.triangles).reshape(-1)], alpha=alpha)
+            elif isinstance(s, Mesh) and s.path:
+                scale = np.broadcast_to(np.asarray(s.scale, dtype=float).reshape(-1), 3)
+                m = b.add(ns, frame, Marker.MESH_RESOURCE, geom.material.rgba, scale=scale, alpha=alpha)
+                m.mesh_resource = "file://" + str(s.path)
+            else:
+                continue
+            _set_pose(m, at)
+            b.markers.append(m)
+    return b.markers
+
+
+def _set_pose(marker: Marker, matrix: np.ndarray) -> None:
+    from ..model.transform import to_quat_xyzw
+
+    p, q = marker.pose.position, marker.pose.orientation
+    p.x, p.y, p.z = (float(v) for v in matrix[:3, 3])
+    q.x, q.y, q.z, q.w = (float(v) for v in to_quat_xyzw(matrix))
+
+
+def delete_markers(frame: str, ns: str, count: int, stamp) -> list[Marker]:
+    """DELETE markers for ids 0..count-1 of ``ns``."""
+    out = []
+    for i in range(count):
+        m = Marker(action=Marker.DELETE, ns=ns, id=i)
+        m.header.frame_id = frame
+        m.header.stamp = stamp
+        out.append(m)
+    return out

@@ -15,8 +15,8 @@ the body files are OpenRAVE XML or COLLADA and lie inside the allowed roots (pas
 ``search_path``); the environment is empty when no object is seen (formats.load refuses an environment
 without bodies: check :func:`read_xml` or the YAML first).  ``class`` is ignored by OpenRAVE readers.
 
-YAML (``~/objects_yaml``): ``{frame, stamp, objects: [{name, class, file, static, pose: 4x4 rows,
-translation, quaternion_xyzw}]}``.
+YAML (``~/objects_yaml``): ``{frame, stamp, objects: [{name, class, file, static, last_seen, detections,
+translation, quaternion_xyzw, pose: 4x4 rows}]}`` (times: seconds of the node's clock).
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ def to_yaml(objects: Iterable, frame: str = "world", stamp: float | None = None)
         pose = np.asarray(obj.pose, dtype=float)
         items.append({"name": obj.name, "class": obj.class_id, "file": obj.file,
                       "static": bool(getattr(obj, "static", False)),
+                      "last_seen": float(getattr(obj, "last_seen", 0.0)),
+                      "detections": int(getattr(obj, "detections", 0)),
                       "translation": [float(v) for v in pose[:3, 3]],
                       "quaternion_xyzw": [float(v) for v in to_quat_xyzw(pose)],
                       "pose": [[float(v) for v in row] for row in pose]})
