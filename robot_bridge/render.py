@@ -26,6 +26,10 @@ CYLINDER_SECTIONS = 24
 MAX_EDGE = 0.06       # m: primitives are subdivided so that matplotlib's per-face depth sort stays right
 
 
+class NothingToDraw(ValueError):
+    """No shape of the robot or its environment could be drawn (every mesh failed, or no geometry)."""
+
+
 def parse_joint_values(items: Sequence[str], robot: Robot) -> dict[str, list[float]]:
     """``["j1=0.5", "ball=0,0.1,0"]`` -> {joint: values}; names and value counts are checked."""
     values: dict[str, list[float]] = {}
@@ -114,7 +118,9 @@ def render(robot: Robot, output: str | Path, joints: Optional[Mapping[str, objec
 
     ``points`` (N, 3) world points (e.g. laser hits) are drawn in red, with faint rays from
     ``points_origin`` when given.  The view looks from the environment's ``<camtrans>`` when it has one;
-    ``top_view`` adds a second panel seen from above.  Returns the written path.
+    ``top_view`` adds a second panel seen from above.  Returns the written path.  Raises
+    :class:`NothingToDraw` (nothing written) when no shape at all can be drawn; the scene's
+    ``warnings`` say why.
     """
     import matplotlib
 
@@ -126,6 +132,9 @@ def render(robot: Robot, output: str | Path, joints: Optional[Mapping[str, objec
         scene = Scene(robot, backend="numpy")
     scene.set_joint_positions(joints or {})
     drawn = scene_triangles(scene)
+    if not drawn and (points is None or not len(points)):
+        reasons = f": {len(scene.warnings)} warning(s), first: {scene.warnings[0]}" if scene.warnings else ""
+        raise NothingToDraw(f"nothing to draw: {robot.name!r} has no geometry that could be loaded{reasons}")
     tris = np.concatenate([t for _, t in drawn]) if drawn else np.zeros((0, 3, 3))
     colours = np.concatenate([np.tile(shape.rgb, (len(t), 1)) for shape, t in drawn]) if drawn \
         else np.zeros((0, 3))

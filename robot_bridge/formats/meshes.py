@@ -15,6 +15,12 @@ use (see the OpenRAVE corpus models):
 
 Everything else (materials, normals, hints) is ignored: only geometry matters
 here.  Binary Inventor files are refused with a clear error.
+
+This module is the one mesh loader: the URDF writer, the sensor simulation
+scene and ``robot-bridge render`` all read mesh geometry through
+:func:`load_triangles` / :func:`mesh_arrays`.  Every failure, including paths the
+OS refuses (too long, a directory, unreadable, a broken link), is a typed
+:class:`~robot_bridge.errors.DescriptionError` naming the file.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import MissingFileError, SchemaError, UnsupportedFormatError
+from ..errors import DescriptionError, MissingFileError, SchemaError, UnsupportedFormatError
 from ..model import transform as tf
 
 INVENTOR_SUFFIXES = (".iv", ".wrl", ".vrml")
@@ -291,9 +297,7 @@ class _Collector:
         return (tf.translation(trans + center) @ r @ np.diag([*scale, 1.0]) @ tf.translation(-center))
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
-        if not self.file.is_file():
-            raise MissingFileError("mesh file not found", file=str(self.file))
-        data = self.file.read_bytes()
+        data = read_mesh_bytes(self.file)
         head = data[:64].decode("latin-1")
         if "binary" in head.split("\n", 1)[0]:
             raise UnsupportedFormatError("binary Inventor files are not supported (convert to ASCII)",
@@ -308,6 +312,32 @@ class _Collector:
         return np.vstack(self.vertices), np.vstack(self.triangles)
 
 
+def os_refusal(path: Path, exc: OSError, what: str = "mesh file") -> DescriptionError:
+    """A typed error for a path the OS refused (too long, a directory, unreadable, a broken link)."""
+    reason = exc.strerror or exc.__class__.__name__
+    if isinstance(exc, FileNotFoundError):
+        broken = " (broken symbolic link)" if _is_link(path) else ""
+        return MissingFileError(f"{what} not found{broken}", file=str(path))
+    return MissingFileError(f"{what} cannot be read: {reason}", file=str(path))
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return path.is_symlink()
+    except OSError:
+        return False
+
+
+def read_mesh_bytes(path: Path) -> bytes:
+    """The bytes of a mesh file; OS refusals become :class:`MissingFileError`."""
+    try:
+        if path.is_dir():
+            raise MissingFileError("mesh path is a directory, not a file", file=str(path))
+        return path.read_bytes()
+    except OSError as exc:
+        raise os_refusal(path, exc) from None
+
+
 def read_inventor(path) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (N x 3, metres when the file says its units) and triangles (M x 3) of an
     Inventor/VRML ASCII file, all transforms applied."""
@@ -320,17 +350,41 @@ def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
     if p.suffix.lower() in INVENTOR_SUFFIXES:
         vertices, triangles = read_inventor(p)
     else:
+        import io
+
         import trimesh
 
-        if not p.is_file():
-            raise MissingFileError("mesh file not found", file=str(p))
+        data = read_mesh_bytes(p)
         try:
-            mesh = trimesh.load(str(p), force="mesh")
+            mesh = trimesh.load(io.BytesIO(data), file_type=p.suffix.lower().lstrip(".") or None,
+                                force="mesh", resolver=trimesh.resolvers.FilePathResolver(p))
         except Exception as exc:       # trimesh raises many types for unreadable files
             raise UnsupportedFormatError(f"cannot read mesh: {exc}", file=str(p)) from None
-        vertices, triangles = np.asarray(mesh.vertices, dtype=float), np.asarray(mesh.faces, dtype=np.int64)
+        vertices = np.asarray(getattr(mesh, "vertices", np.zeros((0, 3))), dtype=float).reshape(-1, 3)
+        triangles = np.asarray(getattr(mesh, "faces", np.zeros((0, 3))), dtype=np.int64).reshape(-1, 3)
     if scale is not None:
-        vertices = vertices * np.asarray(scale, dtype=float).reshape(-1)
+        vertices = vertices * _scale3(scale)
+    return vertices, triangles
+
+
+def _scale3(scale) -> np.ndarray:
+    s = np.asarray(scale, dtype=float).reshape(-1)
+    return np.full(3, s[0]) if s.size == 1 else s
+
+
+def mesh_arrays(mesh, scaled: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices and triangles of a model :class:`~robot_bridge.model.Mesh`: its inline data, else its
+    file through :func:`load_triangles`; ``scaled`` applies ``mesh.scale``.  A mesh whose file was
+    not found, or cannot be read, raises a :class:`DescriptionError` naming it."""
+    if mesh.vertices is not None and mesh.triangles is not None:
+        vertices = np.asarray(mesh.vertices, dtype=float).reshape(-1, 3)
+        triangles = np.asarray(mesh.triangles, dtype=np.int64).reshape(-1, 3)
+    elif mesh.path is None:
+        raise MissingFileError(f"mesh {mesh.uri!r} was not found")
+    else:
+        vertices, triangles = load_triangles(mesh.path)
+    if scaled:
+        vertices = vertices * _scale3(mesh.scale)
     return vertices, triangles
 
 

@@ -4,8 +4,10 @@
 collision geometry) of the robot and of every body in ``robot.environment``;
 ``set_joint_positions`` moves the robot's links by forward kinematics
 (``robot.placement`` maps the root link into the world); ``cast`` returns the
-first hit of each ray.  Primitives are intersected analytically, meshes with
-:class:`~robot_bridge.sim.raycast.TriangleMesh`; rays are brought into each
+first hit of each ray.  Primitives are intersected analytically, meshes (read by the one mesh loader,
+:func:`robot_bridge.formats.meshes.mesh_arrays`, so VRML/Inventor too) with
+:class:`~robot_bridge.sim.raycast.TriangleMesh`; a mesh that cannot be loaded is
+one entry in ``warnings`` and invisible; rays are brought into each
 shape's own frame, so moving links never rebuild an acceleration structure.
 """
 
@@ -17,6 +19,8 @@ from typing import Iterable, Mapping, Optional
 
 import numpy as np
 
+from ..errors import DescriptionError
+from ..formats import meshes
 from ..kinematics.fk import KinematicModel
 from ..kinematics.frames import optical_offset
 from ..model import AttachedSensor, Box, Cylinder, Geometry, Mesh, Robot, Sphere
@@ -44,24 +48,6 @@ class Hits:
     distance: np.ndarray     # (N,) metres along the unit ray, inf where nothing was hit
     shape: np.ndarray        # (N,) index into Scene.shapes, -1 where nothing was hit
     normal: Optional[np.ndarray]   # (N, 3) world-frame unit surface normal facing the ray (if asked)
-
-
-def _mesh_arrays(mesh: Mesh, warn) -> Optional[tuple[np.ndarray, np.ndarray]]:
-    scale = np.asarray(mesh.scale, dtype=float).reshape(-1)
-    scale = np.full(3, scale[0]) if scale.size == 1 else scale
-    if mesh.vertices is not None and mesh.triangles is not None:
-        return np.asarray(mesh.vertices, dtype=float) * scale, np.asarray(mesh.triangles, dtype=np.int64)
-    if mesh.path is None:
-        warn(f"mesh {mesh.uri!r} was not found; it is invisible to simulated sensors")
-        return None
-    import trimesh
-
-    try:
-        loaded = trimesh.load(mesh.path, force="mesh", process=False)
-    except Exception as exc:  # trimesh raises many types for unreadable files
-        warn(f"mesh {mesh.path!r} could not be loaded ({exc}); it is invisible to simulated sensors")
-        return None
-    return np.asarray(loaded.vertices, dtype=float) * scale, np.asarray(loaded.faces, dtype=np.int64)
 
 
 class Scene:
@@ -105,12 +91,22 @@ class Scene:
             return Shape(body, link, geom, "cylinder", bound_radius=float(np.hypot(s.radius, 0.5 * s.length)))
         if isinstance(s, Mesh):
             key = (s.path, s.uri, tuple(np.ravel(s.scale)), id(s.vertices), id(s.triangles))
-            mesh = cache.get(key)
+            if key not in cache:
+                cache[key] = None                    # warned once per mesh, however many links use it
+                try:
+                    vertices, triangles = meshes.mesh_arrays(s)
+                except DescriptionError as exc:
+                    self._warn(f"mesh {s.uri!r} cannot be loaded ({exc}); it is invisible to simulated "
+                               "sensors and pictures")
+                else:
+                    if len(triangles):
+                        cache[key] = raycast.TriangleMesh(vertices, triangles, backend=self.backend)
+                    else:
+                        self._warn(f"mesh {s.uri!r} has no triangles; it is invisible to simulated sensors "
+                                   "and pictures")
+            mesh = cache[key]
             if mesh is None:
-                arrays = _mesh_arrays(s, self._warn)
-                if arrays is None:
-                    return None
-                mesh = cache[key] = raycast.TriangleMesh(*arrays, backend=self.backend)
+                return None
             radius = float(np.linalg.norm(mesh.vertices, axis=1).max()) if len(mesh.vertices) else 0.0
             return Shape(body, link, geom, "mesh", mesh=mesh, bound_radius=radius)
         self._warn(f"{body}/{link}: geometry {type(s).__name__} is not simulated")

@@ -101,3 +101,36 @@ def test_cli_input_errors_exit_2(tmp_path, capsys):
     broken.write_text("<Robot><KinBody>")
     assert cli(["render", str(broken), "-o", str(tmp_path / "y.png")]) == 2
     assert "broken.robot.xml" in capsys.readouterr().err
+
+
+VRML_BOT = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "vrml" / "vrml_bot.robot.xml"
+
+
+def test_cli_draws_a_robot_whose_only_geometry_is_vrml(tmp_path, capsys):
+    from matplotlib.image import imread
+
+    out = tmp_path / "vrml.png"
+    assert cli(["render", str(VRML_BOT), "-o", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    rgb = imread(out)[..., :3]
+    # the arm (arm.wrl) is orange (0.8, 0.4, 0.1), the base (base.wrl) blue (0.2, 0.3, 0.6): shaded,
+    # they are the only strongly orange / blue pixels (background, panes and labels are white, grey, black)
+    orange = (rgb[..., 0] - rgb[..., 2] > 0.3) & (rgb[..., 1] < 0.75 * rgb[..., 0])
+    blue = (rgb[..., 2] - rgb[..., 0] > 0.2) & (rgb[..., 1] < rgb[..., 2])
+    assert orange.sum() > 2000 and blue.sum() > 500, (orange.sum(), blue.sum())
+
+
+def test_cli_exits_2_when_nothing_can_be_drawn(tmp_path, capsys):
+    (tmp_path / "bad.wrl").write_text("#VRML V2.0 utf8\n"
+                                      "Shape { geometry IndexedFaceSet { coordIndex [ 0 1 2 ] } }\n")
+    robot = tmp_path / "bad.robot.xml"
+    robot.write_text('<Robot name="bad"><KinBody name="bad"><Body name="b">'
+                     '<Geom type="trimesh"><data>bad.wrl</data></Geom></Body></KinBody></Robot>')
+    out = tmp_path / "bad.png"
+    assert cli(["render", str(robot), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "warning: mesh 'bad.wrl' cannot be loaded" in err and "out of range" in err
+    reason = [line for line in err.splitlines() if line.startswith("robot-bridge render: error:")]
+    assert len(reason) == 1 and "nothing to draw" in reason[0]
+    assert not out.exists()

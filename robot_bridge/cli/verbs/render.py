@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from ...formats import load
-    from ...render import parse_joint_values, render
+    from ...render import NothingToDraw, parse_joint_values, render
+    from ...sim import Scene
 
     robot = load(args.file, search_path=args.search_path or None)
     try:
@@ -31,6 +32,14 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"robot-bridge render: error: {err}", file=sys.stderr)
         return 2
-    path = render(robot, args.output, joints, view=tuple(args.view) if args.view else None, top_view=args.top)
+    scene = Scene(robot, backend="numpy")
+    for warning in robot.warnings + scene.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    try:
+        path = render(robot, args.output, joints, view=tuple(args.view) if args.view else None,
+                      top_view=args.top, scene=scene)
+    except NothingToDraw as err:
+        print(f"robot-bridge render: error: {err}", file=sys.stderr)
+        return 2
     print(f"{path}: {robot.name}, {len(robot.links)} links, {len(robot.environment)} environment bodies")
     return 0
