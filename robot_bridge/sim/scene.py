@@ -65,16 +65,63 @@ class Scene:
             self.bodies[body.name] = body
         self.models = {name: KinematicModel(body) for name, body in self.bodies.items()}
         self.shapes: list[Shape] = []
-        mesh_cache: dict[tuple, raycast.TriangleMesh] = {}
+        self._mesh_cache: dict[tuple, raycast.TriangleMesh] = {}
         for name, body in self.bodies.items():
-            for link in body.links.values():
-                for geom in (link.collisions or link.visuals):
-                    shape = self._shape(name, link.name, geom, mesh_cache)
-                    if shape is not None:
-                        self.shapes.append(shape)
+            self.shapes += self._body_shapes(name, body)
         self._link_poses: dict[str, dict[str, np.ndarray]] = {}
         for name in self.bodies:
             self.set_joint_positions({}, body=name)
+        self._objects: dict[str, tuple[Robot, np.ndarray]] = {}     # bodies added by set_objects
+
+    def _body_shapes(self, name: str, body: Robot) -> list[Shape]:
+        shapes = []
+        for link in body.links.values():
+            for geom in (link.collisions or link.visuals):
+                shape = self._shape(name, link.name, geom, self._mesh_cache)
+                if shape is not None:
+                    shapes.append(shape)
+        return shapes
+
+    # -- bodies that come and go (detected objects) ----------------------------------------------------
+    def set_objects(self, objects: Mapping[str, tuple[Robot, np.ndarray]]) -> tuple[list, list, list]:
+        """Make the scene's detected objects exactly ``objects`` (name -> (body, pose of the body file's
+        frame in the world)): new names are added, known ones moved (or replaced when their body changed),
+        missing ones removed.  Only bodies added here are touched; a name taken by the robot or its
+        environment is refused (ValueError).  Returns (added, moved, removed) names."""
+        clash = sorted(n for n in objects if n in self.bodies and n not in self._objects)
+        if clash:
+            raise ValueError(f"object names already used by the scene's bodies: {', '.join(clash)}")
+        added, moved, removed = [], [], []
+        gone = [n for n in self._objects if n not in objects or objects[n][0] is not self._objects[n][0]]
+        for name in gone:
+            self._remove_body(name)
+            if name not in objects:
+                removed.append(name)
+        for name, (body, pose) in objects.items():
+            pose = np.array(pose, dtype=float)
+            if name not in self._objects:
+                placed = copy.copy(body)                 # the same links, placed at the object's pose
+                placed.placement = pose @ body.placement
+                self.bodies[name] = placed
+                self.models[name] = KinematicModel(placed)
+                self.shapes += self._body_shapes(name, placed)
+                self._objects[name] = (body, pose)
+                self.set_joint_positions({}, body=name)
+                added.append(name)
+            elif not np.array_equal(pose, self._objects[name][1]):
+                placed = copy.copy(body)                 # a new object: snapshots keep the old placement
+                placed.placement = pose @ body.placement
+                self.bodies[name] = placed
+                self.models[name] = KinematicModel(placed)
+                self._objects[name] = (body, pose)
+                self.set_joint_positions({}, body=name)
+                moved.append(name)
+        return added, moved, removed
+
+    def _remove_body(self, name: str) -> None:
+        del self.bodies[name], self.models[name], self._link_poses[name], self._objects[name]
+        self.shapes = [s for s in self.shapes if s.body != name]
+        self._world = None
 
     def _warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -136,6 +183,7 @@ class Scene:
         view = copy.copy(self)
         view.bodies, view.models, view.shapes = dict(self.bodies), dict(self.models), list(self.shapes)
         view._link_poses = dict(self._link_poses)
+        view._objects = dict(self._objects)
         view._world = list(self.shape_poses())
         return view
 
