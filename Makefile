@@ -10,9 +10,12 @@ VPY := $(VENV)/bin/python
 export PYTHON CMAKE CC CXX VENV
 
 # The setup is redone only when one of its inputs changes (the stamp name carries their hash).
-SETUP_INPUTS := setup.py setup.cfg requirements-ros.txt tools/setup_venv.sh \
-	$(shell find tools/venv_interfaces -type f 2>/dev/null | LC_ALL=C sort)
-SETUP_HASH := $(shell cat $(SETUP_INPUTS) | sha256sum | cut -c1-16)
+# The prefix links name every launch/config file: adding or removing one redoes the setup (editing one does not
+# need to, the links point at it). ../shared/ros2-tools/install.sh keeps its own stamp.
+SETUP_INPUTS := setup.py setup.cfg requirements-ros.txt tools/setup_venv.sh tools/venv_ros_prefix.py \
+	$(shell find tools/venv_interfaces -type f 2>/dev/null | LC_ALL=C sort) \
+	$(wildcard ../shared/ros2-tools/install.sh)
+SETUP_HASH := $(shell { cat $(SETUP_INPUTS); ls launch config; } | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.setup-stamp-$(SETUP_HASH)
 LINT_PATHS := $(wildcard robot_bridge test bench)
 

@@ -29,6 +29,7 @@ TEST_REQUIRES = [
     "ruff",
     "pin",  # pinocchio: independent forward-kinematics truth
     "cmeel-urdfdom",  # check_urdf
+    "colcon-common-extensions",  # the colcon build test (a real ROS 2 install's build tool)
 ]
 
 

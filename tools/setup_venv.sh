@@ -91,4 +91,17 @@ note "installing robot_bridge (editable) with the test and raycast extras"
     || die "the venv cannot import rclpy / tf2_msgs / sensor_msgs after setup"
 "$VPY" -c 'from vision_msgs.msg import Detection3DArray' 2>/dev/null \
     || note "warning: vision_msgs is not importable: world_node needs it (on a ROS 2 install: apt install ros-\$ROS_DISTRO-vision-msgs)"
+
+# The venv as a ROS 2 prefix for robot_bridge (ament index, share/, lib/, AMENT_PREFIX_PATH on activate).
+"$VPY" tools/venv_ros_prefix.py "$VENV" || die "making $VENV a ROS 2 prefix failed"
+
+# The real launch / launch_ros / ros2cli (not on PyPI) from ../shared/ros2-tools when it exists (a ROS 2
+# install brings its own). Its own stamp makes a second run a no-op.
+ROS2_TOOLS=${ROS2_TOOLS:-../shared/ros2-tools}
+if [[ $mode == wheels && -x "$ROS2_TOOLS/install.sh" ]]; then
+    note "installing the ROS 2 launch and CLI tools from $ROS2_TOOLS"
+    "$ROS2_TOOLS/install.sh" "$VENV" || die "$ROS2_TOOLS/install.sh failed"
+elif [[ $mode == wheels ]]; then
+    note "no $ROS2_TOOLS: no ros2 / launch in $VENV (the tests that need them skip)"
+fi
 note "done in $((SECONDS - start)) s"
