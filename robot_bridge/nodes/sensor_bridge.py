@@ -39,6 +39,7 @@ from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
 
 from ..kinematics.frames import data_frame  # noqa: E402
 from ..model import AttachedSensor, Robot  # noqa: E402
@@ -69,6 +70,9 @@ PARAMETERS = [
     ("seed", -1, "Random seed of the simulated noise (-1: from the OS)"),
     ("diagnostics_rate", 1.0, "Hz of /diagnostics: each simulated sensor's asked and achieved rate "
                               "(0: none)"),
+    ("objects_topic", "world_node/objects", "sim: detected objects (world_node's latched <Environment> XML) "
+                                            "added to, moved in and removed from the simulated scene; empty: "
+                                            "none"),
 ]
 
 # Declared once per sensor as sensors.<sensor>.<name>.
@@ -364,6 +368,11 @@ class SensorBridge(Node):
         for message in self.scene.warnings:
             self.get_logger().warning(message)
         self._dof_names = self._joint_state_names(robot)
+        self.objects_seen = 0                       # ~/objects documents applied to the scene
+        self._object_bodies: dict[str, Optional[Robot]] = {}     # body file -> model (None: unreadable)
+        if self._p("objects_topic"):
+            self.create_subscription(String, self._p("objects_topic"), self._on_objects,
+                                     qos.description_qos())
         self.create_subscription(JointState, self._p("joint_states_topic"), self._on_joint_states,
                                  qos.sensor_data_qos())
         for sensor, params in sensors:
@@ -396,6 +405,46 @@ class SensorBridge(Node):
         with self._scene_lock:
             self._joint_positions.update(finite)
             self._joints_dirty = True
+
+    def _on_objects(self, msg: String) -> None:
+        """world_node's environment document: the scene's detected objects become exactly its bodies."""
+        from ..errors import DescriptionError
+        from ..world.document import read_xml
+
+        throttle = float(self._p("warn_throttle"))
+        try:
+            placed = read_xml(msg.data, source=self._p("objects_topic"))
+        except DescriptionError as exc:
+            self.get_logger().warning(f"objects document ignored: {exc}", throttle_duration_sec=throttle)
+            return
+        objects = {}
+        for body in placed:
+            model = self._object_body(body.file)
+            if model is not None:
+                objects[body.name] = (model, body.pose)
+        with self._scene_lock:
+            try:
+                added, _moved, removed = self.scene.set_objects(objects)
+            except ValueError as exc:
+                self.get_logger().warning(f"objects document ignored: {exc}", throttle_duration_sec=throttle)
+                return
+            self.objects_seen += 1
+        for name in added:
+            self.get_logger().info(f"simulated scene: object {name} added")
+        for name in removed:
+            self.get_logger().info(f"simulated scene: object {name} removed")
+
+    def _object_body(self, path: str) -> Optional[Robot]:
+        """The body of a detected object's file, read once (a file that fails is reported once)."""
+        if path not in self._object_bodies:
+            from ..formats import load
+
+            try:
+                self._object_bodies[path] = load(path, search_path=list(self._p("search_path") or []) or None)
+            except Exception as exc:     # any reader failure: this object stays out of the scene
+                self._object_bodies[path] = None
+                self.get_logger().error(f"detected object body {path} unreadable, not simulated: {exc}")
+        return self._object_bodies[path]
 
     def _joint_state_names(self, robot: Robot) -> dict[str, tuple[str, int]]:
         """JointState name -> (model joint, DOF index): the URDF joint names the description node uses
