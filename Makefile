@@ -10,12 +10,11 @@ VPY := $(VENV)/bin/python
 export PYTHON CMAKE CC CXX VENV
 
 # The setup is redone only when one of its inputs changes (the stamp name carries their hash).
-# The prefix links name every launch/config file: adding or removing one redoes the setup (editing one does not
-# need to, the links point at it). ../shared/ros2-tools/install.sh keeps its own stamp.
+# ../shared/ros2-tools/install.sh keeps its own stamp.
 SETUP_INPUTS := setup.py setup.cfg requirements-ros.txt tools/setup_venv.sh tools/venv_ros_prefix.py \
 	$(shell find tools/venv_interfaces -type f 2>/dev/null | LC_ALL=C sort) \
 	$(wildcard ../shared/ros2-tools/install.sh)
-SETUP_HASH := $(shell { cat $(SETUP_INPUTS); ls launch config; } | sha256sum | cut -c1-16)
+SETUP_HASH := $(shell cat $(SETUP_INPUTS) | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.setup-stamp-$(SETUP_HASH)
 LINT_PATHS := $(wildcard robot_bridge test bench)
 
@@ -29,7 +28,10 @@ help:
 	@echo "make clean      remove build and test caches (keeps $(VENV))"
 	@echo "make distclean  clean + remove $(VENV)"
 
+# The venv's ROS 2 prefix links (share/robot_bridge, lib/robot_bridge) follow added or removed launch/config
+# files and executables on every run (an edited one needs nothing: the links point at it).
 setup: $(STAMP)
+	@$(VPY) tools/venv_ros_prefix.py $(VENV)
 
 $(STAMP):
 	@tools/setup_venv.sh
