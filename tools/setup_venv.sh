@@ -2,7 +2,7 @@
 # Create or update the development venv (called by `make setup`; see the Makefile for the variables).
 #
 # Without a system ROS 2: pinned ROS 2 Kilted wheels from PyPI + the interface packages of tools/venv_interfaces
-# (tf2_msgs, vision_msgs, ...) built into the venv.
+# (tf2_msgs, control_msgs, vision_msgs, ...) built into the venv.
 # With a sourced system ROS 2 (rclpy and tf2_msgs import): a --system-site-packages venv that uses it.
 # Then robot_bridge is installed editable with its test extras. Safe to re-run.
 set -euo pipefail
@@ -55,7 +55,7 @@ if [[ $mode == wheels ]]; then
     note "installing ROS 2 wheels ($REQUIREMENTS)"
     "$VPY" -m pip install -q -r "$REQUIREMENTS"
 
-    # Every interface package in tools/venv_interfaces (tf2_msgs, vision_msgs, ...), each rebuilt only when
+    # Every interface package in tools/venv_interfaces (tf2_msgs, control_msgs, vision_msgs, ...), each rebuilt only when
     # its own files or the wheels change.  The wheels provide every dependency they have.
     for pkg_dir in "$IFACE_SRC"/*/; do
         pkg=$(basename "$pkg_dir")
@@ -89,6 +89,8 @@ note "installing robot_bridge (editable) with the test and raycast extras"
 
 "$VPY" -c 'import rclpy; from tf2_msgs.msg import TFMessage; from sensor_msgs.msg import LaserScan' \
     || die "the venv cannot import rclpy / tf2_msgs / sensor_msgs after setup"
+"$VPY" -c 'from control_msgs.action import FollowJointTrajectory, GripperCommand' 2>/dev/null \
+    || note "warning: control_msgs is not importable: controller_node needs it (on a ROS 2 install: apt install ros-\$ROS_DISTRO-control-msgs)"
 "$VPY" -c 'from vision_msgs.msg import Detection3DArray' 2>/dev/null \
     || note "warning: vision_msgs is not importable: world_node needs it (on a ROS 2 install: apt install ros-\$ROS_DISTRO-vision-msgs)"
 

@@ -21,8 +21,8 @@ ROSDEP_KEY = {
     "canopen": "canopen-pip",
 }
 ROS_RUNTIME = {"rclpy", "std_msgs", "std_srvs", "sensor_msgs", "geometry_msgs", "tf2_msgs", "tf2_ros",
-               "trajectory_msgs", "visualization_msgs", "vision_msgs", "diagnostic_msgs", "nav_msgs",
-               "launch", "launch_ros"}
+               "trajectory_msgs", "control_msgs", "visualization_msgs", "vision_msgs", "diagnostic_msgs",
+               "nav_msgs", "launch", "launch_ros"}
 
 
 def _setup_py_list(name: str) -> list[str]:
