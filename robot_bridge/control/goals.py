@@ -1,0 +1,264 @@
+"""joint_trajectory_controller's goal rules, without ROS.
+
+- :func:`build_trajectory`: a trajectory command (joint names, points, stamp) checked and turned into a
+  :class:`~robot_bridge.hardware.trajectory.Trajectory` over a controller's joints, or refused with the
+  ``FollowJointTrajectory`` error code JTC uses (:class:`GoalRejected`).
+- :func:`resolve_tolerances`: a goal's ``path_tolerance`` / ``goal_tolerance`` / ``goal_time_tolerance``
+  over the controller's defaults (0 keeps the default, a negative value erases it).
+- :class:`GoalTracker`: one goal's outcome from desired and measured states (path tolerance while the
+  trajectory runs; goal tolerance by its end plus ``goal_time``).
+- :func:`stop_trajectory`: the constant-deceleration stop (within every joint's limit) a cancel runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..hardware.base import JointLimits
+from ..hardware.trajectory import Trajectory
+
+
+class ErrorCode(enum.IntEnum):
+    """control_msgs/action/FollowJointTrajectory Result codes."""
+
+    SUCCESSFUL = 0
+    INVALID_GOAL = -1
+    INVALID_JOINTS = -2
+    OLD_HEADER_TIMESTAMP = -3
+    PATH_TOLERANCE_VIOLATED = -4
+    GOAL_TOLERANCE_VIOLATED = -5
+
+
+class GoalRejected(ValueError):
+    """A trajectory refused, with its error code and the reason."""
+
+    def __init__(self, code: ErrorCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class TrajectoryPoint:
+    positions: Sequence[float]
+    velocities: Sequence[float] = ()
+    accelerations: Sequence[float] = ()
+    time_from_start: float = 0.0
+
+
+@dataclass
+class TrajectoryCommand:
+    """A trajectory_msgs/JointTrajectory as plain values; ``stamp`` 0 means "start now"."""
+
+    joint_names: list[str]
+    points: list[TrajectoryPoint]
+    stamp: float = 0.0
+
+
+def build_trajectory(command: TrajectoryCommand, joints: Sequence[str], limits: Sequence[JointLimits],
+                     reference: tuple[np.ndarray, np.ndarray], now: float, allow_partial: bool) -> Trajectory:
+    """A Trajectory over ``joints`` (joints the command does not name hold ``reference``), starting from the
+    current reference when its first point is in the future.  Raises :class:`GoalRejected`."""
+    joints = list(joints)
+    names = list(command.joint_names)
+    if not names:
+        raise GoalRejected(ErrorCode.INVALID_JOINTS, "empty joint_names")
+    if len(set(names)) != len(names):
+        raise GoalRejected(ErrorCode.INVALID_JOINTS, f"duplicate joint names in {names}")
+    unknown = [n for n in names if n not in joints]
+    if unknown:
+        raise GoalRejected(ErrorCode.INVALID_JOINTS,
+                           f"unknown joints {unknown}; this controller drives {joints}")
+    if len(names) != len(joints) and not allow_partial:
+        missing = [j for j in joints if j not in names]
+        raise GoalRejected(ErrorCode.INVALID_JOINTS,
+                           f"joints {missing} missing and allow_partial_joints_goal is false")
+    if not command.points:
+        raise GoalRejected(ErrorCode.INVALID_GOAL, "no points")
+    n = len(names)
+    has_v, has_a = bool(command.points[0].velocities), bool(command.points[0].accelerations)
+    for i, pt in enumerate(command.points):
+        if len(pt.positions) != n:
+            raise GoalRejected(ErrorCode.INVALID_GOAL,
+                               f"point {i}: {len(pt.positions)} positions for {n} joints")
+        for name, given in (("velocities", has_v), ("accelerations", has_a)):
+            size = len(getattr(pt, name))
+            if size != (n if given else 0):
+                raise GoalRejected(ErrorCode.INVALID_GOAL,
+                                   f"point {i}: {size} {name}; every point must give {n if given else 0}")
+        values = [*pt.positions, *pt.velocities, *pt.accelerations, pt.time_from_start]
+        if not all(math.isfinite(x) for x in values):
+            raise GoalRejected(ErrorCode.INVALID_GOAL, f"point {i}: non-finite value")
+    if has_a and not has_v:
+        raise GoalRejected(ErrorCode.INVALID_GOAL, "accelerations given without velocities")
+    tfs = np.array([pt.time_from_start for pt in command.points], dtype=float)
+    if tfs[0] < 0.0 or np.any(np.diff(tfs) <= 0.0):
+        raise GoalRejected(ErrorCode.INVALID_GOAL,
+                           "time_from_start must be non-negative and strictly increasing")
+    start = command.stamp if command.stamp > 0.0 else now
+    if start + tfs[-1] < now:
+        raise GoalRejected(ErrorCode.OLD_HEADER_TIMESTAMP,
+                           f"trajectory ended {now - start - tfs[-1]:.3f} s in the past")
+    index = [joints.index(name) for name in names]
+    for i, pt in enumerate(command.points):
+        for k, p in zip(index, pt.positions):
+            if not limits[k].contains(p):
+                raise GoalRejected(ErrorCode.INVALID_GOAL, f"point {i}: {joints[k]}={p:.6f} outside limits "
+                                                           f"[{limits[k].lower}, {limits[k].upper}]")
+    ref_p, ref_v = (np.asarray(x, dtype=float) for x in reference)
+    count = len(joints)
+    pos = np.tile(ref_p, (len(tfs), 1))                  # joints not named hold their reference
+    vel = np.zeros((len(tfs), count)) if has_v else None
+    acc = np.zeros((len(tfs), count)) if has_a else None
+    for i, pt in enumerate(command.points):
+        pos[i, index] = pt.positions
+        if has_v:
+            vel[i, index] = pt.velocities
+        if has_a:
+            acc[i, index] = pt.accelerations
+    times = start + tfs
+    if times[0] > now:                                    # start from the current reference
+        times = np.concatenate([[now], times])
+        pos = np.vstack([ref_p, pos])
+        vel = np.vstack([ref_v, vel]) if has_v else None
+        acc = np.vstack([np.zeros(count), acc]) if has_a else None
+    return Trajectory(times, pos, vel, acc)
+
+
+COMPONENTS = ("position", "velocity", "acceleration")
+
+
+@dataclass
+class Tolerances:
+    """Per joint (rows) and component (position, velocity, acceleration); 0 = not checked.
+    ``goal_time``: seconds after the trajectory's end to be within ``goal`` (0 = no limit, as in JTC)."""
+
+    path: np.ndarray
+    goal: np.ndarray
+    goal_time: float = 0.0
+
+    @classmethod
+    def uniform(cls, count: int, *, path_position: float = 0.0, goal_position: float = 0.0,
+                stopped_velocity: float = 0.0, goal_time: float = 0.0) -> Tolerances:
+        path = np.zeros((count, 3))
+        path[:, 0] = path_position
+        goal = np.zeros((count, 3))
+        goal[:, 0], goal[:, 1] = goal_position, stopped_velocity
+        return cls(path, goal, goal_time)
+
+
+@dataclass
+class JointTolerance:
+    """control_msgs/JointTolerance as plain values."""
+
+    name: str
+    position: float = 0.0
+    velocity: float = 0.0
+    acceleration: float = 0.0
+
+
+def resolve_tolerances(defaults: Tolerances, joints: Sequence[str], path: Sequence[JointTolerance] = (),
+                       goal: Sequence[JointTolerance] = (), goal_time: float = 0.0) -> Tolerances:
+    """A goal's tolerances over the defaults: a value > 0 replaces the default, 0 keeps it, < 0 erases it
+    (that component is not checked).  A joint the controller does not drive is refused (INVALID_JOINTS)."""
+    out = Tolerances(defaults.path.copy(), defaults.goal.copy(), defaults.goal_time)
+    joints = list(joints)
+    for given, table, what in ((path, out.path, "path_tolerance"), (goal, out.goal, "goal_tolerance")):
+        for tol in given:
+            if tol.name not in joints:
+                raise GoalRejected(ErrorCode.INVALID_JOINTS,
+                                   f"{what} names {tol.name!r}, not driven by this controller ({joints})")
+            row = joints.index(tol.name)
+            for column, value in enumerate((tol.position, tol.velocity, tol.acceleration)):
+                if not math.isfinite(value):
+                    raise GoalRejected(ErrorCode.INVALID_GOAL, f"{what} of {tol.name!r}: non-finite value")
+                if value > 0.0:
+                    table[row, column] = value
+                elif value < 0.0:
+                    table[row, column] = 0.0
+    if not math.isfinite(goal_time) or goal_time < 0.0:
+        raise GoalRejected(ErrorCode.INVALID_GOAL, f"goal_time_tolerance {goal_time} must be >= 0")
+    if goal_time > 0.0:
+        out.goal_time = float(goal_time)
+    return out
+
+
+class GoalState(enum.Enum):
+    SUCCEEDED = "succeeded"
+    ABORTED = "aborted"
+    CANCELED = "canceled"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: GoalState
+    code: ErrorCode
+    message: str
+
+
+PREEMPTED = "Current goal cancelled due to new incoming action."      # joint_trajectory_controller's words
+
+
+def _violations(error: np.ndarray, tolerance: np.ndarray, joints: Sequence[str]) -> list[str]:
+    """'joint component error |e| > tol' for every checked component outside its tolerance."""
+    out = []
+    for row, column in zip(*np.nonzero((tolerance > 0.0) & (np.abs(error) > tolerance))):
+        out.append(f"{joints[row]} {COMPONENTS[column]} error {error[row, column]:+.6f} "
+                   f"exceeds {tolerance[row, column]:.6f}")
+    return out
+
+
+@dataclass
+class GoalTracker:
+    """Decides one goal's outcome each control step from desired and measured states of its joints."""
+
+    trajectory: Trajectory
+    joints: list[str]
+    tolerances: Tolerances
+    final: np.ndarray = field(init=False)
+
+    def __post_init__(self):
+        self.final = self.trajectory.positions[-1].copy()
+
+    def check(self, now: float, desired: np.ndarray, actual: np.ndarray) -> Outcome | None:
+        """``desired`` / ``actual``: (3, joints) positions, velocities, accelerations at ``now``."""
+        end = self.trajectory.end_time
+        if now < end:
+            bad = _violations((desired - actual).T, self.tolerances.path, self.joints)
+            if bad:
+                return Outcome(GoalState.ABORTED, ErrorCode.PATH_TOLERANCE_VIOLATED,
+                               "path tolerance violated: " + "; ".join(bad))
+            return None
+        target = np.vstack([self.final, np.zeros_like(self.final), np.zeros_like(self.final)])
+        bad = _violations((target - actual).T, self.tolerances.goal, self.joints)
+        if not bad:
+            return Outcome(GoalState.SUCCEEDED, ErrorCode.SUCCESSFUL, "goal reached")
+        late = now - end
+        if self.tolerances.goal_time > 0.0 and late > self.tolerances.goal_time:
+            return Outcome(GoalState.ABORTED, ErrorCode.GOAL_TOLERANCE_VIOLATED,
+                           f"not within goal tolerance {late:.3f} s after the trajectory's end "
+                           f"(goal_time_tolerance {self.tolerances.goal_time:.3f} s): " + "; ".join(bad))
+        return None
+
+
+def stop_trajectory(position: np.ndarray, velocity: np.ndarray, limits: Sequence[JointLimits],
+                    now: float) -> Trajectory:
+    """From (position, velocity) to rest at constant deceleration, all joints stopping together, none
+    decelerating faster than its acceleration limit; a cubic through (p, v) and (p + v T / 2, 0) is exactly
+    that ramp.  At rest already: a one-point trajectory holding ``position``."""
+    position = np.asarray(position, dtype=float)
+    velocity = np.asarray(velocity, dtype=float)
+    accel = np.array([lim.acceleration for lim in limits], dtype=float)
+    duration = float(np.max(np.abs(velocity) / accel)) if velocity.size else 0.0
+    if duration <= 1e-9:
+        return Trajectory([now], position[None, :])
+    end = position + velocity * duration / 2.0
+    lower = np.array([lim.lower for lim in limits])
+    upper = np.array([lim.upper for lim in limits])
+    end = np.clip(end, lower, upper)
+    return Trajectory([now, now + duration], np.vstack([position, end]),
+                      np.vstack([velocity, np.zeros_like(velocity)]))

@@ -1,0 +1,183 @@
+"""The control loop of a set of modules, without ROS: references, running trajectories, their goals.
+
+:class:`JointControl` drives one :class:`~robot_bridge.hardware.base.Hardware`.  Each running trajectory
+(a :class:`Motion`) covers some of its joints -- those of one controller, or all of them for the topic
+interface -- and may carry a goal (any hashable key, e.g. an action goal handle).  Joints without a
+motion hold their last reference.  :meth:`JointControl.step` reads the hardware, streams the references
+and returns the goals that ended this step with their :class:`~.goals.Outcome`, following
+joint_trajectory_controller:
+
+- a new trajectory on some joints preempts every motion sharing one of them: that goal ends canceled
+  (``INVALID_GOAL``, JTC's "Current goal cancelled due to new incoming action."), its other joints hold;
+- a tolerance violation aborts the goal; the joints stop from their measured state within the limits and
+  hold;
+- a cancel replaces the motion by a stop within the acceleration limits; the goal ends canceled at rest;
+- a module fault halts every module and aborts every goal with the module and its fault named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..hardware.base import Hardware, JointLimits, JointSample, ModuleState
+from ..hardware.trajectory import Trajectory
+from .goals import PREEMPTED, ErrorCode, GoalState, GoalTracker, Outcome, stop_trajectory
+
+
+@dataclass
+class Motion:
+    index: np.ndarray                      # joint indices into JointControl.joints
+    trajectory: Trajectory
+    goal: Hashable | None = None
+    tracker: GoalTracker | None = None
+    canceling: bool = False                # a cancel's stop: the goal ends canceled when it is done
+
+
+class JointControl:
+    """References and goals of the joints of ``hardware`` (call under one lock from any thread)."""
+
+    def __init__(self, hardware: Hardware, limits: Sequence[JointLimits] | None = None):
+        self.hardware = hardware
+        self.joints = list(hardware.joint_names)
+        self.limits = list(limits if limits is not None else hardware.limits)
+        self.lower = np.array([lim.lower for lim in self.limits])
+        self.upper = np.array([lim.upper for lim in self.limits])
+        self.motions: list[Motion] = []
+        self.hold: np.ndarray | None = None     # position targets; None: follow the modules (after halt)
+        self.sample: JointSample | None = None
+        self.fault_reported = False
+
+    # -- references -----------------------------------------------------------------------
+    def reference(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Desired positions, velocities and accelerations of every joint at ``now``."""
+        count = len(self.joints)
+        if self.hold is not None:
+            p = self.hold.copy()
+        elif self.sample is not None:
+            p = np.asarray(self.sample.position, dtype=float).copy()
+        else:
+            p = np.zeros(count)
+        v, a = np.zeros(count), np.zeros(count)
+        for m in self.motions:
+            p[m.index], v[m.index], a[m.index] = m.trajectory.sample(now)
+        return p, v, a
+
+    def actual(self) -> np.ndarray:
+        """(3, joints) measured positions, velocities, accelerations."""
+        s = self.sample
+        return np.array([s.position, s.velocity, s.acceleration], dtype=float)
+
+    def motion_of(self, goal: Hashable) -> Motion | None:
+        return next((m for m in self.motions if m.goal is not None and m.goal == goal), None)
+
+    # -- commands ---------------------------------------------------------------------------
+    def read(self) -> JointSample:
+        self.sample = self.hardware.read()
+        return self.sample
+
+    def hold_here(self) -> None:
+        """Hold the measured positions (after init / enable / recover)."""
+        self.read()
+        self.motions, self.hold = [], np.asarray(self.sample.position, dtype=float).copy()
+
+    def release(self) -> None:
+        """No reference of our own: the modules stop / stay by themselves (halt, disable, faults)."""
+        self.motions, self.hold = [], None
+
+    def command(self, positions: np.ndarray, now: float, reason: str = PREEMPTED) -> list[tuple]:
+        """Move every joint to ``positions`` (the modules' own profile); preempts every motion."""
+        ended = self._preempt(range(len(self.joints)), now, reason)
+        self.hardware.command_position(positions)
+        self.hold = np.asarray(positions, dtype=float).copy()
+        return ended
+
+    def start(self, index: Sequence[int], trajectory: Trajectory, now: float, goal: Hashable | None = None,
+              tracker: GoalTracker | None = None, reason: str = PREEMPTED) -> list[tuple]:
+        """Run ``trajectory`` on the joints ``index``; returns the (goal, Outcome) of preempted goals."""
+        ended = self._preempt(index, now, reason)
+        self.motions.append(Motion(np.asarray(list(index), dtype=int), trajectory, goal, tracker))
+        return ended
+
+    def cancel(self, goal: Hashable, now: float) -> bool:
+        """Stop the goal's motion within the limits; the goal ends canceled once at rest (see step)."""
+        m = self.motion_of(goal)
+        if m is None:
+            return False
+        if not m.canceling:
+            p, v, _ = m.trajectory.sample(now)
+            m.trajectory = stop_trajectory(p, v, [self.limits[i] for i in m.index], now)
+            m.tracker, m.canceling = None, True
+        return True
+
+    def _preempt(self, index, now: float, reason: str) -> list[tuple]:
+        index = set(int(i) for i in index)
+        p, _, _ = self.reference(now)
+        ended, kept = [], []
+        for m in self.motions:
+            if index.isdisjoint(m.index.tolist()):
+                kept.append(m)
+                continue
+            self._freeze(m, p)
+            if m.goal is not None:
+                ended.append((m.goal, Outcome(GoalState.CANCELED, ErrorCode.INVALID_GOAL, reason)))
+        self.motions = kept
+        return ended
+
+    def _freeze(self, motion: Motion, positions: np.ndarray) -> None:
+        if self.hold is None:
+            self.hold = np.asarray(self.sample.position if self.sample is not None else positions,
+                                   dtype=float).copy()
+        self.hold[motion.index] = positions[motion.index]
+
+    def end_all(self, outcome: Outcome) -> list[tuple]:
+        ended = [(m.goal, outcome) for m in self.motions if m.goal is not None]
+        self.release()
+        return ended
+
+    # -- control loop --------------------------------------------------------------------------
+    def step(self, now: float) -> list[tuple]:
+        """One control period: read, supervise faults, stream references, decide goals.
+        Returns the goals that ended as (goal, Outcome)."""
+        self.read()
+        states = self.hardware.status()
+        faulted = [s for s in states if s.state is ModuleState.FAULT]
+        if faulted:
+            if self.fault_reported:
+                return []
+            self.fault_reported = True
+            reason = "hardware fault: " + "; ".join(f"{s.joint} ({s.hardware_id}): {s.message}"
+                                                    for s in faulted)
+            ended = self.end_all(Outcome(GoalState.ABORTED, ErrorCode.PATH_TOLERANCE_VIOLATED, reason))
+            self.hardware.halt()                                  # the healthy modules stop too
+            return ended
+        if not self.motions:
+            return []
+        p, v, a = self.reference(now)              # one instant: past the end, the sample is the final point
+        self.hardware.command_position(np.clip(p, self.lower, self.upper), v)
+        actual = self.actual()
+        desired = np.array([p, v, a])
+        ended, kept = [], []
+        for m in self.motions:
+            outcome = m.tracker.check(now, desired[:, m.index], actual[:, m.index]) if m.tracker else None
+            if outcome is None and now >= m.trajectory.end_time and m.tracker is None:
+                if m.canceling:
+                    outcome = Outcome(GoalState.CANCELED, ErrorCode.SUCCESSFUL,
+                                      "canceled: stopped and holding")
+                elif m.goal is None:
+                    self._freeze(m, p)                            # topic trajectory done: hold its end
+                    continue
+            if outcome is None:
+                kept.append(m)
+                continue
+            ended.append((m.goal, outcome))
+            if outcome.state is GoalState.ABORTED:     # stop from where the joints are, then hold there
+                limits = [self.limits[i] for i in m.index]
+                stop = stop_trajectory(actual[0, m.index], actual[1, m.index], limits, now)
+                kept.append(Motion(m.index, stop))
+            else:
+                self._freeze(m, p)
+        self.motions = kept
+        return ended

@@ -1,0 +1,161 @@
+"""joint_trajectory_controller's goal rules without ROS: validation codes, tolerances, outcomes, stops."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from robot_bridge.control import (ErrorCode, GoalRejected, GoalState, GoalTracker, JointTolerance, Tolerances,
+                                  TrajectoryCommand, TrajectoryPoint, build_trajectory, resolve_tolerances,
+                                  stop_trajectory)
+from robot_bridge.hardware.base import JointLimits
+from robot_bridge.hardware.trajectory import Trajectory
+
+JOINTS = ["a", "b", "c"]
+LIMITS = [JointLimits(-2.0, 2.0, 1.0, 2.0), JointLimits(-1.0, 1.0, 1.5, 3.0), JointLimits(velocity=2.0,
+                                                                                        acceleration=4.0)]
+ZERO = (np.zeros(3), np.zeros(3))
+
+
+def cmd(names, *points, stamp=0.0):
+    return TrajectoryCommand(list(names), list(points), stamp)
+
+
+def pt(positions, t, velocities=(), accelerations=()):
+    return TrajectoryPoint(list(positions), list(velocities), list(accelerations), t)
+
+
+def rejected(command, now=10.0, allow_partial=False) -> GoalRejected:
+    with pytest.raises(GoalRejected) as info:
+        build_trajectory(command, JOINTS, LIMITS, ZERO, now, allow_partial)
+    return info.value
+
+
+@pytest.mark.parametrize("names, why", [
+    ([], "empty"), (["a", "a", "b"], "duplicate"), (["a", "b", "nope"], "unknown"),
+    (["a", "b"], "allow_partial_joints_goal")])
+def test_joint_name_rules_give_invalid_joints(names, why):
+    err = rejected(cmd(names, pt([0.1] * len(names), 1.0)))
+    assert err.code is ErrorCode.INVALID_JOINTS and why in str(err)
+
+
+def test_partial_goal_allowed_holds_the_other_joints_at_their_reference():
+    reference = (np.array([0.5, -0.2, 3.0]), np.zeros(3))
+    traj = build_trajectory(cmd(["b"], pt([0.4], 1.0)), JOINTS, LIMITS, reference, 10.0, True)
+    p, _, _ = traj.sample(10.5)
+    assert p == pytest.approx([0.5, 0.1, 3.0])
+
+
+@pytest.mark.parametrize("command, why", [
+    (cmd(JOINTS), "no points"),
+    (cmd(JOINTS, pt([0.1, 0.1], 1.0)), "positions for 3"),
+    (cmd(JOINTS, pt([0.1] * 3, 1.0, [0.0] * 3), pt([0.2] * 3, 2.0)), "velocities"),
+    (cmd(JOINTS, pt([0.1] * 3, 1.0, (), [0.0] * 3)), "accelerations"),
+    (cmd(JOINTS, pt([0.1] * 3, 1.0), pt([0.2] * 3, 1.0)), "strictly increasing"),
+    (cmd(JOINTS, pt([0.1] * 3, 2.0), pt([0.2] * 3, 1.0)), "strictly increasing"),
+    (cmd(JOINTS, pt([0.1] * 3, -1.0)), "non-negative"),
+    (cmd(JOINTS, pt([0.1, math.nan, 0.0], 1.0)), "non-finite"),
+    (cmd(JOINTS, pt([0.1, 1.2, 0.0], 1.0)), "b=1.200000 outside limits"),
+    (cmd(JOINTS, pt([-2.5, 0.0, 0.0], 1.0)), "a=-2.500000 outside limits"),
+])
+def test_trajectory_rules_give_invalid_goal(command, why):
+    err = rejected(command)
+    assert err.code is ErrorCode.INVALID_GOAL and why in str(err)
+
+
+def test_unbounded_joint_takes_any_finite_position():
+    build_trajectory(cmd(JOINTS, pt([0.0, 0.0, 100.0], 1.0)), JOINTS, LIMITS, ZERO, 10.0, False)
+
+
+def test_trajectory_in_the_past_is_an_old_header_timestamp():
+    err = rejected(cmd(JOINTS, pt([0.1] * 3, 1.0), stamp=5.0), now=10.0)
+    assert err.code is ErrorCode.OLD_HEADER_TIMESTAMP and "4.000 s in the past" in str(err)
+
+
+def test_future_first_point_starts_from_the_reference():
+    traj = build_trajectory(cmd(JOINTS, pt([0.4] * 3, 2.0)), JOINTS, LIMITS, ZERO, 10.0, False)
+    assert traj.start_time == 10.0 and traj.end_time == 12.0
+    assert traj.sample(11.0)[0] == pytest.approx([0.2] * 3)
+
+
+def test_tolerances_zero_keeps_default_negative_erases_positive_replaces():
+    defaults = Tolerances.uniform(3, path_position=0.1, goal_position=0.01, stopped_velocity=0.02,
+                                  goal_time=0.5)
+    tol = resolve_tolerances(defaults, JOINTS,
+                             path=[JointTolerance("a", 0.0), JointTolerance("b", -1.0),
+                                   JointTolerance("c", 0.3)],
+                             goal=[JointTolerance("a", 0.05, -1.0)], goal_time=0.0)
+    assert tol.path[:, 0] == pytest.approx([0.1, 0.0, 0.3])
+    assert tol.goal[0] == pytest.approx([0.05, 0.0, 0.0]) and tol.goal[1] == pytest.approx([0.01, 0.02, 0.0])
+    assert tol.goal_time == 0.5
+    assert resolve_tolerances(defaults, JOINTS, goal_time=2.0).goal_time == 2.0
+    assert defaults.path[1, 0] == 0.1                               # defaults untouched
+    with pytest.raises(GoalRejected) as info:
+        resolve_tolerances(defaults, JOINTS, path=[JointTolerance("zz", 0.1)])
+    assert info.value.code is ErrorCode.INVALID_JOINTS
+    with pytest.raises(GoalRejected) as info:
+        resolve_tolerances(defaults, JOINTS, goal_time=-1.0)
+    assert info.value.code is ErrorCode.INVALID_GOAL
+
+
+def _tracker(path_position=0.0, goal_position=0.01, goal_time=0.5):
+    traj = Trajectory([0.0, 1.0], np.array([[0.0, 0.0, 0.0], [1.0, 0.5, -0.5]]))
+    return GoalTracker(traj, JOINTS, Tolerances.uniform(3, path_position=path_position,
+                                                        goal_position=goal_position, stopped_velocity=0.01,
+                                                        goal_time=goal_time))
+
+
+def state(p, v=(0.0, 0.0, 0.0)):
+    return np.array([p, v, [0.0] * 3], dtype=float)
+
+
+def test_path_tolerance_violation_aborts_naming_joint_and_error():
+    tracker = _tracker(path_position=0.05)
+    assert tracker.check(0.5, state([0.5, 0.25, -0.25]), state([0.47, 0.25, -0.25])) is None
+    out = tracker.check(0.5, state([0.5, 0.25, -0.25]), state([0.5, 0.15, -0.25]))
+    assert out.state is GoalState.ABORTED and out.code is ErrorCode.PATH_TOLERANCE_VIOLATED
+    assert "b position error +0.100000 exceeds 0.050000" in out.message
+
+
+def test_goal_reached_within_tolerance_succeeds():
+    tracker = _tracker()
+    assert tracker.check(1.0, state([1, 0.5, -0.5]), state([0.995, 0.5, -0.5])).code is ErrorCode.SUCCESSFUL
+
+
+def test_goal_tolerance_waits_goal_time_then_aborts():
+    tracker = _tracker(goal_time=0.5)
+    assert tracker.check(1.2, state([1, 0.5, -0.5]), state([0.9, 0.5, -0.5])) is None       # still in time
+    moving = tracker.check(1.2, state([1, 0.5, -0.5]), state([1.0, 0.5, -0.5], [0.2, 0, 0]))
+    assert moving is None                                              # there but not stopped yet
+    out = tracker.check(1.51, state([1, 0.5, -0.5]), state([0.9, 0.5, -0.5]))
+    assert out.state is GoalState.ABORTED and out.code is ErrorCode.GOAL_TOLERANCE_VIOLATED
+    assert "a position error +0.100000" in out.message
+
+
+def test_goal_time_zero_waits_indefinitely_as_jtc():
+    tracker = _tracker(goal_time=0.0)
+    assert tracker.check(1000.0, state([1, 0.5, -0.5]), state([0.9, 0.5, -0.5])) is None
+
+
+def test_stop_decelerates_every_joint_within_its_limit_and_together():
+    p0, v0 = np.array([0.0, 0.2, 0.0]), np.array([1.0, -1.5, 0.5])
+    traj = stop_trajectory(p0, v0, LIMITS, 3.0)
+    duration = traj.end_time - 3.0
+    assert duration == pytest.approx(max(1.0 / 2.0, 1.5 / 3.0, 0.5 / 4.0))
+    ts = np.linspace(3.0, traj.end_time, 101)
+    for t in ts:
+        _, v, a = traj.sample(t)
+        assert np.all(np.abs(a) <= np.array([2.0, 3.0, 4.0]) + 1e-9)
+        assert np.all(np.abs(v) <= np.abs(v0) + 1e-12)
+    p_end, v_end, _ = traj.sample(traj.end_time + 1.0)
+    assert v_end == pytest.approx(0.0) and p_end == pytest.approx(p0 + v0 * duration / 2)
+    # a constant deceleration: v(t) linear, p(T/2) = p0 + 3/8 v0 T
+    assert traj.sample(3.0 + duration / 2)[1] == pytest.approx(v0 / 2)
+    assert traj.sample(3.0 + duration / 2)[0] == pytest.approx(p0 + 0.375 * v0 * duration)
+
+
+def test_stop_at_rest_holds():
+    traj = stop_trajectory(np.array([0.3, 0.1, 0.0]), np.zeros(3), LIMITS, 1.0)
+    assert traj.sample(5.0)[0] == pytest.approx([0.3, 0.1, 0.0])

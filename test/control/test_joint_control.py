@@ -1,0 +1,177 @@
+"""JointControl on simulated modules and a fake clock: goals succeed, are preempted, aborted, canceled; the
+joints stay within their limits and end held."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robot_bridge.control import (ErrorCode, GoalState, GoalTracker, JointControl, Tolerances,
+                                  TrajectoryCommand, TrajectoryPoint, build_trajectory)
+from robot_bridge.hardware import FaultKind, create, limits_from_robot
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
+from lwa_fixture import ACCELERATION, JOINTS, LOWER, UPPER, VELOCITY, lwa_robot  # noqa: E402
+
+DT = 0.01
+
+
+class Rig:
+    def __init__(self, **tolerances):
+        self.t = 100.0
+        limits = limits_from_robot(lwa_robot(), JOINTS)
+        self.hardware = create("sim", JOINTS, limits, np.zeros(7), clock=lambda: self.t)
+        self.hardware.open()
+        self.hardware.enable(True)
+        self.control = JointControl(self.hardware)
+        self.control.hold_here()
+        self.defaults = Tolerances.uniform(7, **{"goal_position": 1e-3, "stopped_velocity": 1e-2,
+                                                 "goal_time": 0.5, **tolerances})
+        self.samples = []
+        self.ended = []
+
+    def goal(self, key, positions, t, joints=JOINTS, velocities=None, defaults=None):
+        index = [JOINTS.index(j) for j in joints]
+        point = TrajectoryPoint(list(positions), list(velocities or []), (), t)
+        command = TrajectoryCommand(list(joints), [point])
+        p, v, _ = self.control.reference(self.t)
+        limits = [self.control.limits[i] for i in index]
+        traj = build_trajectory(command, joints, limits, (p[index], v[index]), self.t, False)
+        tolerances = defaults or Tolerances(self.defaults.path[index], self.defaults.goal[index],
+                                            self.defaults.goal_time)
+        tracker = GoalTracker(traj, list(joints), tolerances)
+        self.ended += self.control.start(index, traj, self.t, key, tracker)
+
+    def run(self, seconds):
+        for _ in range(int(round(seconds / DT))):
+            self.t += DT
+            self.ended += self.control.step(self.t)
+            self.samples.append(self.control.sample)
+
+    def run_until(self, predicate, limit=10.0):
+        for _ in range(int(round(limit / DT))):
+            self.run(DT)
+            if predicate():
+                return
+        raise AssertionError("condition not reached")
+
+    def outcome(self, key):
+        return next((o for k, o in self.ended if k == key), None)
+
+    def assert_within_limits(self):
+        v = np.array([s.velocity for s in self.samples])
+        a = np.array([s.acceleration for s in self.samples])
+        assert np.all(np.abs(v) <= VELOCITY * (1 + 1e-9))
+        assert np.all(np.abs(a) <= ACCELERATION * (1 + 1e-6))
+
+    def assert_held(self):
+        """Settled within 1.5 s, then not moving for 0.5 s, inside the position limits."""
+        self.run(1.5)
+        q = self.control.sample.position.copy()
+        self.run(0.5)
+        assert np.all(np.abs(self.control.sample.velocity) < 1e-9)
+        assert self.control.sample.position == pytest.approx(q, abs=1e-9)
+        assert np.all(q >= LOWER) and np.all(q <= UPPER)
+
+
+def test_goal_succeeds_within_goal_tolerance_and_holds():
+    rig = Rig()
+    target = np.array([0.5, -0.4, 0.3, 0.6, -0.2, 0.1, 0.4])
+    rig.goal("g", target, 2.0)
+    rig.run_until(lambda: rig.outcome("g"))
+    out = rig.outcome("g")
+    assert out.state is GoalState.SUCCEEDED and out.code is ErrorCode.SUCCESSFUL
+    assert np.max(np.abs(rig.control.sample.position - target)) <= 1e-3
+    rig.assert_within_limits()
+    rig.assert_held()
+
+
+def test_new_goal_preempts_the_active_one_as_jtc():
+    rig = Rig()
+    rig.goal("first", [1.0] + [0.0] * 6, 3.0)
+    rig.run(1.0)
+    rig.goal("second", [-0.3] + [0.0] * 6, 1.5)
+    out = rig.outcome("first")
+    assert out.state is GoalState.CANCELED and out.code is ErrorCode.INVALID_GOAL
+    assert "new incoming action" in out.message
+    rig.run_until(lambda: rig.outcome("second"))
+    assert rig.outcome("second").code is ErrorCode.SUCCESSFUL
+    rig.assert_within_limits()
+
+
+def test_goal_on_other_joints_runs_alongside():
+    rig = Rig()
+    rig.goal("arm", [0.5, 0.5], 1.0, joints=JOINTS[:2], velocities=[0.0, 0.0])
+    rig.goal("wrist", [0.4], 1.0, joints=JOINTS[6:], velocities=[0.0])
+    assert rig.ended == []
+    rig.run_until(lambda: rig.outcome("arm") and rig.outcome("wrist"))
+    assert rig.outcome("arm").code is ErrorCode.SUCCESSFUL
+    assert rig.outcome("wrist").code is ErrorCode.SUCCESSFUL
+    assert rig.control.sample.position[[0, 1, 6]] == pytest.approx([0.5, 0.5, 0.4], abs=1e-3)
+
+
+def test_topic_command_preempts_the_goal():
+    rig = Rig()
+    rig.goal("g", [1.0] + [0.0] * 6, 3.0)
+    rig.run(0.5)
+    ended = rig.control.command(np.zeros(7), rig.t, reason="preempted by ~/commands")
+    assert ended[0][0] == "g" and ended[0][1].state is GoalState.CANCELED
+    rig.run(2.0)
+    assert rig.control.sample.position == pytest.approx(np.zeros(7), abs=1e-6)
+    rig.assert_within_limits()
+
+
+def test_path_tolerance_violation_aborts_and_holds():
+    rig = Rig(path_position=0.05)
+    rig.goal("g", [2.0] + [0.0] * 6, 1.0)                 # needs 2 rad/s on a 1 rad/s joint
+    rig.run_until(lambda: rig.outcome("g"))
+    out = rig.outcome("g")
+    assert out.code is ErrorCode.PATH_TOLERANCE_VIOLATED and "lwa_joint_1 position error" in out.message
+    rig.run(1.0)
+    rig.assert_within_limits()
+    rig.assert_held()
+    assert rig.control.sample.position[0] < 1.5
+
+
+def test_goal_tolerance_violation_after_goal_time():
+    rig = Rig(goal_time=0.1)
+    rig.goal("g", [1.5] + [0.0] * 6, 0.5)                 # 1.5 rad in 0.5 s on a 1 rad/s joint
+    rig.run_until(lambda: rig.outcome("g"))
+    out = rig.outcome("g")
+    assert out.code is ErrorCode.GOAL_TOLERANCE_VIOLATED and "lwa_joint_1" in out.message
+    rig.assert_within_limits()
+    rig.assert_held()
+
+
+def test_cancel_decelerates_within_limits_then_reports_canceled():
+    rig = Rig()
+    rig.goal("g", [2.5] + [0.0] * 6, 4.0, velocities=[0.0] * 7)
+    rig.run_until(lambda: rig.control.sample.velocity[0] > 0.7)
+    v0 = rig.control.sample.velocity[0]
+    assert rig.control.cancel("g", rig.t)
+    assert rig.outcome("g") is None                       # not yet: stopping
+    rig.run_until(lambda: rig.outcome("g"))
+    out = rig.outcome("g")
+    assert out.state is GoalState.CANCELED and out.code is ErrorCode.SUCCESSFUL
+    rig.run(0.3)
+    rig.assert_within_limits()
+    rig.assert_held()
+    # stopped on the way: short of the goal by about the trajectory's remaining distance
+    assert rig.control.sample.position[0] < 2.0 and v0 > 0.7
+
+
+def test_hardware_fault_aborts_with_module_and_fault_named():
+    rig = Rig()
+    rig.goal("g", [1.0] * 7, 2.0)
+    rig.run(0.7)
+    rig.hardware.inject_fault("lwa_joint_3", FaultKind.FOLLOWING_ERROR)
+    rig.run(0.05)
+    out = rig.outcome("g")
+    assert out.state is GoalState.ABORTED
+    assert "lwa_joint_3 (sim:lwa_joint_3): following error exceeded" in out.message
+    rig.run(1.5)
+    rig.assert_within_limits()
+    assert np.all(rig.control.sample.velocity == 0.0)
