@@ -55,8 +55,8 @@ if [[ $mode == wheels ]]; then
     note "installing ROS 2 wheels ($REQUIREMENTS)"
     "$VPY" -m pip install -q -r "$REQUIREMENTS"
 
-    # Every interface package in tools/venv_interfaces (tf2_msgs, control_msgs, vision_msgs, ...), each rebuilt only when
-    # its own files or the wheels change.  The wheels provide every dependency they have.
+    # Every interface package in tools/venv_interfaces (tf2_msgs, control_msgs, vision_msgs, ...), each rebuilt
+    # only when its own files or the wheels change.  The wheels provide every dependency they have.
     for pkg_dir in "$IFACE_SRC"/*/; do
         pkg=$(basename "$pkg_dir")
         [[ -f "$pkg_dir/CMakeLists.txt" ]] || continue
