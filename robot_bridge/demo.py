@@ -1,11 +1,13 @@
 """``make demo``: the bridge in sim mode on the embedded default, driven by a small master client.
 
-Starts ``robot-bridge run --mode sim`` in a subprocess (its log goes to ``<out>/bridge.log``) on a private
-ROS domain limited to this machine, then, as a master planning process would: waits for
-robot_description, moves the arm along a trajectory on ``controller_node/joint_trajectory``, reads a
-laser scan and a camera frame, prints a report and draws the robot in its world with the laser hits
-(``<out>/demo.png``; the camera frame goes to ``<out>/wrist_camera.png``).  Stops the bridge with
-SIGINT and exits 0 when every step worked.
+Starts ``robot-bridge run --mode sim --objects <embedded objects.yaml>`` in a subprocess (its log goes to
+``<out>/bridge.log``) on a private ROS domain limited to this machine, then, as a master planning process
+would: waits for robot_description, moves the arm along a trajectory on ``controller_node/joint_trajectory``;
+then, as a detector would, reports a ball in front of the base laser (vision_msgs/Detection3DArray in the
+laser's frame) and waits until world_node has made it a body (on /tf, in ``world_node/objects``) and the
+simulated laser sees it; reads a laser scan and a camera frame, prints a report and draws the robot in its
+world, the detected ball included, with the laser hits (``<out>/demo.png``; the camera frame goes to
+``<out>/wrist_camera.png``).  Stops the bridge with SIGINT and exits 0 when every step worked.
 
     python -m robot_bridge.demo [--out demo_out] [--timeout 60]
 """
@@ -35,6 +37,12 @@ WAYPOINTS = [
     (5.0, {"j1": 0.2, "j2": 0.4, "j3": 0.0, "j4": 1.2, "j5": 0.0, "j6": 0.9, "j7": 0.0,
            "finger_joint": 0.04}),
 ]
+# The detected object: a ball (class of the embedded objects.yaml) in the base laser's plane, 0.5 m ahead and
+# 0.3 m to the left of the laser; its frame is its centre, radius 0.05 m.
+DETECTED_CLASS, DETECTED_NAME = "ball", "ball_0"
+DETECTED_AT = (0.5, 0.3, 0.0)          # in the base_laser frame
+DETECTED_RADIUS = 0.05
+DETECTION_PERIOD = 0.1             # s between Detection3DArray messages while the demo runs
 SETTLE_TIME = 0.5                  # s after the trajectory's end before the final error is read,
 SETTLE_MAX = 5.0                   # s more at most while it is not yet within
 TOLERANCE = 1e-3                   # rad (m for the finger): the controller's tracking goal
@@ -54,6 +62,9 @@ class Observations:
     joint_state: object = None
     scans: list = field(default_factory=list)
     images: list = field(default_factory=list)
+    objects_xml: str = ""
+    object_tf: dict = field(default_factory=dict)        # child frame -> 4x4 in world
+    object_markers: set = field(default_factory=set)     # marker namespaces of world_node
 
 
 class MasterClient:
@@ -67,6 +78,8 @@ class MasterClient:
         from std_msgs.msg import String
         from tf2_msgs.msg import TFMessage
         from trajectory_msgs.msg import JointTrajectory
+        from vision_msgs.msg import Detection3DArray
+        from visualization_msgs.msg import MarkerArray
 
         from .ros import qos
 
@@ -87,6 +100,11 @@ class MasterClient:
         n.create_subscription(LaserScan, f"{LASER}/scan", self.seen.scans.append, reliable)
         n.create_subscription(Image, f"{CAMERA}/image_raw", self.seen.images.append, reliable)
         self.trajectory_pub = n.create_publisher(JointTrajectory, f"{CONTROLLER}/joint_trajectory", 10)
+        n.create_subscription(String, "world_node/objects", self._on_objects, qos.description_qos())
+        n.create_subscription(MarkerArray, "world_node/markers", self._on_markers, qos.description_qos())
+        self.detections_pub = n.create_publisher(Detection3DArray, "detections", 10)
+        self.detecting = False
+        n.create_timer(DETECTION_PERIOD, self._detect)
 
     # -- callbacks -------------------------------------------------------------------
     def _on_description(self, msg) -> None:
@@ -94,10 +112,41 @@ class MasterClient:
             self.seen.description_after = time.monotonic() - self.start
         self.seen.description = msg.data
 
-    @staticmethod
-    def _on_tf(msg, frames: set) -> None:
+    def _on_tf(self, msg, frames: set) -> None:
+        from .ros.tf import matrix
+
         for t in msg.transforms:
             frames.update((t.header.frame_id, t.child_frame_id))
+            if t.child_frame_id == DETECTED_NAME:
+                self.seen.object_tf[t.child_frame_id] = matrix(t)
+
+    def _on_objects(self, msg) -> None:
+        self.seen.objects_xml = msg.data
+
+    def _on_markers(self, msg) -> None:
+        from visualization_msgs.msg import Marker
+
+        for m in msg.markers:
+            if m.action == Marker.ADD:
+                self.seen.object_markers.add(m.ns)
+            elif m.action == Marker.DELETE:
+                self.seen.object_markers.discard(m.ns)
+
+    def _detect(self) -> None:
+        """The detector: the ball, where it stands, in the base laser's frame."""
+        if not self.detecting:
+            return
+        from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose
+
+        msg = Detection3DArray()
+        msg.header.frame_id = LASER
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        hyp = ObjectHypothesisWithPose()
+        hyp.hypothesis.class_id, hyp.hypothesis.score = DETECTED_CLASS, 0.95
+        hyp.pose.pose.position.x, hyp.pose.pose.position.y, hyp.pose.pose.position.z = DETECTED_AT
+        hyp.pose.pose.orientation.w = 1.0
+        msg.detections.append(Detection3D(results=[hyp]))
+        self.detections_pub.publish(msg)
 
     def _on_joint_state(self, msg) -> None:
         self.seen.joint_state = msg
@@ -162,16 +211,35 @@ def run_client(timeout: float) -> dict:
         read_after = time.monotonic() - end
         error = joint_error(seen.joint_state, names, target)      # the latest /joint_states
         final = dict(zip(seen.joint_state.name, seen.joint_state.position))
+        # the detector reports the ball: world_node makes it a body, the simulated laser sees it
+        client.detecting = True
+        detected_after = time.monotonic()
+        client.wait_for(f"{DETECTED_NAME} on /tf", lambda: DETECTED_NAME in seen.object_tf, timeout)
+        client.wait_for(f"{DETECTED_NAME} in world_node/objects",
+                        lambda: f'name="{DETECTED_NAME}"' in seen.objects_xml, timeout)
+        detected_after = time.monotonic() - detected_after
         seen.scans.clear()
         seen.images.clear()
-        client.wait_for(f"{LASER}/scan", lambda: seen.scans, timeout)
+        expected = np.hypot(*DETECTED_AT[:2]) - DETECTED_RADIUS
+        beam = float(np.arctan2(DETECTED_AT[1], DETECTED_AT[0]))
+
+        def sees_ball() -> bool:
+            if not seen.scans:
+                return False
+            scan = seen.scans[-1]
+            i = int(round((beam - scan.angle_min) / scan.angle_increment))
+            return abs(scan.ranges[i] - expected) < 0.03          # 5 mm noise on the simulated laser
+        client.wait_for(f"{LASER}/scan seeing {DETECTED_NAME}", sees_ball, timeout)
         client.wait_for(f"{CAMERA}/image_raw", lambda: seen.images, timeout)
         client.spin_for(0.5)                 # a little more /tf
         return {"robot": urdf.get("name"), "links": len(urdf.findall("link")),
                 "description_after": seen.description_after,
                 "tf_static": sorted(seen.tf_static_frames), "tf": sorted(seen.tf_frames),
                 "joints": names, "target": target, "error": error, "final": final, "read_after": read_after,
-                "scan": seen.scans[-1], "image": seen.images[-1]}
+                "scan": seen.scans[-1], "image": seen.images[-1],
+                "detected": {"pose": seen.object_tf[DETECTED_NAME], "objects_xml": seen.objects_xml,
+                             "markers": DETECTED_NAME in seen.object_markers, "after": detected_after,
+                             "beam": beam, "expected": expected}}
     finally:
         client.close()
 
@@ -193,17 +261,20 @@ def draw(result: dict, out: Path) -> Path:
     from .render import render, scan_points
     from .sim import Scene
 
+    from .world.document import read_xml
+
     robot = load(bringup.DEFAULT_ROBOT)
     scene = Scene(robot, backend="numpy")
     final = {j: v for j, v in result["final"].items() if j in robot.joints}
     scene.set_joint_positions(final)
+    scene.set_objects({b.name: (load(b.file), b.pose) for b in read_xml(result["detected"]["objects_xml"])})
     scan, sensor = result["scan"], robot.sensors[LASER]
     hits = scan_points(scene, sensor, scan.ranges, scan.angle_min, scan.angle_increment)
     image = image_array(result["image"])
     plt.imsave(out / f"{CAMERA}.png", image if image.ndim == 3 else np.nan_to_num(image), cmap="viridis")
     return render(robot, out / "demo.png", final, points=hits, points_origin=scene.sensor_pose(sensor)[:3, 3],
                   scene=scene, top_view=True, title=f"robot_bridge demo: {robot.name} after the trajectory, "
-                                     f"{len(hits)} laser hits")
+                                     f"detected {DETECTED_NAME}, {len(hits)} laser hits")
 
 
 def report(result: dict, picture: Path) -> str:
@@ -225,11 +296,25 @@ def report(result: dict, picture: Path) -> str:
         f"laser {LASER}/scan: {len(ranges)} beams, {int(finite.sum())} hits, scan min range "
         + (f"{ranges[closest]:.3f} m at {np.degrees(scan.angle_min + closest * scan.angle_increment):.1f} deg"
            if closest is not None else "none (nothing in range)"),
+        detected_line(result, ranges, scan),
         f"camera {CAMERA}/image_raw: {image.width}x{image.height} {image.encoding}, "
         f"frame_id {image.header.frame_id}",
         f"picture: {picture}",
     ]
     return "\n".join("  " + line for line in lines)
+
+
+def detected_line(result: dict, ranges: np.ndarray, scan) -> str:
+    from .world.document import read_xml
+
+    d = result["detected"]
+    t = d["pose"][:3, 3]
+    bodies = [b.name for b in read_xml(d["objects_xml"])]
+    i = int(round((d["beam"] - scan.angle_min) / scan.angle_increment))
+    return (f"detected object: {DETECTED_NAME} ({DETECTED_CLASS}) at {t[0]:.3f} {t[1]:.3f} {t[2]:.3f} in "
+            f"world ({d['after']:.1f} s after the first detection); on /tf: yes; markers: "
+            f"{'yes' if d['markers'] else 'no'}; world_node/objects: {', '.join(bodies)}; laser range "
+            f"towards it {ranges[i]:.3f} m (sphere surface {d['expected']:.3f} m)")
 
 
 def domain_id() -> int:
@@ -262,9 +347,11 @@ def main(argv=None) -> int:
                        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
                        **bringup.dds_environment()})
     started = time.monotonic()
-    command = [sys.executable, "-m", "robot_bridge.cli.main", "run", "--mode", "sim"]
+    objects = bringup.DATA_DIR / "objects.yaml"
+    command = [sys.executable, "-m", "robot_bridge.cli.main", "run", "--mode", "sim",
+               "--objects", str(objects)]
     print(f"robot_bridge demo: ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']}, bridge: robot-bridge run "
-          f"--mode sim (log: {out / 'bridge.log'})", flush=True)
+          f"--mode sim --objects {objects} (log: {out / 'bridge.log'})", flush=True)
     with open(out / "bridge.log", "w", encoding="utf-8") as log:
         bridge = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
         try:

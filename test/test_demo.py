@@ -29,6 +29,14 @@ def test_demo_runs_end_to_end(tmp_path):
     scan_min = float(re.search(r"scan min range (\S+) m", report).group(1))
     assert 0.30 < scan_min < 0.36
     assert "wrist_camera/image_raw: 320x240 rgb8, frame_id wrist_camera_optical_frame" in report
+    # the detected ball: 0.5 m ahead, 0.3 m left of the laser at (0.28, 0, 0.2) -> world (0.78, 0.3, 0.2);
+    # the beam towards its centre meets its surface at hypot(0.5, 0.3) - 0.05 = 0.533 m (5 mm noise)
+    detected = re.search(r"detected object: ball_0 \(ball\) at (\S+) (\S+) (\S+) in world .*on /tf: yes; "
+                         r"markers: yes; world_node/objects: ball_0; laser range towards it (\S+) m", report)
+    assert detected, report
+    assert [float(v) for v in detected.groups()[:3]] == [0.78, 0.3, 0.2]
+    assert abs(float(detected.group(4)) - 0.533) < 0.03
+    assert "ball_0" in frames
     assert "exit status 0" in report
     for picture in ("demo.png", "wrist_camera.png"):
         assert (out / picture).read_bytes().startswith(b"\x89PNG")
