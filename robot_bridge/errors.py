@@ -77,3 +77,8 @@ class KinematicsError(DescriptionError):
 
 class ExpressionError(DescriptionError):
     """A mimic formula could not be parsed or refers to unknown names/functions."""
+
+
+class UnknownVariableError(ExpressionError):
+    """A mimic formula names a variable (joint) the robot does not have: a broken reference, not a
+    formula beyond the parser, so the load still fails on it."""

@@ -1,7 +1,9 @@
 """Format-independent checks on a freshly read model, run by :func:`robot_bridge.formats.load`.
 
 Whatever the reader, a model that reaches a node has finite numbers, rigid joint transforms,
-non-zero joint axes and mimic formulas that name existing joints without cycles.  Each failure
+non-zero joint axes and mimic formulas that name existing joints without cycles.  A formula the
+expression engine cannot compile (a function beyond it, a syntax error) makes its joint independent
+with a warning instead: one unreadable formula never loses the robot.  Each failure
 is a typed DescriptionError naming the file and the element (``joint[@name='j2']/origin``).
 """
 
@@ -67,9 +69,10 @@ def validate(robot: Robot) -> Robot:
 def _check_mimic(robot: Robot) -> None:
     if not any(j.is_mimic for j in robot.joints.values()) and not robot.extras.get("closed_loop_joints"):
         return
-    from ..kinematics.mimic import MimicEvaluator
+    from ..kinematics.mimic import MimicEvaluator, drop_uncompilable_formulas
 
     try:
+        drop_uncompilable_formulas(robot)
         MimicEvaluator(robot)
     except DescriptionError as exc:
         raise exc.with_location(file=robot.source) from None

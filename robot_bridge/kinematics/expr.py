@@ -8,7 +8,7 @@ Syntax (fparser 4 as embedded in OpenRAVE), lowest to highest precedence::
 ``^`` is right-associative and binds tighter than unary minus (``-2^2 = -4``,
 ``2^-1 = 0.5``).  Statements ``name := expr;`` define temporaries used by the
 final expression.  Functions: the fparser built-ins plus OpenRAVE's
-``polyroots2``..``polyroots8``, ``SSSA``, ``SASA``, ``SASS``.  ``pi`` is a
+``polyroots2``..``polyroots8``, ``SSSA``, ``SASA``, ``SASS`` and ``INRANGE``.  ``pi`` is a
 constant (a variable of that name wins); fparser has no ``e`` constant.
 
 Variables are joint names.  OpenRAVE textually replaces joint names before
@@ -38,7 +38,7 @@ from typing import Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from ..errors import ExpressionError
+from ..errors import ExpressionError, UnknownVariableError
 
 MAX_LENGTH = 100_000
 MAX_DEPTH = 200
@@ -142,6 +142,9 @@ def _fp_int(x):          # fparser int(): round half away from zero
     return _rounding(math.floor, x + 0.5) if x >= 0 else _rounding(math.ceil, x - 0.5)
 
 
+# The triangle family as OpenRAVE registers it with its joint function parser (src/libopenrave/
+# kinbodyjoint.cpp: fparser_sssa / fparser_sasa / fparser_sass, CreateJointFunctionParser); CATIA
+# exports name them in MathML <csymbol encoding="text/xml"> functions.
 def _sssa(a, b, c):      # angle opposite side a from the three sides (OpenRAVE)
     f = (a * a + b * b - c * c) / (2 * b)
     return math.atan2(math.sqrt(a * a - f * f), b - f)
@@ -153,6 +156,13 @@ def _sasa(a, gamma, b):  # missing angle from two sides and the included angle
 
 def _sass(a, gamma, b):  # missing side from two sides and the included angle
     return math.sqrt(a * a + b * b - 2 * a * b * math.cos(gamma))
+
+
+def _inrange(x, lo, hi):
+    # CATIA's INRANGE(x, lo, hi): OpenRAVE's COLLADA reader (src/libopenrave-core/colladaparser/
+    # colladareader.cpp, _ExtractMathML, csymbol functions) writes it as "((x>=lo)&(x<=hi))" in fparser
+    # syntax, so the comparisons carry fparser's epsilon and the result is 1 or 0.
+    return _BINARY["&"](_BINARY[">="](x, lo), _BINARY["<="](x, hi))
 
 
 _ROOT_TOL = math.sqrt(np.finfo(float).eps)
@@ -197,7 +207,7 @@ _FUNCTIONS: dict[str, tuple[int, Callable]] = {
     "sec": (1, lambda x: 1.0 / math.cos(x)), "sin": (1, math.sin), "sinh": (1, _hyper(math.sinh)),
     "sqrt": (1, math.sqrt), "tan": (1, math.tan), "tanh": (1, math.tanh),
     "trunc": (1, lambda x: _rounding(math.trunc, x)),
-    "SSSA": (3, _sssa), "SASA": (3, _sasa), "SASS": (3, _sass),
+    "SSSA": (3, _sssa), "SASA": (3, _sasa), "SASS": (3, _sass), "INRANGE": (3, _inrange),
 }
 _MULTI_FUNCTIONS = {f"polyroots{d}": d + 1 for d in range(2, 9)}   # name -> arity
 _CONSTANTS = {"pi": math.pi}
@@ -352,7 +362,8 @@ class _Parser:
         if name in _FUNCTIONS or name in _MULTI_FUNCTIONS or name == "if":
             raise self.error(f"function {name!r} needs '(' and arguments", tok)
         if self.variables is not None:
-            raise self.error(f"unknown variable {name!r}", tok)
+            err = self.error(f"unknown variable {name!r}", tok)
+            raise UnknownVariableError(err.message) from None
         self.used.add(name)
         return ("var", name)
 

@@ -6,7 +6,7 @@ from typing import MutableMapping
 
 import numpy as np
 
-from ..errors import ExpressionError, KinematicsError
+from ..errors import ExpressionError, KinematicsError, UnknownVariableError
 from ..model import Robot
 from .expr import compile_expression
 
@@ -29,6 +29,37 @@ def dof_variable_names(robot: Robot) -> dict[str, tuple[str, int]]:
             for i in range(j.dof):
                 names[f"{j.name}_{i}"] = (j.name, i)
     return names
+
+
+def not_compiled(robot: Robot, joint_name: str, error: ExpressionError, dof=None) -> None:
+    """A formula beyond the expression engine: the joint becomes independent (its mimic ``dof``,
+    or every one, is dropped; it is no longer passive) and one warning names the joint and the
+    error (which names the function and where it is)."""
+    joint = robot.joints.get(joint_name)
+    if joint is None:
+        return
+    for i in range(len(joint.mimic)) if dof is None else (dof,):
+        joint.mimic[i] = None
+    joint.passive = False
+    joint.extras["formula_not_compiled"] = str(error)
+    robot.warn(f"joint {joint_name!r}: formula not compiled ({error}); the joint is independent")
+
+
+def drop_uncompilable_formulas(robot: Robot) -> None:
+    """Make every joint whose mimic formula the engine cannot compile independent (see
+    :func:`not_compiled`).  Formulas naming joints that do not exist stay errors (broken references)."""
+    variables = dof_variable_names(robot).keys()
+    for j in list(robot.joints.values()):
+        for i, m in enumerate(j.mimic):
+            if m is None:
+                continue
+            where = f"joint[@name='{j.name}']/mimic"
+            try:
+                compile_expression(m.position, variables=variables)
+            except UnknownVariableError as exc:
+                raise exc.with_location(element=where) from None
+            except ExpressionError as exc:
+                not_compiled(robot, j.name, exc.with_location(element=where), i)
 
 
 class MimicEvaluator:

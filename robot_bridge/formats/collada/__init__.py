@@ -31,7 +31,9 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import SchemaError, UnknownReferenceError, UnsupportedFormatError
+from ...errors import (ExpressionError, SchemaError, UnknownReferenceError, UnknownVariableError,
+                       UnsupportedFormatError)
+from ...kinematics.mimic import not_compiled
 from ...model import AttachedSensor, Geometry, Inertial, Joint, Link, Mesh, Mimic, Robot
 from ...model import transform as tf
 from .. import zae
@@ -83,6 +85,7 @@ class _Reader:
         self.meshes = meshes
         self.geometry_cache: dict = {}
         self._instance_names: dict = {}   # <joint> definition -> its instance_joint's name/sid
+        self._instance_sids: dict = {}    # <joint> definition -> its instance_joint's sid
 
     # -- entry ---------------------------------------------------------------
     def read(self) -> Robot:
@@ -237,10 +240,24 @@ class _Reader:
             if any(True for _ in km.iter(ext)):
                 self.robot.warn(f"<{ext}> (closed loops) is not supported")
 
+    def _unique(self, kind: str, name: str, sid: Optional[str], taken, el) -> str:
+        """``name``, or for a repeated one a deterministic new name (``<name>_<sid>``, else
+        ``<name>_<n>``), warned once.  COLLADA addresses links and joints by sid, so names may repeat
+        (OpenRAVE's exporter names passive dummy joints alike; CATIA repeats joint names); every
+        reference is resolved through elements and sids, so it keeps pointing at the renamed one."""
+        if name not in taken:
+            return name
+        candidates = [f"{name}_{sid}"] if sid and sid != name else []
+        candidates += (f"{name}_{n}" for n in range(2, len(taken) + 3))
+        new = next(c for c in candidates if c not in taken and c not in self.robot.links
+                   and c not in self.robot.joints)
+        line = f" (line {el.sourceline})" if getattr(el, "sourceline", None) else ""
+        self.robot.warn(f"duplicate {kind} name {name!r}{line}: renamed to {new!r}")
+        return new
+
     def _add_link(self, link_el) -> str:
         name = link_el.get("name") or link_el.get("sid") or f"link{len(self.robot.links)}"
-        if name in self.robot.links:
-            raise self.doc.error(SchemaError, f"duplicate link name {name!r}", link_el)
+        name = self._unique("link", name, link_el.get("sid"), self.robot.links, link_el)
         self.robot.links[name] = Link(name=name)
         self.link_by_el[link_el] = name
         return name
@@ -252,6 +269,7 @@ class _Reader:
             el = self.doc.url(el.get("url"))
             if el is not None:
                 self._instance_names[el] = inst.get("name") or inst.get("sid")
+                self._instance_sids[el] = inst.get("sid")
         return el
 
     def _attachments(self, link_el, parent: str) -> None:
@@ -341,8 +359,8 @@ class _Reader:
         for c in jdef:
             if isinstance(c.tag, str) and c.tag not in _AXIS_KINDS + ("extra", "asset"):
                 self.robot.warn(f"joint element <{c.tag}> is not read")
-        if name in self.robot.joints:
-            raise self.doc.error(SchemaError, f"duplicate joint name {name!r}", jdef)
+        sid = self._instance_sids.get(jdef) or jdef.get("sid") or jdef.get("id")
+        name = self._unique("joint", name, sid, self.robot.joints, jdef)
         self.joint_by_el[jdef] = name
         props = [self._axis_props(a) for a in axes_el]
         if not props:
@@ -424,10 +442,13 @@ class _Reader:
                 return self.axis_owner[axes[0]]
             return (self.joint_by_el[el], 0, "fixed")
         last = ref.rstrip("/").split("/")[-1]
-        for jel, name in self.joint_by_el.items():
-            if jel.get("sid") == last or jel.get("id") == last or name == last:
-                return self.axis_owner.get(next((a for a in jel if a.tag in _AXIS_KINDS), None),
-                                           (name, 0, "fixed"))
+        # sids and ids first: they are unique where names may repeat
+        matches = [(jel, name) for jel, name in self.joint_by_el.items()
+                   if last in (jel.get("sid"), jel.get("id"), self._instance_sids.get(jel))]
+        matches = matches or [(jel, name) for jel, name in self.joint_by_el.items() if name == last]
+        for jel, name in matches[:1]:
+            return self.axis_owner.get(next((a for a in jel if a.tag in _AXIS_KINDS), None),
+                                       (name, 0, "fixed"))
         return None
 
     # -- formulas ------------------------------------------------------------------
@@ -444,15 +465,20 @@ class _Reader:
             name = jname if joint.dof <= 1 else f"{jname}_{dof}"
             return f"({name} / {unit!r})" if kind == "prismatic" and unit != 1.0 else name
 
-        conv = MathMLConverter(symbol, self.robot.warn, doc.file)
+        conv = MathMLConverter(symbol, self.robot.warn, doc.file, definition=lambda url, el: doc.url(url))
         for formula in list(km.findall("technique_common/formula")) + list(km.findall("formula")):
-            target_el = formula.find("target/param")
-            if target_el is None:
-                target_el = formula.find("target")
-            var = self._joint_var((target_el.text or "").strip() if target_el is not None else "", formula)
-            if var is None:
-                raise doc.error(UnknownReferenceError, "formula <target> does not name a joint", formula)
-            jname, dof, kind = var
+            self._read_formula(formula, conv, unit)
+
+    def _read_formula(self, formula, conv: MathMLConverter, unit: float) -> None:
+        doc = self.doc
+        target_el = formula.find("target/param")
+        if target_el is None:
+            target_el = formula.find("target")
+        var = self._joint_var((target_el.text or "").strip() if target_el is not None else "", formula)
+        if var is None:
+            raise doc.error(UnknownReferenceError, "formula <target> does not name a joint", formula)
+        jname, dof, kind = var
+        try:
             scale = unit if kind == "prismatic" and unit != 1.0 else None
             mimic = None
             tech = formula.find("technique[@profile='OpenRAVE']")
@@ -482,7 +508,7 @@ class _Reader:
                 math_el = next((m for m in formula.findall("technique_common/math") if len(m)), None)
                 if math_el is None:
                     self.robot.warn(f"formula for joint {jname!r} has no equation; ignored")
-                    continue
+                    return
                 mimic = Mimic(position=conv.convert(math_el))
             if scale is not None:
                 mimic.position = f"(({mimic.position}) * {scale!r})"
@@ -492,6 +518,10 @@ class _Reader:
                 raise doc.error(SchemaError, f"formula targets DOF {dof} of joint {jname!r}, which has "
                                 f"{self.robot.joints[jname].dof}", formula)
             self.robot.joints[jname].mimic[dof] = mimic
+        except UnknownVariableError:
+            raise
+        except ExpressionError as exc:      # a function beyond the engine: the joint stays independent
+            not_compiled(self.robot, jname, exc)
 
     # -- scene: visual nodes, initial values, geometry, physics ---------------------------
     def _read_scene_bindings(self, body: _Body) -> None:

@@ -20,16 +20,21 @@ _NARY = {"plus": "+", "times": "*", "and": "&", "or": "|"}
 _BINARY = {"divide": "/", "power": "^", "rem": "%", "eq": "=", "neq": "!=", "gt": ">", "lt": "<",
            "geq": ">=", "leq": "<="}
 _CONSTANTS = {"pi": repr(math.pi), "exponentiale": repr(math.e), "true": "1", "false": "0"}
-# OpenRAVE's custom fparser functions named by <csymbol encoding="text/xml" type="function">
-CSYMBOL_FUNCTIONS = {"INRANGE", "SSSA", "SASA", "SASS", "atan2"}
+# Functions named by <csymbol encoding="text/xml"> that OpenRAVE's COLLADA reader knows
+# (src/libopenrave-core/colladaparser/colladareader.cpp, _ExtractMathML): the name is the ``name`` of
+# the <formula> its ``definitionURL`` points at (CATIA's library_formulas), else, with
+# type="function", the csymbol's text.  INRANGE is compiled by the expression engine
+# (kinematics/expr.py), SSSA/SASA/SASS as OpenRAVE registers them with fparser.
+CSYMBOL_FUNCTIONS = {"INRANGE": 3, "SSSA": 3, "SASA": 3, "SASS": 3, "atan2": 2}
 
 
 class MathMLConverter:
     def __init__(self, symbol: Callable[[str, object], str], warn: Callable[[str], None],
-                 file: Optional[str] = None):
+                 file: Optional[str] = None, definition: Optional[Callable[[str, object], object]] = None):
         self.symbol = symbol
         self.warn = warn
         self.file = file
+        self.definition = definition      # definitionURL -> the element it names (None: not found)
 
     def _error(self, message: str, el) -> ExpressionError:
         return ExpressionError(message, file=self.file, line=getattr(el, "sourceline", None),
@@ -87,10 +92,13 @@ class MathMLConverter:
         name = op.tag
         values = [self._expr(a) for a in args]
         if name == "csymbol":
-            fn = (op.text or "").strip()
+            fn = self._function_name(op)
             if fn not in CSYMBOL_FUNCTIONS:
-                self.warn(f"MathML function {fn!r} is unknown; replaced by 1 as OpenRAVE does")
-                return "1"
+                # OpenRAVE substitutes 1; here the formula is refused and its joint made independent
+                raise self._error(f"function {fn!r} (MathML <csymbol>) is not implemented", op)
+            if len(values) != CSYMBOL_FUNCTIONS[fn]:
+                raise self._error(f"function {fn!r} takes {CSYMBOL_FUNCTIONS[fn]} arguments, got "
+                                  f"{len(values)}", op)
             return f"{fn}({', '.join(values)})"
         if name in _NARY:
             if name == "plus" and len(values) == 1:
@@ -123,6 +131,14 @@ class MathMLConverter:
         elif name == "quotient" and len(values) == 2:
             return f"int({values[0]} / {values[1]})"
         raise self._error(f"unsupported MathML operator <{name}> with {len(values)} argument(s)", op)
+
+    def _function_name(self, op) -> str:
+        url = (op.get("definitionURL") or "").strip()
+        if url and self.definition is not None:
+            target = self.definition(url, op)
+            if target is not None:
+                return (target.get("name") or (op.text or "").strip() or target.get("id") or url).strip()
+        return (op.text or "").strip() or url
 
     def _degree(self, el) -> str:
         inner = next((c for c in el if isinstance(c.tag, str)), None)

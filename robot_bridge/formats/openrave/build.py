@@ -32,6 +32,7 @@ import numpy as np
 
 from ...errors import DescriptionError, SchemaError, UnknownReferenceError
 from ...kinematics.fk import KinematicModel, joint_motion
+from ...kinematics.mimic import drop_uncompilable_formulas
 from ...model import Joint, Link, Robot
 from ...model import transform as tf
 from .common import Notes
@@ -179,6 +180,7 @@ def build_robot(body: BodyState, notes: Notes, source: Path) -> Robot:
     for w in notes.warnings:
         robot.warn(w)
     try:
+        drop_uncompilable_formulas(robot)            # a formula beyond the engine: joint independent
         robot.__dict__["_kinematic_model"] = KinematicModel(robot)   # validates mimic formulas now
     except DescriptionError as exc:
         raise exc.with_location(file=str(source)) from None
