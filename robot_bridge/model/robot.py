@@ -147,7 +147,8 @@ class Manipulator:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
-SENSOR_TYPES = ("laser", "camera", "imu", "force6d", "odometry", "actuator", "tactile", "other")
+SENSOR_TYPES = ("laser", "flash_lidar", "camera", "imu", "force6d", "odometry", "actuator", "tactile",
+                "other")
 
 
 @dataclass
@@ -158,6 +159,8 @@ class AttachedSensor:
     (SI units, radians):
     - laser: angle_min, angle_max, angle_increment, range_min, range_max,
       scan_time, time_increment, (3d lasers) vertical_min/max/increment
+    - flash_lidar (3D flash lidar, organized point cloud): width, height, fx, fy, cx, cy,
+      range_min, range_max, scan_time
     - camera: width, height, fx, fy, cx, cy, distortion_model, distortion (list),
       frame_rate, format (e.g. "rgb8", "32FC1"), depth (bool)
     - imu: orientation_covariance, angular_velocity_covariance,

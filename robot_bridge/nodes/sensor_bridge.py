@@ -10,9 +10,9 @@ Per sensor (``sensors.<name>.mode``):
   each sensor on a thread of its own at its own rate; /diagnostics reports asked vs achieved rates.
 - ``off``: nothing.
 
-Topics (relative to the node namespace): laser ``<sensor>/scan``; camera
-``<sensor>/image_raw`` + ``<sensor>/camera_info``; IMU ``<sensor>/imu``;
-force6d ``<sensor>/wrench``; odometry ``<sensor>/odom``.
+Topics (relative to the node namespace): laser ``<sensor>/scan``; flash lidar ``<sensor>/points``
+(organized PointCloud2); camera ``<sensor>/image_raw`` + ``<sensor>/camera_info``; IMU
+``<sensor>/imu``; force6d ``<sensor>/wrench``; odometry ``<sensor>/odom``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from rclpy.exceptions import ParameterUninitializedException  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan, PointCloud2  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 from ..kinematics.frames import data_frame  # noqa: E402
@@ -78,14 +78,14 @@ PARAMETERS = [
 # Declared once per sensor as sensors.<sensor>.<name>.
 SENSOR_PARAMETERS = [
     ("mode", "", "relay, sim or off (empty: default_mode)"),
-    ("input_topic", "", "relay: driver topic (default <relay_namespace>/<sensor>/<scan|image_raw|imu|wrench|"
-                        "odom>)"),
+    ("input_topic", "", "relay: driver topic (default <relay_namespace>/<sensor>/<scan|points|image_raw|imu|"
+                        "wrench|odom>)"),
     ("input_info_topic", "", "relay cameras: driver CameraInfo topic (default "
                              "<relay_namespace>/<sensor>/camera_info)"),
     ("restamp", False, "relay: replace header.stamp by the time of arrival"),
     ("max_rate", 0.0, "relay: republish at most this often (Hz); 0 = every valid message"),
     ("rep117", True, "relay lasers: finite readings beyond range_max / below range_min -> +inf / -inf"),
-    ("rate", 0.0, "sim: publish rate in Hz (0: from the description, else 10; IMU 100)"),
+    ("rate", 0.0, "sim: publish rate in Hz (0: from the description, else 10; IMU and force6d 100)"),
     ("width", 0, "sim cameras: image width in pixels, intrinsics scaled to keep the field of view (0: the "
                  "description's; only height given: scaled with it)"),
     ("height", 0, "sim cameras: image height in pixels (0: the description's; only width given: scaled "
@@ -120,12 +120,13 @@ def _mode(value) -> str:
 # sensor type -> [(topic suffix, message type)]; the first stream's frame_id is the sensor's data frame.
 STREAMS = {
     "laser": [("scan", LaserScan)],
+    "flash_lidar": [("points", PointCloud2)],
     "camera": [("image_raw", Image), ("camera_info", CameraInfo)],
     "imu": [("imu", Imu)],
     "force6d": [("wrench", WrenchStamped)],
     "odometry": [("odom", Odometry)],
 }
-SIMULATED = ("laser", "camera", "imu")
+SIMULATED = ("laser", "flash_lidar", "camera", "imu", "force6d")
 
 
 @dataclass
@@ -289,7 +290,8 @@ class SensorBridge(Node):
             w, h = sensor.params.get("width"), sensor.params.get("height")
             return lambda msg: conv.validate_camera_info(msg, w, h)
         return {LaserScan: conv.validate_laser_scan, Image: conv.validate_image, Imu: conv.validate_imu,
-                WrenchStamped: conv.validate_wrench, Odometry: conv.validate_odometry}[msg_type]
+                WrenchStamped: conv.validate_wrench, Odometry: conv.validate_odometry,
+                PointCloud2: conv.validate_pointcloud2}[msg_type]
 
     def _admit(self, stream: RelayStream, reason: Optional[str]):
         """Drop accounting and rate limit shared by both relay paths: the arrival time, or None to drop."""
@@ -504,7 +506,7 @@ class SimSensor:
     ``frame_hook`` (tests) is called at the start of every frame on the sensor's thread."""
 
     def __init__(self, node: SensorBridge, sensor: AttachedSensor, params: dict, frame_id: str):
-        from ..sim import ImuSimulator, LaserModel, PinholeModel
+        from ..sim import FlashLidarModel, ImuSimulator, LaserModel, PinholeModel, WrenchSimulator
         from ..sim.imu import covariance
 
         self.node, self.sensor, self.frame_id = node, sensor, frame_id
@@ -520,6 +522,16 @@ class SimSensor:
             self.pub = node.create_publisher(LaserScan, f"{sensor.name}/scan", out)
             rate = rate or (1.0 / self.model.scan_time if self.model.scan_time > 0 else 10.0)
             self._produce = self._laser
+        elif sensor.type == "flash_lidar":
+            self.model = FlashLidarModel.from_sensor(sensor)
+            self.pub = node.create_publisher(PointCloud2, f"{sensor.name}/points", out)
+            rate = rate or (1.0 / self.model.scan_time if self.model.scan_time > 0 else 10.0)
+            self._produce = self._flash_lidar
+        elif sensor.type == "force6d":
+            self.sim = WrenchSimulator(node.robot, sensor)
+            self.pub = node.create_publisher(WrenchStamped, f"{sensor.name}/wrench", out)
+            rate = rate or float(p.get("rate") or 100.0)
+            self._produce = self._wrench
         elif sensor.type == "camera":
             overrides = {"noise_std": params["noise_std"]} if params["noise_std"] else None
             self.model = _resized(PinholeModel.from_sensor(sensor, overrides), params["width"],
@@ -625,6 +637,14 @@ class SimSensor:
             ranges, angle_min=m.angle_min, angle_increment=m.angle_increment, range_min=m.range_min,
             range_max=m.range_max, frame_id=self.frame_id, stamp=now.to_msg(), scan_time=m.scan_time,
             time_increment=m.time_increment))
+
+    def _flash_lidar(self, scene, now) -> None:
+        points = self.model.scan(scene, scene.sensor_pose(self.sensor), self.exclude, rng=self.rng)
+        self.pub.publish(conv.pointcloud2_msg(points, self.frame_id, now.to_msg()))
+
+    def _wrench(self, scene, now) -> None:
+        force, torque = self.sim.wrench(scene)
+        self.pub.publish(conv.wrench_msg(force, torque, self.frame_id, now.to_msg()))
 
     def _camera(self, scene, now) -> None:
         m = self.model

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan
+from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan, PointCloud2, PointField
 
 # -- builders (sensor simulation) ------------------------------------------------
 
@@ -41,6 +41,41 @@ def laser_scan_msg(ranges: np.ndarray, *, angle_min: float, angle_increment: flo
     msg.ranges = np.ascontiguousarray(ranges, dtype=np.float32)
     if intensities is not None:
         msg.intensities = np.ascontiguousarray(intensities, dtype=np.float32)
+    return msg
+
+
+XYZ_FIELDS = tuple(PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                   for i, n in enumerate("xyz"))
+_POINTFIELD_BYTES = {PointField.INT8: 1, PointField.UINT8: 1, PointField.INT16: 2, PointField.UINT16: 2,
+                     PointField.INT32: 4, PointField.UINT32: 4, PointField.FLOAT32: 4, PointField.FLOAT64: 8}
+
+
+def pointcloud2_msg(points: np.ndarray, frame_id: str, stamp: Time) -> PointCloud2:
+    """An organized x, y, z float32 cloud from (height, width, 3) points (NaN: no return)."""
+    pts = np.ascontiguousarray(points, dtype=np.float32)
+    height, width = pts.shape[:2]
+    msg = PointCloud2()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = stamp
+    msg.height, msg.width = int(height), int(width)
+    msg.fields = list(XYZ_FIELDS)
+    msg.is_bigendian = False
+    msg.point_step = 12
+    msg.row_step = 12 * int(width)
+    msg.data = pts.reshape(-1).view(np.uint8)
+    msg.is_dense = bool(np.isfinite(pts).all())
+    return msg
+
+
+def wrench_msg(force: Sequence[float], torque: Sequence[float], frame_id: str, stamp: Time):
+    from geometry_msgs.msg import WrenchStamped
+
+    msg = WrenchStamped()
+    msg.header.frame_id = frame_id
+    msg.header.stamp = stamp
+    f, t = msg.wrench.force, msg.wrench.torque
+    f.x, f.y, f.z = (float(v) for v in force)
+    t.x, t.y, t.z = (float(v) for v in torque)
     return msg
 
 
@@ -201,6 +236,22 @@ def validate_imu(msg: Imu) -> Optional[str]:
         return "non-finite angular velocity"
     if msg.linear_acceleration_covariance[0] != -1.0 and not _vector_ok(msg.linear_acceleration):
         return "non-finite linear acceleration"
+    return None
+
+
+def validate_pointcloud2(msg) -> Optional[str]:
+    """sensor_msgs/PointCloud2 layout: every field inside point_step, row_step >= width * point_step,
+    data exactly row_step * height bytes."""
+    for f in msg.fields:
+        size = _POINTFIELD_BYTES.get(f.datatype)
+        if size is None:
+            return f"field {f.name!r}: unknown datatype {f.datatype}"
+        if f.offset + size * max(1, f.count) > msg.point_step:
+            return f"field {f.name!r} does not fit in point_step {msg.point_step}"
+    if msg.row_step < msg.width * msg.point_step:
+        return f"row_step {msg.row_step} < width {msg.width} x point_step {msg.point_step}"
+    if len(msg.data) != msg.row_step * msg.height:
+        return f"data has {len(msg.data)} bytes, expected row_step x height = {msg.row_step * msg.height}"
     return None
 
 

@@ -118,7 +118,7 @@ def test_every_sensor_type(fx):
                                           "angle_increment": D2R, "range_min": 0.01, "range_max": 4.0,
                                           "scan_time": 0.025, "time_increment": 0.0005})
     assert s["laser3d"].type == "laser" and s["laser3d"].params["range_max"] == 30.0
-    assert s["flash"].type == "laser" and s["flash"].params["range_min"] == 0.2
+    assert s["flash"].type == "flash_lidar" and s["flash"].params["range_min"] == 0.2
     cam = s["cam"]
     assert (cam.type, cam.link) == ("camera", "tip")
     assert cam.params.pop("distortion") == pytest.approx([0.1, -0.2, 0.0, 0.0, 0.05])

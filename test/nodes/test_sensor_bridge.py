@@ -116,14 +116,14 @@ def test_no_description_keeps_the_node_alive(harness_factory):
 
 def test_bad_mode_and_unsimulatable_type_are_reported_not_fatal(harness_factory):
     robot = pan_robot()
-    robot.sensors["ft"] = AttachedSensor("ft", "head", type="force6d")
+    robot.sensors["odo"] = AttachedSensor("odo", "head", type="odometry")
     robot.sensors["bad name!"] = AttachedSensor("bad name!", "head", type="imu")   # no valid ROS name
     h = harness_factory(robot, default_mode="sim",
                         **{"sensors.laser.mode": "bogus", "sensors.cam.mode": "off"})
     imus = h.listen(Imu, "imu/imu")
     assert h.spin_until(lambda: imus)
     h.spin_for(0.1)
-    # laser: bad mode, ft: cannot be simulated, cam: off, "bad name!": skipped
+    # laser: bad mode, odo: cannot be simulated, cam: off, "bad name!": skipped
     assert set(h.bridge.published) == {"imu"}
 
 

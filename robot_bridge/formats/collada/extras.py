@@ -38,8 +38,8 @@ def interface_type(el) -> Optional[dict]:
 
 
 # -- sensors -------------------------------------------------------------------
-_SENSOR_KIND = {"base_laser2d": "laser", "base_laser3d": "laser", "base_flash_laser": "laser",
-                "baselaser2d": "laser", "basespinninglaser": "laser", "baseflashlidar3d": "laser",
+_SENSOR_KIND = {"base_laser2d": "laser", "base_laser3d": "laser", "base_flash_laser": "flash_lidar",
+                "baselaser2d": "laser", "basespinninglaser": "laser", "baseflashlidar3d": "flash_lidar",
                 "base_pinhole_camera": "camera", "base_stereo_camera": "camera", "basecamera": "camera",
                 "base_imu": "imu", "base_force6d": "force6d", "baseforce6d": "force6d",
                 "base_odometry": "odometry", "base_encoder": "other", "base_tactile": "tactile"}
@@ -99,6 +99,22 @@ def sensor_params(kind: str, raw: dict) -> dict:
             p["scan_time"] = float(period)
         if _first(raw, "time_increment") is not None:
             p["time_increment"] = float(raw["time_increment"])
+    elif kind == "flash_lidar":    # the spec leaves base_flash_laser empty: OpenRAVE's XML fields
+        dist = _first(raw, "distance_range")
+        rmin, rmax = (dist[0], dist[1]) if isinstance(dist, list) else (_first(raw, "range_min", "minrange"),
+                                                                        _first(raw, "range_max", "maxrange"))
+        if rmin is not None:
+            p["range_min"] = float(rmin)
+        if rmax is not None:
+            p["range_max"] = float(rmax)
+        k = _first(raw, "KK", "kk")
+        if isinstance(k, list) and len(k) == 4:
+            p["fx"], p["fy"], p["cx"], p["cy"] = (float(v) for v in k)
+        for key in ("width", "height"):
+            if isinstance(raw.get(key), float):
+                p[key] = int(raw[key])
+        if period:
+            p["scan_time"] = float(period)
     elif kind == "camera":
         dims = _first(raw, "image_dimensions")
         channels = 3

@@ -12,8 +12,11 @@ from .common import Context, Notes, attrs, children, floats, require_file, tag, 
 def sensor_kind(interface: str) -> str:
     """Map an OpenRAVE sensor interface name onto model.SENSOR_TYPES."""
     low = interface.lower()
-    for word, kind in (("laser", "laser"), ("lidar", "laser"), ("camera", "camera"), ("imu", "imu"),
-                       ("odometry", "odometry"), ("force6d", "force6d"), ("actuator", "actuator"),
+    # flash lidars first: a 3D grid of ranges, not a planar scan; "forcesensor" is OpenRAVE's
+    # force/torque sensor plugin name
+    for word, kind in (("flashlidar", "flash_lidar"), ("flash_laser", "flash_lidar"), ("laser", "laser"),
+                       ("lidar", "laser"), ("camera", "camera"), ("imu", "imu"), ("odometry", "odometry"),
+                       ("force6d", "force6d"), ("forcesensor", "force6d"), ("actuator", "actuator"),
                        ("tactile", "tactile")):
         if word in low:
             return kind
@@ -61,6 +64,12 @@ def read_sensor(el, sensor: AttachedSensor, ctx: Context, notes: Notes) -> None:
     values = {_key(tag(c)): c for c in elements}
     sensor.raw.update({tag(c): text(c) for c in elements})
     p = sensor.params
+    if sensor.type == "flash_lidar":
+        for key, names in (("range_min", ("minrange",)), ("range_max", ("maxrange",)),
+                           ("scan_time", ("scantime", "timescan"))):
+            v = _number(values, ctx, *names)
+            if v is not None:
+                p[key] = v
     if sensor.type == "laser":
         for key, names, scale in (("angle_min", ("minangle",), math.pi / 180), ("angle_max", ("maxangle",),
                                   math.pi / 180), ("angle_increment", ("resolution",), math.pi / 180),
