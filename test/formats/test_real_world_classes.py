@@ -56,7 +56,8 @@ def test_references_by_sid_follow_the_renamed_joints_and_links():
     assert robot.collision_ignore == [("link", "tip")]
     # FK: shoulder 0.4 -> the prismatic dummy slides 0.02 m, the last one turns 0.8 rad
     values = KinematicModel(robot).joint_values({"shoulder": np.array([0.4])})
-    assert values["dummy_jointsid2"][0] == pytest.approx(0.02) and values["dummy_jointsid3"][0] == pytest.approx(0.8)
+    assert values["dummy_jointsid2"][0] == pytest.approx(0.02)
+    assert values["dummy_jointsid3"][0] == pytest.approx(0.8)
     poses = KinematicModel(robot).link_poses({"shoulder": np.array([0.4])})
     d1 = math.radians(5)                   # the passive dummy keeps its bound initial value (about y)
     r_z = np.array([[math.cos(0.4), -math.sin(0.4), 0], [math.sin(0.4), math.cos(0.4), 0], [0, 0, 1]])
@@ -146,4 +147,21 @@ def test_vrml_robot_exports_with_converted_meshes(tmp_path):
     assert robot.warnings == []
     text, report = to_urdf(robot, mesh_dir=tmp_path / "meshes")
     assert len(report.meshes_converted) == 2 and not report.not_expressible
+    assert_export_matches(robot, tmp_path)
+
+
+# -- sensor types of real OpenRAVE files ----------------------------------------------------------------
+
+SENSOR_BOT = REALWORLD / "openrave" / "sensor_bot.robot.xml"
+
+
+def test_forcesensor_and_flash_lidar_are_typed_and_export(tmp_path):
+    robot = load(SENSOR_BOT)
+    assert robot.warnings == ["sensor_bot.robot.xml: sensor 'flash' (BaseFlashLidar3D): <color> is not used "
+                              "by robot_bridge (kept in sensor.raw)"]
+    ft, flash = robot.sensors["ft"], robot.sensors["flash"]
+    assert (ft.type, ft.interface, ft.link) == ("force6d", "forcesensor", "arm")
+    assert (flash.type, flash.interface, flash.link) == ("flash_lidar", "BaseFlashLidar3D", "base")
+    assert flash.params == {"range_max": 6.0, "scan_time": 0.1, "fx": 16.0, "fy": 12.0, "cx": 15.5,
+                            "cy": 11.5, "width": 32, "height": 24}
     assert_export_matches(robot, tmp_path)

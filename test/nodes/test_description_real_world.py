@@ -19,7 +19,10 @@ from std_msgs.msg import String  # noqa: E402
 from robot_bridge.formats import load  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_description import _check_tf_equals_fk, harness_factory  # noqa: E402,F401
+import test_description  # noqa: E402
+from test_description import _check_tf_equals_fk  # noqa: E402
+
+harness_factory = test_description.harness_factory      # the same fixture: both /tf transports
 
 REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
 FIXTURES = ["collada/openrave_dummies.dae", "collada/catia_formulas.dae", "vrml/vrml_bot.robot.xml",

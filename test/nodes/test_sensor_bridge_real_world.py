@@ -17,7 +17,8 @@ from robot_bridge.formats import load
 from robot_bridge.ros import conversions as conv
 from robot_bridge.sim.imu import STANDARD_GRAVITY
 
-SENSOR_BOT = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "openrave" / "sensor_bot.robot.xml"
+SENSOR_BOT = (Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "openrave"
+              / "sensor_bot.robot.xml")
 
 
 @pytest.fixture

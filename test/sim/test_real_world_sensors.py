@@ -12,7 +12,8 @@ from robot_bridge.sim.imu import STANDARD_GRAVITY
 
 from fixtures.sim.models import box_body
 
-SENSOR_BOT = Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "openrave" / "sensor_bot.robot.xml"
+SENSOR_BOT = (Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "openrave"
+              / "sensor_bot.robot.xml")
 
 
 @pytest.fixture
