@@ -209,30 +209,35 @@ class StatePublisher:
         return sel
 
     def _compile_rows(self, rows: np.ndarray) -> tuple:
-        """``_values()[rows]`` as its own block product: only the coefficients of ``rows`` are computed
-        (a JointState naming 2 of 40 joints costs 2 rows, not 40)."""
+        """``_values()[rows]`` as its own block product, only the coefficients of ``rows`` computed (a
+        JointState naming 2 of 40 joints costs 2 rows, not 40): ``(index, angle, prismatic, block)``
+        with coefficients ``exp(q[index] * angle)`` seen as interleaved (cos, sin) float pairs -- one
+        ufunc call gives both -- followed by the ``q`` of prismatic rows; ``index[0]``/``angle[0] = 0``
+        give the constant (1, 0)."""
         n, k = len(self.moving), len(rows)
         if not k:
             return ()
         prismatic = np.flatnonzero(np.isin(self._prismatic_rows, rows))
-        coefficients = np.concatenate([[0], 1 + rows, 1 + n + rows, 1 + 2 * n + prismatic])
-        block = self._block_rows[coefficients][:, rows].reshape(len(coefficients), 7 * k)
+        blocks = self._block_rows                                    # (1 + 2n + prismatic, n, 7)
+        interleaved = np.zeros((2 * (k + 1) + len(prismatic), k, 7))
+        interleaved[0] = blocks[0][rows]                             # constant: cos(0) = 1, sin row 0
+        interleaved[2:2 * k + 2:2] = blocks[1 + rows][:, rows]       # cos h of each row
+        interleaved[3:2 * k + 2:2] = blocks[1 + n + rows][:, rows]   # sin h of each row
+        interleaved[2 * k + 2:] = blocks[1 + 2 * n + prismatic][:, rows]
         half = np.where(np.isin(rows, self._prismatic_rows), 0.0, 0.5)
-        slots = self._row_slots[rows]
-        trig_slot = np.concatenate([slots[:1], slots, slots])
-        scale = np.concatenate([[0.0], half, half])
-        shift = np.concatenate([[0.0], np.zeros(k), np.full(k, np.pi / 2)])
-        return trig_slot, scale, shift, self._row_slots[self._prismatic_rows[prismatic]], block
+        index = np.concatenate([self._row_slots[rows[:1]], self._row_slots[rows]])
+        angle = 1j * np.concatenate([[0.0], half])
+        return (index, angle, self._row_slots[self._prismatic_rows[prismatic]],
+                interleaved.reshape(len(interleaved), 7 * k))
 
     def selection_values(self, sel: Selection) -> np.ndarray:
         """(len(sel.rows), 7) current rows of ``sel`` (translation, xyzw quaternion)."""
         if not sel.evaluation:
             return np.zeros((0, 7))
-        trig_slot, scale, shift, prismatic_slot, block = sel.evaluation
-        q = self.q
-        coef = np.cos(q[trig_slot] * scale - shift)
+        index, angle, prismatic_slot, block = sel.evaluation
+        coef = np.exp(self.q[index] * angle).view(np.float64)
         if len(prismatic_slot):
-            coef = np.concatenate((coef, q[prismatic_slot]))
+            coef = np.concatenate((coef, self.q[prismatic_slot]))
         return coef.dot(block).reshape(-1, 7)
 
     def accept_selection(self, names: Sequence[str], positions) -> Selection:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,9 +120,17 @@ def test_joint_state_tf_rejects_what_would_poison_tf(fixtures):
     assert state.q[state.index["hinge"]] == 0.2                # stored even when not published
 
 
-def test_selection_values_are_the_rows_of_all_values(fixtures):
-    state = StatePublisher(load(fixtures / "description" / "two_link.robot.xml"))
-    state.accept(TWO_LINK_NAMES, [0.3, -0.2, 0.7, 1.1])
-    for names in (TWO_LINK_NAMES, ["ball_axis2"], ["ball_axis1", "hinge"], []):
-        sel = state.selection(names)
+@pytest.mark.parametrize("robot", ["two_link", "lwa3"])
+def test_selection_values_are_the_rows_of_all_values(fixtures, robot):
+    """The per-selection product (exp form) equals the rows of the all-rows product (cos form), for
+    revolute, spherical, prismatic and mimic rows and for subsets in any order."""
+    path = fixtures / "description" / "two_link.robot.xml" if robot == "two_link" else \
+        Path(__file__).resolve().parents[2] / "robot_bridge" / "data" / "lwa3_gripper.robot.xml"
+    state = StatePublisher(load(path))
+    names = [j.name for j in state.moving]
+    assert robot == "two_link" or any(j.type == "prismatic" for j in state.moving)
+    rng = np.random.default_rng(5)
+    state.accept(names, rng.uniform(-1.0, 1.0, len(names)))
+    for subset in (names, names[-1:], names[::-2], []):
+        sel = state.selection(subset)
         np.testing.assert_allclose(state.selection_values(sel), state._values()[sel.rows], atol=1e-15)
