@@ -21,6 +21,7 @@ formulas (linear or not) from the latest known values of the other joints.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Optional
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,6 +80,45 @@ def body_link_frame(body: str, link: str, prefix: str = "") -> str:
     return f"{prefix}{body}_{link}" if link != body else f"{prefix}{body}"
 
 
+class RowEvaluation:
+    """(k, 7) /tf rows from the DOF vector ``q``: each row is linear in (1, cos h, sin h[, q]), so the
+    coefficients are ``exp(1j * h)`` seen as (cos, sin) float pairs -- one ufunc call for all -- with
+    the constant as the pair (1, 0) of ``h = 0`` and a prismatic row's ``q`` in its (unused) sin slot;
+    the rows are then block products, in chunks of at most ``CHUNK`` rows (a dense product over
+    many rows would mostly multiply zeros).  ``evaluate`` works in preallocated buffers: one caller
+    at a time, the result valid until the next call."""
+
+    CHUNK = 12
+
+    def __init__(self, index: np.ndarray, angle: np.ndarray, prismatic_at: np.ndarray,
+                 prismatic_slots: np.ndarray, block: np.ndarray):
+        k = block.shape[1] // 7
+        self.index, self.angle, self.block = index, angle, block
+        self.coef = np.zeros(2 * (k + 1))
+        self.trig = self.coef.view(np.complex128)
+        self.prismatic = (prismatic_at, prismatic_slots) if len(prismatic_slots) else None
+        self.out = np.empty(7 * k)
+        if k <= self.CHUNK:
+            self.chunks, self.constant = [(self.coef, block, self.out)], None
+        else:
+            self.chunks = [(self.coef[2 * (1 + a):2 * (1 + b)],
+                            np.ascontiguousarray(block[2 * (1 + a):2 * (1 + b), 7 * a:7 * b]),
+                            self.out[7 * a:7 * b])
+                           for a, b in ((a, min(a + self.CHUNK, k)) for a in range(0, k, self.CHUNK))]
+            self.constant = block[0].copy()                       # times the pair (1, 0)
+
+    def evaluate(self, q: np.ndarray) -> np.ndarray:
+        """The (7k,) rows (x y z, qx qy qz qw each) at ``q``."""
+        np.exp(np.multiply(q.take(self.index), self.angle, out=self.trig), out=self.trig)
+        if self.prismatic is not None:
+            self.coef[self.prismatic[0]] = q.take(self.prismatic[1])
+        for coef, block, out in self.chunks:
+            np.dot(coef, block, out=out)
+        if self.constant is not None:
+            np.add(self.out, self.constant, out=self.out)
+        return self.out
+
+
 @dataclass(frozen=True)
 class Selection:
     """How a JointState with given names maps onto the model."""
@@ -89,7 +129,7 @@ class Selection:
     unknown: list[str]
     parents: list[str]          # frames of ``rows``
     children: list[str]
-    evaluation: tuple = ()      # the compiled (n, 7) evaluation of ``rows`` only (StatePublisher)
+    evaluation: Optional["RowEvaluation"] = None     # the compiled values of ``rows`` only
 
 
 class StatePublisher:
@@ -208,37 +248,31 @@ class StatePublisher:
             [self.parents[i] for i in rows], [self.children[i] for i in rows], self._compile_rows(rows))
         return sel
 
-    def _compile_rows(self, rows: np.ndarray) -> tuple:
-        """``_values()[rows]`` as its own block product, only the coefficients of ``rows`` computed (a
-        JointState naming 2 of 40 joints costs 2 rows, not 40): ``(index, angle, prismatic, block)``
-        with coefficients ``exp(q[index] * angle)`` seen as interleaved (cos, sin) float pairs -- one
-        ufunc call gives both -- followed by the ``q`` of prismatic rows; ``index[0]``/``angle[0] = 0``
-        give the constant (1, 0)."""
+    def _compile_rows(self, rows: np.ndarray) -> Optional["RowEvaluation"]:
+        """``_values()[rows]`` on its own: only the coefficients of ``rows`` are computed (a JointState
+        naming 2 of 40 joints costs 2 rows, not 40)."""
         n, k = len(self.moving), len(rows)
         if not k:
-            return ()
-        prismatic = np.flatnonzero(np.isin(self._prismatic_rows, rows))
+            return None
         blocks = self._block_rows                                    # (1 + 2n + prismatic, n, 7)
-        interleaved = np.zeros((2 * (k + 1) + len(prismatic), k, 7))
-        interleaved[0] = blocks[0][rows]                             # constant: cos(0) = 1, sin row 0
-        interleaved[2:2 * k + 2:2] = blocks[1 + rows][:, rows]       # cos h of each row
-        interleaved[3:2 * k + 2:2] = blocks[1 + n + rows][:, rows]   # sin h of each row
-        interleaved[2 * k + 2:] = blocks[1 + 2 * n + prismatic][:, rows]
+        pairs = np.zeros((k + 1, 2, k, 7))
+        pairs[0, 0] = blocks[0][rows]                                # constant: (1, 0)
+        pairs[1:, 0] = blocks[1 + rows][:, rows]                     # cos h
+        pairs[1:, 1] = blocks[1 + n + rows][:, rows]                 # sin h
+        prismatic_pos = np.flatnonzero(np.isin(rows, self._prismatic_rows))
+        for i in prismatic_pos:                                      # h = 0: the sin slot carries q
+            p = int(np.flatnonzero(self._prismatic_rows == rows[i])[0])
+            pairs[1 + i, 1] = blocks[1 + 2 * n + p][rows]
         half = np.where(np.isin(rows, self._prismatic_rows), 0.0, 0.5)
-        index = np.concatenate([self._row_slots[rows[:1]], self._row_slots[rows]])
-        angle = 1j * np.concatenate([[0.0], half])
-        return (index, angle, self._row_slots[self._prismatic_rows[prismatic]],
-                interleaved.reshape(len(interleaved), 7 * k))
+        return RowEvaluation(np.concatenate([self._row_slots[rows[:1]], self._row_slots[rows]]),
+                             1j * np.concatenate([[0.0], half]), 2 * (1 + prismatic_pos) + 1,
+                             self._row_slots[rows[prismatic_pos]], pairs.reshape(2 * (k + 1), 7 * k))
 
     def selection_values(self, sel: Selection) -> np.ndarray:
         """(len(sel.rows), 7) current rows of ``sel`` (translation, xyzw quaternion)."""
-        if not sel.evaluation:
+        if sel.evaluation is None:
             return np.zeros((0, 7))
-        index, angle, prismatic_slot, block = sel.evaluation
-        coef = np.exp(self.q[index] * angle).view(np.float64)
-        if len(prismatic_slot):
-            coef = np.concatenate((coef, self.q[prismatic_slot]))
-        return coef.dot(block).reshape(-1, 7)
+        return sel.evaluation.evaluate(self.q).reshape(-1, 7).copy()
 
     def accept_selection(self, names: Sequence[str], positions) -> Selection:
         """Store the positions of known joints; returns the message's compiled selection."""

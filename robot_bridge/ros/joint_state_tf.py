@@ -34,7 +34,7 @@ class _Plan:
     """One JointState name list compiled for one model, with its reused TFMessage buffer."""
 
     __slots__ = ("names", "key", "mask", "key_len", "selection", "buffer", "span", "values", "value_index",
-                 "stamps", "stamp_index", "direct_fields", "zeros", "coef", "trig", "prismatic", "out", "stamp")
+                 "stamps", "stamp_index", "direct_fields", "zeros", "stamp")
 
     def __init__(self, names: tuple[str, ...], state: StatePublisher):
         self.names = names
@@ -59,12 +59,6 @@ class _Plan:
         self.buffer = self.span = None
         if not len(sel.rows):
             return
-        # preallocated coefficient vector ((cos, sin) pairs seen as complex, then prismatic q) and output
-        index, _angle, prismatic_slot, block = sel.evaluation
-        self.coef = np.empty(2 * len(index) + len(prismatic_slot))
-        self.trig = self.coef[:2 * len(index)].view(np.complex128)
-        self.prismatic = self.coef[2 * len(index):] if len(prismatic_slot) else None
-        self.out = np.empty(block.shape[1])
         self.stamp = np.zeros(2, "<u4")
         data, value_idx, stamp_idx, order = TFBatchBuilder._template(sel.parents, sel.children)
         self.buffer = data                              # uint8, owned here: its address is published
@@ -113,13 +107,7 @@ class JointStateTF:
             warn(f"JointState names unknown joints (ignored): {', '.join(sel.unknown)}")
         if plan.buffer is None or not gate.admit(plan.names, sec * 1_000_000_000 + nanosec):
             return None
-        # state.selection_values(sel), in preallocated buffers (the hot path's fewest numpy calls)
-        index, angle, prismatic_slot, block = sel.evaluation
-        q = state.q
-        np.exp(np.multiply(q.take(index), angle, out=plan.trig), out=plan.trig)
-        if plan.prismatic is not None:
-            q.take(prismatic_slot, out=plan.prismatic)
-        values = np.dot(plan.coef, block, out=plan.out)
+        values = sel.evaluation.evaluate(state.q)            # in its preallocated buffer
         if plan.values is not None:
             plan.values[plan.value_index] = values
             stamp = plan.stamp

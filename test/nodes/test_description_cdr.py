@@ -53,7 +53,7 @@ from rclpy.serialization import deserialize_message  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from robot_bridge.formats import load  # noqa: E402
-from robot_bridge.kinematics.state_publisher import RateGate, StatePublisher  # noqa: E402
+from robot_bridge.kinematics.state_publisher import RateGate, RowEvaluation, StatePublisher  # noqa: E402
 from robot_bridge.ros.joint_state_tf import JointStateTF  # noqa: E402
 
 TWO_LINK_NAMES = ["hinge", "ball_axis0", "ball_axis1", "ball_axis2"]
@@ -120,13 +120,18 @@ def test_joint_state_tf_rejects_what_would_poison_tf(fixtures):
     assert state.q[state.index["hinge"]] == 0.2                # stored even when not published
 
 
-@pytest.mark.parametrize("robot", ["two_link", "lwa3"])
-def test_selection_values_are_the_rows_of_all_values(fixtures, robot):
-    """The per-selection product (exp form) equals the rows of the all-rows product (cos form), for
-    revolute, spherical, prismatic and mimic rows and for subsets in any order."""
-    path = fixtures / "description" / "two_link.robot.xml" if robot == "two_link" else \
-        Path(__file__).resolve().parents[2] / "robot_bridge" / "data" / "lwa3_gripper.robot.xml"
-    state = StatePublisher(load(path))
+@pytest.mark.parametrize("robot", ["two_link", "lwa3", "pr2"])
+def test_selection_values_are_the_rows_of_all_values(request, fixtures, robot):
+    """The per-selection product (exp form, chunked beyond 12 rows) equals the rows of the all-rows
+    product (cos form), for revolute, spherical, prismatic and mimic rows and subsets in any order."""
+    if robot == "pr2":
+        data = request.getfixturevalue("openrave_data")
+        state = StatePublisher(load(data / "robots" / "pr2-beta-static.zae", search_path=[data]))
+        assert len(state.moving) > 3 * RowEvaluation.CHUNK
+    else:
+        path = fixtures / "description" / "two_link.robot.xml" if robot == "two_link" else \
+            Path(__file__).resolve().parents[2] / "robot_bridge" / "data" / "lwa3_gripper.robot.xml"
+        state = StatePublisher(load(path))
     names = [j.name for j in state.moving]
     assert robot == "two_link" or any(j.type == "prismatic" for j in state.moving)
     rng = np.random.default_rng(5)
