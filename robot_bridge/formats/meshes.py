@@ -344,10 +344,19 @@ def read_inventor(path) -> tuple[np.ndarray, np.ndarray]:
     return _Collector(Path(path)).read()
 
 
+def _inventor_header(path: Path) -> bool:
+    """Whether a file of another suffix is Inventor/VRML by content (e.g. OpenRAVE's ``x.wrl.or``)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16).startswith((b"#Inventor", b"#VRML"))
+    except OSError:
+        return False
+
+
 def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
     """Vertices and triangles of any supported mesh file, ``scale`` (per axis) applied."""
     p = Path(path)
-    if p.suffix.lower() in INVENTOR_SUFFIXES:
+    if p.suffix.lower() in INVENTOR_SUFFIXES or _inventor_header(p):
         vertices, triangles = read_inventor(p)
     else:
         import io
@@ -388,10 +397,15 @@ def mesh_arrays(mesh, scaled: bool = True) -> tuple[np.ndarray, np.ndarray]:
     return vertices, triangles
 
 
-def export_stl(vertices, triangles, path) -> None:
-    """Write a binary STL file."""
+def stl_bytes(vertices, triangles) -> bytes:
+    """A binary STL file's bytes."""
     import trimesh
 
     mesh = trimesh.Trimesh(vertices=np.asarray(vertices, dtype=float), faces=np.asarray(triangles),
                            process=False)
-    Path(path).write_bytes(mesh.export(file_type="stl"))
+    return mesh.export(file_type="stl")
+
+
+def export_stl(vertices, triangles, path) -> None:
+    """Write a binary STL file."""
+    Path(path).write_bytes(stl_bytes(vertices, triangles))

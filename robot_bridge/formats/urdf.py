@@ -13,11 +13,12 @@ are kept verbatim in ``robot.extras["urdf_elements"]`` and written back.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 from lxml import etree
@@ -143,6 +144,22 @@ def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Opti
     for c in candidates:
         if c.is_file():
             return str(c.resolve())
+    return None
+
+
+def package_uri(path) -> Optional[str]:
+    """``package://<name>/<relative path>`` of a file inside a ROS package (the nearest folder above it
+    with a ``package.xml``), or None."""
+    path = Path(path).resolve()
+    for ancestor in path.parents:
+        xml = ancestor / "package.xml"
+        if xml.is_file():
+            try:
+                name = xmlsafe.parse_bytes(xml.read_bytes(), file=str(xml)).getroot().findtext("name")
+            except (DescriptionError, OSError):
+                return None
+            name = (name or "").strip()
+            return f"package://{name}/{path.relative_to(ancestor).as_posix()}" if name else None
     return None
 
 
@@ -373,13 +390,23 @@ class ConversionReport:
 
     links: int = 0
     joints: int = 0
-    meshes_converted: list[str] = field(default_factory=list)     # written mesh files
-    not_expressible: list[str] = field(default_factory=list)
+    meshes_converted: list[str] = field(default_factory=list)     # mesh files written by this conversion
+    meshes_cached: list[str] = field(default_factory=list)        # converted earlier, found in the cache
+    mesh_files: list[str] = field(default_factory=list)           # every local mesh file the URDF names
+    not_expressible: list[str] = field(default_factory=list)      # dropped or changed: one entry each
+    unresolved: list[str] = field(default_factory=list)           # kept as written, not found on this host
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def warnings(self) -> list[str]:
+        """Everything a user should be told (once per load): dropped and unresolved geometry."""
+        return self.not_expressible + self.unresolved
+
     def summary(self) -> str:
-        lines = [f"{self.links} links, {self.joints} joints, {len(self.meshes_converted)} meshes converted"]
+        lines = [f"{self.links} links, {self.joints} joints, {len(self.meshes_converted)} meshes converted, "
+                 f"{len(self.meshes_cached)} from the mesh cache"]
         lines += [f"not expressible: {m}" for m in self.not_expressible]
+        lines += [f"unresolved: {m}" for m in self.unresolved]
         lines += [f"note: {m}" for m in self.notes]
         return "\n".join(lines)
 
@@ -394,37 +421,116 @@ def _origin_el(parent, t: np.ndarray) -> None:
     etree.SubElement(parent, "origin", xyz=_fmt(t[:3, 3]), rpy=_fmt(tf.to_rpy(t[:3, :3])))
 
 
+VIEWER_SCHEMES = ("package", "file", "http", "https")   # URI schemes rviz's resource_retriever loads
+
+
+def file_uri(path: Path) -> str:
+    return Path(path).resolve().as_uri()
+
+
+@dataclass
+class MeshTarget:
+    """Where meshes that need conversion go and how the URDF names mesh files.
+
+    ``mesh_dir``: converted meshes as named files there (an override); else ``cache``
+    (content-addressed, see :mod:`.mesh_cache`); with neither, such meshes are dropped (reported).
+    ``locate`` turns a local file into the URI written (None: not expressible that way, written as
+    ``file://`` with a warning).  ``keep_written_uris``: a ``package://``, ``file://`` or ``http(s)://``
+    mesh that needs no conversion is published as written, as robot_state_publisher does.
+    """
+
+    mesh_dir: Optional[Path] = None
+    cache: Optional[object] = None                     # mesh_cache.MeshCache
+    locate: Callable[[Path], Optional[str]] = file_uri
+    keep_written_uris: bool = True
+
+
 class _MeshWriter:
     """Turns model meshes into URDF file references, converting what rviz/pinocchio cannot load."""
 
     DIRECT = (".stl", ".dae", ".obj")
 
-    def __init__(self, mesh_dir: Optional[Path], report: ConversionReport):
-        self.mesh_dir = Path(mesh_dir).resolve() if mesh_dir is not None else None
+    def __init__(self, target: MeshTarget, report: ConversionReport):
+        self.target = target
+        self.mesh_dir = Path(target.mesh_dir).resolve() if target.mesh_dir is not None else None
         self.report = report
-        self.done: dict[tuple, str] = {}
+        self.done: dict[tuple, Optional[str]] = {}
         self.used: set[str] = set()
 
     def uri(self, mesh: Mesh, label: str) -> Optional[str]:
-        key = (mesh.path, id(mesh.vertices) if mesh.vertices is not None else None)
-        if key in self.done:
-            return self.done[key]
-        uri = self._convert(mesh, label)
-        self.done[key] = uri
-        return uri
+        key = (mesh.uri, mesh.path, id(mesh.vertices) if mesh.vertices is not None else None)
+        if key not in self.done:
+            self.done[key] = self._uri(mesh, label)
+        return self.done[key]
 
-    def _convert(self, mesh: Mesh, label: str) -> Optional[str]:
-        from . import meshes
-
+    def _uri(self, mesh: Mesh, label: str) -> Optional[str]:
+        written = mesh.uri or ""
+        scheme = written.partition("://")[0].lower() if "://" in written else ""
+        viewer_uri = scheme in VIEWER_SCHEMES
         if mesh.vertices is None and mesh.path is None:
-            self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: file not found; dropped")
+            if viewer_uri:
+                if scheme in ("package", "file"):
+                    self.report.unresolved.append(
+                        f"mesh {written!r} of {label}: not found on this host; published as written "
+                        "(a viewer that has the file loads it)")
+                return written
+            self.report.not_expressible.append(f"mesh {written!r} of {label}: file not found; dropped")
             return None
         if mesh.vertices is None and Path(mesh.path).suffix.lower() in self.DIRECT:
-            return Path(mesh.path).resolve().as_uri()
-        if self.mesh_dir is None:
+            if viewer_uri and self.target.keep_written_uris:
+                return written
+            return self._locate(Path(mesh.path), label)
+        out = self._convert(mesh, label)
+        return self._locate(out, label) if out is not None else None
+
+    def _locate(self, path: Path, label: str) -> str:
+        self.report.mesh_files.append(str(path))
+        uri = self.target.locate(path)
+        if uri is None:
+            uri = file_uri(path)
+            self.report.unresolved.append(f"mesh {str(path)!r} of {label}: not inside a ROS package; "
+                                          f"published as {uri} (only this host can load it)")
+        return uri
+
+    def _convert(self, mesh: Mesh, label: str) -> Optional[Path]:
+        from . import mesh_cache, meshes
+
+        cache = self.target.cache
+        if self.mesh_dir is None and cache is None:
             self.report.not_expressible.append(
                 f"mesh {mesh.uri!r} of {label}: needs conversion but no mesh directory was given; dropped")
             return None
+        try:
+            if self.mesh_dir is None:
+                key = (mesh_cache.array_key(mesh.vertices, mesh.triangles) if mesh.vertices is not None
+                       else mesh_cache.file_key(mesh.path))
+                found = cache.get(key)
+                if found is not None:
+                    self.report.meshes_cached.append(str(found))
+                    return found
+                out = cache.put(key, meshes.stl_bytes(*self._triangles(mesh)))
+            else:
+                out = self._named_file(mesh, label)
+                out.write_bytes(meshes.stl_bytes(*self._triangles(mesh)))
+        except DescriptionError as exc:
+            self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: {exc.message}; dropped")
+            return None
+        except OSError as exc:
+            self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: cannot write the converted "
+                                               f"mesh ({exc}); dropped")
+            return None
+        self.report.meshes_converted.append(str(out))
+        return out
+
+    @staticmethod
+    def _triangles(mesh: Mesh) -> tuple[np.ndarray, np.ndarray]:
+        from . import meshes
+
+        if mesh.vertices is not None:
+            return mesh.vertices, mesh.triangles
+        return meshes.load_triangles(mesh.path)
+
+    def _named_file(self, mesh: Mesh, label: str) -> Path:
         self.mesh_dir.mkdir(parents=True, exist_ok=True)
         source, _, fragment = (mesh.uri or "").partition("#")     # inline meshes: file.zae#geometry_id
         stem = Path(mesh.path or source or label).stem + (f"_{fragment}" if fragment else "")
@@ -433,30 +539,27 @@ class _MeshWriter:
         while name in self.used:
             name, i = f"{stem}_{i}.stl", i + 1
         self.used.add(name)
-        out = self.mesh_dir / name
-        try:
-            if mesh.vertices is not None:
-                meshes.export_stl(mesh.vertices, mesh.triangles, out)
-            else:
-                meshes.export_stl(*meshes.load_triangles(mesh.path), out)
-        except DescriptionError as exc:
-            self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: {exc.message}; dropped")
-            return None
-        self.report.meshes_converted.append(str(out))
-        return out.as_uri()
+        return self.mesh_dir / name
 
 
 def _comment_text(text: str) -> str:
     return " " + text.replace("--", "- -") + " "
 
 
-def to_urdf(robot: Robot, mesh_dir=None) -> tuple[str, ConversionReport]:
-    """The URDF text of ``robot`` and a report of what could not be expressed."""
+def to_urdf(robot: Robot, mesh_dir=None, target: Optional[MeshTarget] = None) -> tuple[str, ConversionReport]:
+    """The URDF text of ``robot`` and a report of what could not be expressed.
+
+    Meshes that need conversion go to ``mesh_dir`` or as ``target`` says (see :class:`MeshTarget`);
+    with neither they are dropped and reported."""
     from ..kinematics.urdf_tree import urdf_tree
 
     report = ConversionReport()
     links, joints = urdf_tree(robot)
-    meshes = _MeshWriter(mesh_dir, report)
+    if target is None:
+        target = MeshTarget(mesh_dir=Path(mesh_dir) if mesh_dir is not None else None)
+    elif mesh_dir is not None:
+        target = dataclasses.replace(target, mesh_dir=Path(mesh_dir))
+    meshes = _MeshWriter(target, report)
     root = etree.Element("robot", name=robot.name or "robot")
     materials: dict[str, tuple] = {}
     for tl in links:
@@ -572,5 +675,5 @@ def write_urdf(robot: Robot, path, mesh_dir=None) -> ConversionReport:
     return report
 
 
-__all__ = ["ConversionReport", "read", "read_string", "resolve_uri", "to_urdf", "write_urdf",
-           "SUFFIXES", "ROOT_TAGS"]
+__all__ = ["ConversionReport", "MeshTarget", "VIEWER_SCHEMES", "file_uri", "package_uri", "read",
+           "read_string", "resolve_uri", "to_urdf", "write_urdf", "SUFFIXES", "ROOT_TAGS"]

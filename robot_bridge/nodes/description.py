@@ -9,6 +9,7 @@ joints, tool/sensor/handle/gripper frames and environment bodies on
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,10 @@ from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
+from ..formats.mesh_cache import MeshCache
+from ..formats.urdf import ConversionReport, MeshTarget, file_uri, package_uri
 from ..kinematics.state_publisher import RateGate, StatePublisher
+from ..mesh_server import MeshServer
 from ..model import Robot
 from ..ros import qos
 from ..ros.markers import robot_markers
@@ -43,12 +47,24 @@ PARAMETERS = [
     ("frame_prefix", "", "Prefix added to every published TF frame"),
     ("publish_default_joint_states", False, "Publish the initial configuration on joint_states at "
                                             "10 Hz while no other node publishes there"),
-    ("mesh_dir", "", "Directory for meshes converted for the URDF (empty: keep original files)"),
+    ("mesh_dir", "", "Override: directory for meshes converted for the URDF, as named files (empty: the "
+                     "content-addressed mesh cache)"),
+    ("mesh_cache_dir", "", "Mesh cache directory (empty: $ROS_HOME/robot_bridge/mesh_cache, else "
+                           "$XDG_CACHE_HOME/robot_bridge/meshes); safe to delete"),
+    ("mesh_cache_max_mb", 512, "Size bound of the mesh cache in MiB (least recently used files go first)"),
+    ("mesh_uri", "file", "How robot_description names mesh files: file (file://, this host), package "
+                         "(package://<pkg>/... for files inside a ROS package) or http (this node serves "
+                         "the mesh cache)"),
+    ("mesh_http_host", "", "mesh_uri http: address bound and written into the URIs (empty: every "
+                           "interface, URIs carry the host name)"),
+    ("mesh_http_port", 0, "mesh_uri http: TCP port (0: any free port)"),
     ("tf_fast_path", True, "Turn /joint_states into /tf on a thread of its own, out of the executor, "
                            "taking and publishing serialized messages (false, or where rclpy lacks what it "
                            "needs: through the executor); read at start-up"),
 ]
-RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_prefix", "mesh_dir"}
+RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_prefix", "mesh_dir",
+                     "mesh_cache_dir", "mesh_cache_max_mb", "mesh_uri", "mesh_http_host", "mesh_http_port"}
+MESH_URI_MODES = ("file", "package", "http")
 DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
 WARN_THROTTLE = 10.0                   # s
 
@@ -62,6 +78,7 @@ class LoadedModel:
     urdf: str
     srdf: str | None
     joint_tf: JointStateTF
+    report: ConversionReport | None = None
 
 
 def _semantic_text(robot: Robot, srdf_file: str) -> str | None:
@@ -88,8 +105,12 @@ def _semantic_text(robot: Robot, srdf_file: str) -> str | None:
 
 
 def load_model(description_file: str, srdf_file: str = "", search_path=(), frame_prefix: str = "",
-               mesh_dir: str = "") -> LoadedModel:
-    """Read and convert everything; raises (DescriptionError, OSError, ...) without side effects."""
+               mesh_dir: str = "", meshes: MeshTarget | None = None) -> LoadedModel:
+    """Read and convert everything; raises (DescriptionError, OSError, ...) without side effects
+    (converted meshes aside: they land in the mesh cache, where they belong whatever happens next).
+
+    ``meshes`` says where meshes needing conversion go and how files are named (default: the mesh
+    cache, ``file://`` URIs); ``mesh_dir`` overrides the cache with a directory of named files."""
     from ..formats import load
     from ..formats.urdf import to_urdf
 
@@ -97,9 +118,10 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
         raise ValueError("parameter description_file is empty")
     robot = load(description_file, search_path=list(search_path) or None)
     srdf_text = _semantic_text(robot, srdf_file)
-    urdf_text, _report = to_urdf(robot, mesh_dir=mesh_dir or None)
+    urdf_text, report = to_urdf(robot, mesh_dir=mesh_dir or None,
+                                target=meshes if meshes is not None else MeshTarget(cache=MeshCache()))
     state = StatePublisher(robot, frame_prefix)
-    return LoadedModel(robot, state, urdf_text, srdf_text, JointStateTF(state))
+    return LoadedModel(robot, state, urdf_text, srdf_text, JointStateTF(state), report)
 
 
 class DescriptionNode(Node):
@@ -108,6 +130,7 @@ class DescriptionNode(Node):
         for name, default, description in PARAMETERS:
             self.declare_parameter(name, default, ParameterDescriptor(description=description))
         self.model: LoadedModel | None = None
+        self.mesh_server: MeshServer | None = None
         self.semantic_published = False
         self.gate = RateGate(self._param("publish_frequency"), self._param("ignore_timestamp"))
 
@@ -148,6 +171,12 @@ class DescriptionNode(Node):
         new = {p.name: p.value for p in params}
         if "publish_frequency" in new and (new["publish_frequency"] is None or new["publish_frequency"] < 0):
             return SetParametersResult(successful=False, reason="publish_frequency must be >= 0")
+        if "mesh_uri" in new and new["mesh_uri"] not in MESH_URI_MODES:
+            return SetParametersResult(successful=False, reason=f"mesh_uri must be one of {MESH_URI_MODES}")
+        if "mesh_http_port" in new and not 0 <= (new["mesh_http_port"] or 0) <= 65535:
+            return SetParametersResult(successful=False, reason="mesh_http_port must be in [0, 65535]")
+        if "mesh_cache_max_mb" in new and (new["mesh_cache_max_mb"] or 0) < 1:
+            return SetParametersResult(successful=False, reason="mesh_cache_max_mb must be >= 1")
         if RELOAD_PARAMETERS & new.keys():
             ok, error = self.reload(new)
             if not ok:
@@ -161,19 +190,65 @@ class DescriptionNode(Node):
     def reload(self, overrides: dict | None = None) -> tuple[bool, str]:
         """Load the files; on success publish the new model, else keep serving the old one."""
         p = {name: self._param(name, overrides) for name in RELOAD_PARAMETERS}
+        started = time.monotonic()
         try:
+            if p["mesh_uri"] not in MESH_URI_MODES:
+                raise ValueError(f"mesh_uri {p['mesh_uri']!r}: expected one of {', '.join(MESH_URI_MODES)}")
+            cache = MeshCache(p["mesh_cache_dir"] or None, max_bytes=int(p["mesh_cache_max_mb"]) << 20)
+            server, served = self._mesh_server(p, cache), []
             model = load_model(p["description_file"], p["srdf_file"], p["search_path"], p["frame_prefix"],
-                               p["mesh_dir"])
+                               p["mesh_dir"], self._mesh_target(p["mesh_uri"], cache, server, served))
         except Exception as exc:    # any reader failure must leave the node serving
             return False, f"{type(exc).__name__}: {exc}"
+        self._set_mesh_server(server)
         self.model = model
         self._publish_model(model)
-        robot = model.robot
-        for warning in robot.warnings:
-            self.get_logger().warning(f"{robot.source or p['description_file']}: {warning}")
+        elapsed = time.monotonic() - started
+        robot, report = model.robot, model.report
+        source = robot.source or p["description_file"]
+        for warning in robot.warnings + report.warnings:     # once per load: nothing dropped silently
+            self.get_logger().warning(f"{source}: {warning}")
+        removed = cache.prune(keep=[Path(f) for f in report.mesh_files] + served)
         self.get_logger().info(f"robot {robot.name!r}: {len(robot.links)} links, {len(model.state.moving)} "
                                f"moving URDF joints, {len(model.state.static_transforms())} static frames")
+        self.get_logger().info(
+            f"meshes: {len(report.meshes_converted)} converted, {len(report.meshes_cached)} from the cache "
+            f"{cache.directory}" + (f" ({len(removed)} old files pruned)" if removed else "")
+            + (f", served at {server.base_url}" if server else "")
+            + f"; robot_description after {elapsed:.2f} s")
         return True, ""
+
+    def _mesh_server(self, p: dict, cache: MeshCache) -> MeshServer | None:
+        """The HTTP server mesh_uri http needs (the running one when it already fits), else None."""
+        if p["mesh_uri"] != "http":
+            return None
+        current = self.mesh_server
+        if current is not None and current.matches(cache.directory, p["mesh_http_host"], p["mesh_http_port"]):
+            return current
+        cache.directory.mkdir(parents=True, exist_ok=True)
+        if current is not None and int(p["mesh_http_port"]) == current.port:
+            current.stop()               # the same port on another address or directory: free it first
+            self.mesh_server = None
+        return MeshServer(cache.directory, p["mesh_http_host"], p["mesh_http_port"],
+                          log=lambda line: self.get_logger().debug(f"mesh http: {line}"))
+
+    def _set_mesh_server(self, server: MeshServer | None) -> None:
+        if self.mesh_server is not None and self.mesh_server is not server:
+            self.mesh_server.stop()
+        self.mesh_server = server
+
+    @staticmethod
+    def _mesh_target(mode: str, cache: MeshCache, server: MeshServer | None, served: list) -> MeshTarget:
+        if mode == "package":
+            return MeshTarget(cache=cache, locate=package_uri)
+        if mode == "http":
+            def locate(path: Path) -> str:
+                adopted = cache.adopt(path)      # every served file lives in the cache directory
+                served.append(adopted)
+                return server.url(adopted)
+
+            return MeshTarget(cache=cache, locate=locate, keep_written_uris=False)
+        return MeshTarget(cache=cache, locate=file_uri)
 
     def _publish_model(self, model: LoadedModel) -> None:
         stamp = self.get_clock().now().to_msg()
@@ -241,6 +316,7 @@ class DescriptionNode(Node):
         if self.tf_relay is not None:           # off the middleware before the subscription goes
             self.tf_relay.close()
             self.tf_relay = None
+        self._set_mesh_server(None)              # the mesh HTTP server stops with the node
         super().destroy_node()
 
     def _publish_default_joint_state(self) -> None:

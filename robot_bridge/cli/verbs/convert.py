@@ -56,6 +56,8 @@ def main(args) -> int:
               f"{len(s.grippers)} grippers")
     for line in report.not_expressible:
         print(f"not expressible: {line}")
+    for line in report.unresolved:
+        print(f"unresolved: {line}")
     for line in report.notes:
         print(f"note: {line}")
     for line in robot.warnings:

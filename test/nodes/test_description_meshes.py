@@ -1,0 +1,99 @@
+"""description_node's meshes as a user gets them: the node executable on a corpus robot with Inventor
+meshes converts them into the mesh cache by default, robot_description names the cached files, every
+dropped or missing mesh is a warning in the log, and a restart converts nothing (cache hit)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+trimesh = pytest.importorskip("trimesh")
+
+from lxml import etree  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+
+from robot_bridge.ros import qos  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT = 60.0
+
+
+def run_until_description(robot: Path, cache: Path, *params: str, search: Path | None = None,
+                          env: dict | None = None) -> tuple[str, str]:
+    """Start the node executable, wait for robot_description, stop it; (description, log)."""
+    args = ["-p", f"description_file:={robot}", "-p", f"mesh_cache_dir:={cache}", *params]
+    if search is not None:
+        args += ["-p", f"search_path:=[{search}]"]
+    proc = subprocess.Popen([sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args", *args],
+                            cwd=REPO, env=env or dict(os.environ), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("mesh_probe", context=context)
+    got = []
+    node.create_subscription(String, "/robot_description", lambda m: got.append(m.data),
+                             qos.description_qos())
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    try:
+        end = time.monotonic() + TIMEOUT
+        while not got and time.monotonic() < end and proc.poll() is None:
+            executor.spin_once(timeout_sec=0.1)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        try:
+            log = proc.communicate(timeout=30)[0]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            log = proc.communicate()[0]
+    assert got, f"no robot_description:\n{log}"
+    return got[0], log
+
+
+def mesh_uris(description: str) -> list[str]:
+    return [m.get("filename") for m in etree.fromstring(description.encode()).iter("mesh")]
+
+
+def counts(log: str) -> tuple[int, int]:
+    m = re.search(r"meshes: (\d+) converted, (\d+) from the cache", log)
+    assert m, log
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_default_converts_into_cache_and_restart_converts_nothing(openrave_data, tmp_path):
+    robot = openrave_data / "robots" / "barrettwam.robot.xml"
+    cache = tmp_path / "cache"
+    first, log1 = run_until_description(robot, cache, search=openrave_data)
+    uris = mesh_uris(first)
+    assert len(uris) >= 2 * 17
+    for uri in set(uris):
+        path = Path(unquote(urlsplit(uri).path))
+        assert uri.startswith("file://") and path.parent == cache.resolve(), uri
+        assert len(trimesh.load(str(path), force="mesh").faces) > 0
+    converted, cached = counts(log1)
+    assert converted == len(set(uris)) and cached == 0
+    second, log2 = run_until_description(robot, cache, search=openrave_data)
+    assert second == first
+    assert counts(log2) == (0, converted)
+
+
+def test_every_missing_mesh_is_a_warning(openrave_data, tmp_path):
+    # bobcat_base_model3.wrl.or is absent upstream
+    robot = openrave_data.parent / "test" / "testdata" / "bobcat.robot.xml"
+    _, log = run_until_description(robot, tmp_path / "cache", search=openrave_data)
+    warnings = [line for line in log.splitlines() if "WARN" in line]
+    assert [w for w in warnings if "'bobcat_arm_vrml/bobcat_base_model3.wrl.or'" in w and "dropped" in w], log
