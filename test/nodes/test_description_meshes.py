@@ -97,3 +97,47 @@ def test_every_missing_mesh_is_a_warning(openrave_data, tmp_path):
     _, log = run_until_description(robot, tmp_path / "cache", search=openrave_data)
     warnings = [line for line in log.splitlines() if "WARN" in line]
     assert [w for w in warnings if "'bobcat_arm_vrml/bobcat_base_model3.wrl.or'" in w and "dropped" in w], log
+
+
+def test_http_serves_the_cache_read_only_and_stops_with_the_node(openrave_data, tmp_path):
+    import urllib.error
+    import urllib.request
+
+    from rclpy.parameter import Parameter
+
+    from robot_bridge.nodes.description import DescriptionNode
+
+    robot = openrave_data / "robots" / "barrettwam.robot.xml"
+    secret = tmp_path / "secret.stl"
+    secret.write_bytes(b"solid secret\nendsolid secret\n")
+    cache = tmp_path / "cache"
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = DescriptionNode(context=context, parameter_overrides=[
+            Parameter("description_file", value=str(robot)),
+            Parameter("search_path", value=[str(openrave_data)]),
+            Parameter("mesh_cache_dir", value=str(cache)), Parameter("mesh_uri", value="http"),
+            Parameter("mesh_http_host", value="127.0.0.1")])
+        try:
+            uris = mesh_uris(node.model.urdf)
+            base = node.mesh_server.base_url
+            assert uris and all(u.startswith(base + "/") for u in uris)
+            for uri in set(uris):
+                with urllib.request.urlopen(uri, timeout=10) as r:
+                    data = r.read()
+                    assert r.headers["Content-Type"] == "model/stl"
+                mesh = trimesh.load(trimesh.util.wrap_as_stream(data), file_type="stl", force="mesh")
+                assert len(mesh.faces) > 0
+            name = uris[0].rsplit("/", 1)[1]
+            for path in ("/", "/../secret.stl", "/%2e%2e/secret.stl", f"/{name}/..", f"/x/{name}",
+                         "/" + name.replace(".stl", ".txt"), f"/{'0' * 64}.stl"):
+                with pytest.raises(urllib.error.HTTPError) as err:
+                    urllib.request.urlopen(base + path, timeout=10)
+                assert err.value.code == 404, path
+        finally:
+            node.destroy_node()
+        with pytest.raises(urllib.error.URLError):       # stopped with the node
+            urllib.request.urlopen(uris[0], timeout=5)
+    finally:
+        rclpy.shutdown(context=context)

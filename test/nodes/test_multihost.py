@@ -66,6 +66,53 @@ sys.exit(0 if len(got) == 4 else 1)
 """
 
 
+MESH_LISTENER = r"""
+import json, sys, time, urllib.error, urllib.request
+import rclpy
+import trimesh
+from lxml import etree
+from std_msgs.msg import String
+from robot_bridge.ros import qos
+
+rclpy.init()
+node = rclpy.create_node("multihost_mesh_listener")
+got = []
+node.create_subscription(String, "/robot_description", lambda m: got.append(m.data), qos.description_qos())
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end and not got:
+    rclpy.spin_once(node, timeout_sec=0.1)
+if not got:
+    print(json.dumps({"error": "no robot_description", "nodes": node.get_node_names()}))
+    sys.exit(1)
+uris = [m.get("filename") for m in etree.fromstring(got[0].encode()).iter("mesh")]
+faces = {}
+for uri in sorted(set(uris)):
+    with urllib.request.urlopen(uri, timeout=20) as r:
+        mesh = trimesh.load(trimesh.util.wrap_as_stream(r.read()), file_type="stl", force="mesh")
+    faces[uri] = len(mesh.faces)
+base = uris[0].rsplit("/", 1)[0]
+outside = {}
+for path in ("/", "/../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/robot.urdf"):
+    try:
+        urllib.request.urlopen(base + path, timeout=20)
+        outside[path] = 200
+    except urllib.error.HTTPError as exc:
+        outside[path] = exc.code
+print(json.dumps({"uris": uris, "faces": faces, "outside": outside}))
+"""
+
+PROBE = r"""
+import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=10)
+    print("served")
+except urllib.error.HTTPError as exc:
+    print(f"http {exc.code}")
+except OSError as exc:
+    print(f"refused {exc}")
+"""
+
+
 def _run(*cmd: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=20)
 
@@ -157,3 +204,63 @@ def test_description_and_tf_cross_namespaces(two_hosts, tmp_path):
     assert '<robot name="two_link"' in got["robot_description"]
     assert "tip" in got["tf_static"]
     assert "upper" in got["tf"]
+
+
+def _profiles(two_hosts, tmp_path) -> dict:
+    domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
+    peers = "".join(PEER.format(ip=ip, port=7400 + 250 * domain + 10 + 2 * i)
+                    for i, (_ns, _v, ip) in enumerate(two_hosts.values()))
+    profiles = {}
+    for i, host in enumerate(("a", "b")):
+        profiles[host] = tmp_path / f"fastdds_multihost_{host}.xml"
+        profiles[host].write_text(PROFILE.format(peers=peers, participant=i))
+    return profiles
+
+
+def test_meshes_over_http_across_namespaces(two_hosts, tmp_path):
+    """mesh_uri http: the listener host fetches every mesh robot_description names from the bridge host and
+    loads it; paths outside the cache are 404; the server stops with the node."""
+    openrave = REPO.parent / "shared" / "corpus" / "openrave" / "src"
+    if not openrave.is_dir():
+        pytest.skip("robot corpus not found")
+    robot = openrave / "robots" / "barrettwam.robot.xml"
+    profiles = _profiles(two_hosts, tmp_path)
+    (tmp_path / "listener.py").write_text(MESH_LISTENER)
+    (tmp_path / "probe.py").write_text(PROBE)
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    env.pop("ROS_STATIC_PEERS", None)
+    (ns_a, _, ip_a), (ns_b, _, _) = two_hosts["a"], two_hosts["b"]
+    node = subprocess.Popen(
+        ["ip", "netns", "exec", ns_a, sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args",
+         "-p", f"description_file:={robot}", "-p", f"search_path:=[{openrave}]",
+         "-p", f"mesh_cache_dir:={tmp_path / 'cache'}", "-p", "mesh_uri:=http",
+         "-p", f"mesh_http_host:={ip_a}", "-p", "mesh_http_port:=8642"],
+        env={**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["a"])}, cwd=REPO, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    b_env = {**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["b"])}
+    try:
+        started = [node.stdout.readline()]
+        while started[-1] and "meshes:" not in started[-1]:      # loaded and serving
+            started.append(node.stdout.readline())
+        assert "served at" in started[-1], f"description_node did not start: {''.join(started)}"
+        listener = subprocess.run(["ip", "netns", "exec", ns_b, sys.executable, str(tmp_path / "listener.py"),
+                                   str(TIMEOUT)], env=b_env, cwd=REPO, capture_output=True, text=True,
+                                  timeout=TIMEOUT + 120)
+    finally:
+        node.terminate()
+        try:
+            node_out = node.communicate(timeout=20)[0]
+        except subprocess.TimeoutExpired:
+            node.kill()
+            node_out = node.communicate()[0]
+    assert listener.returncode == 0, \
+        f"listener: {listener.stdout} {listener.stderr[-1500:]}\nnode: {node_out[-1500:]}"
+    got = json.loads(listener.stdout.strip().splitlines()[-1])
+    uris = got["uris"]
+    assert len(uris) >= 2 * 17 and all(u.startswith(f"http://{ip_a}:8642/") for u in uris)
+    assert set(got["faces"]) == set(uris) and all(n > 0 for n in got["faces"].values())
+    assert set(got["outside"].values()) == {404}, got["outside"]
+    after = subprocess.run(["ip", "netns", "exec", ns_b, sys.executable, str(tmp_path / "probe.py"), uris[0]],
+                           env=b_env, capture_output=True, text=True, timeout=60)
+    assert after.stdout.startswith("refused"), after.stdout + after.stderr
