@@ -15,11 +15,8 @@ import sys
 import threading
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import SetBool, Trigger
@@ -29,36 +26,60 @@ from .. import hardware as hw
 from ..hardware.base import Hardware, HardwareError, JointLimits, ModuleState
 from ..hardware.trajectory import Trajectory
 from ..model import Robot
+from ..ros import params
 from ..ros.conversions import seconds, trajectory_point
+from ..ros.params import Param
 
-# The one parameter schema: (name, default, description); a Parameter.Type declares an empty array.
-PARAMETERS = [
-    ("description_file", "", "Robot file read with robot_bridge.formats.load (unused when a Robot is given)"),
-    ("search_path", Parameter.Type.STRING_ARRAY, "Directories searched for included files"),
-    ("hardware", "sim", "Modules: 'sim' (simulated) or 'canopen' (CiA 402 drives)"),
-    ("joints", Parameter.Type.STRING_ARRAY, "Joints driven, in command order (default: the description's "
-                                            "active 1-DOF joints)"),
-    ("state_rate", 50.0, "Hz of /joint_states and ~/state"),
-    ("control_rate", 100.0, "Hz of the control loop (trajectory sampling, hardware read/write)"),
-    ("diagnostics_rate", 2.0, "Hz of /diagnostics (also published on every module state change)"),
-    ("allow_partial_joints_goal", False, "Accept trajectories naming a subset of the joints (the others "
-                                         "hold their position)"),
-    ("auto_init", True, "Open and enable the hardware at start-up (otherwise call ~/init)"),
-    ("default_velocity", 1.0, "Velocity limit (rad/s or m/s) for joints whose description has none"),
-    ("default_acceleration", 2.0, "Acceleration limit for joints whose description has none"),
-    ("sim.seed", 0, "Seed of the simulation's random generator (faults, noise)"),
-    ("sim.fault_rate", 0.0, "Random faults per module and second (0: none)"),
-    ("sim.noise", 0.0, "Standard deviation of the simulated position measurement noise"),
-    ("canopen.interface", "socketcan", "python-can interface (socketcan, pcan, virtual, ...)"),
-    ("canopen.channel", "can0", "python-can channel"),
-    ("canopen.bitrate", 500000, "CAN bit rate"),
-    ("canopen.node_ids", Parameter.Type.INTEGER_ARRAY, "CANopen node id per joint (default 1, 2, ...)"),
-    ("canopen.eds", "", "Object dictionary of the drives (default: config/cia402_drive.eds)"),
-    ("canopen.counts_per_radian", 1e6, "Drive position units per radian (or metre)"),
-    ("canopen.heartbeat_ms", 50, "Heartbeat producer time written to each drive (0x1017)"),
-    ("canopen.heartbeat_timeout", 0.5, "Seconds without heartbeat before a module is reported faulted"),
-]
+RATE = (0.1, 10000.0)          # Hz: accepted range of the loop and publishing rates
+# The one parameter schema (names, defaults, descriptions, constraints); read-only where a change needs a
+# restart (the hardware and the joint set are built at start-up).
+PARAMETERS = params.schema(
+    Param("description_file", "", "Robot file read with robot_bridge.formats.load (unused when a Robot is "
+                                  "given)", read_only=True),
+    Param("search_path", params.STRING_ARRAY, "Directories searched for included files", read_only=True),
+    Param("hardware", "sim", "Modules: 'sim' (simulated) or 'canopen' (CiA 402 drives)", choices=hw.KINDS,
+          read_only=True),
+    Param("joints", params.STRING_ARRAY, "Joints driven, in command order (default: the description's "
+                                         "active 1-DOF joints)", read_only=True,
+          rule=lambda v: "duplicate joint names" if len(set(v)) != len(v) else None,
+          rule_text="distinct joints of the description"),
+    Param("state_rate", 50.0, "Hz of /joint_states and ~/state", range=RATE),
+    Param("control_rate", 100.0, "Hz of the control loop (trajectory sampling, hardware read/write)",
+          range=RATE),
+    Param("diagnostics_rate", 2.0, "Hz of /diagnostics (also published on every module state change)",
+          range=RATE),
+    Param("allow_partial_joints_goal", False, "Accept trajectories naming a subset of the joints (the others "
+                                              "hold their position)"),
+    Param("auto_init", True, "Open and enable the hardware at start-up (otherwise call ~/init)",
+          read_only=True),
+    Param("default_velocity", 1.0, "Velocity limit (rad/s or m/s) for joints whose description has none",
+          range=(1e-6, 1e6), read_only=True),
+    Param("default_acceleration", 2.0, "Acceleration limit for joints whose description has none",
+          range=(1e-6, 1e6), read_only=True),
+    Param("sim.seed", 0, "Seed of the simulation's random generator (faults, noise)", range=(0, 2**31 - 1),
+          read_only=True),
+    Param("sim.fault_rate", 0.0, "Random faults per module and second (0: none)", range=(0.0, 1000.0)),
+    Param("sim.noise", 0.0, "Standard deviation of the simulated position measurement noise",
+          range=(0.0, 1.0)),
+    Param("canopen.interface", "socketcan", "python-can interface (socketcan, pcan, virtual, ...)",
+          read_only=True),
+    Param("canopen.channel", "can0", "python-can channel", read_only=True),
+    Param("canopen.bitrate", 500000, "CAN bit rate", range=(10000, 1000000), read_only=True),
+    Param("canopen.node_ids", params.INTEGER_ARRAY, "CANopen node id per joint (default 1, 2, ...)",
+          range=(1, 127), read_only=True),
+    Param("canopen.eds", "", "Object dictionary of the drives (default: config/cia402_drive.eds)",
+          read_only=True),
+    Param("canopen.counts_per_radian", 1e6, "Drive position units per radian (or metre)", range=(1e-6, 1e12),
+          read_only=True),
+    Param("canopen.heartbeat_ms", 50, "Heartbeat producer time written to each drive (0x1017)",
+          range=(0, 65535), read_only=True),
+    Param("canopen.heartbeat_timeout", 0.5, "Seconds without heartbeat before a module is reported faulted",
+          range=(0.001, 60.0), read_only=True),
+)
 WARN_THROTTLE = 5.0
+# rate parameter -> the method its timer runs
+TIMERS = {"control_rate": "_control", "state_rate": "_publish_state",
+          "diagnostics_rate": "_publish_diagnostics"}
 
 
 class Rejected(ValueError):
@@ -68,11 +89,11 @@ class Rejected(ValueError):
 class ControllerNode(Node):
     def __init__(self, robot: Robot | None = None, hardware: Hardware | None = None, **kwargs):
         super().__init__("controller_node", **kwargs)
-        for name, default, description in PARAMETERS:
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
         self.lock = threading.RLock()          # hardware access: executor callbacks and tests
-        self.robot = robot
         self.hardware: Hardware | None = hardware
+        self.timers_by_rate = {}
+        self.params = params.NodeParameters(self, PARAMETERS, apply=self._on_parameters_set)
+        self.robot = robot
         self.joints: list[str] = list(hardware.joint_names) if hardware else []
         self.limits: list[JointLimits] = list(hardware.limits) if hardware else []
         self.trajectory: Trajectory | None = None
@@ -101,17 +122,28 @@ class ControllerNode(Node):
                 self.get_logger().info(self.init())
         except Exception as exc:  # bad description / bus: keep the node up, report, allow ~/init
             self.get_logger().error(f"controller not ready: {type(exc).__name__}: {exc}")
-        self.create_timer(1.0 / self._param("control_rate"), self._control)
-        self.create_timer(1.0 / self._param("state_rate"), self._publish_state)
-        self.create_timer(1.0 / self._param("diagnostics_rate"), self._publish_diagnostics)
+        for rate in TIMERS:
+            self._start_timer(rate)
 
     # -- set-up -------------------------------------------------------------------
     def _param(self, name: str):
-        try:
-            value = self.get_parameter(name).value
-        except rclpy.exceptions.ParameterUninitializedException:    # empty typed array
-            value = None
-        return [] if value is None else value
+        return self.params.get(name)
+
+    def _start_timer(self, rate_parameter: str) -> None:
+        old = self.timers_by_rate.pop(rate_parameter, None)
+        if old is not None:
+            self.destroy_timer(old)
+        callback = getattr(self, TIMERS[rate_parameter])
+        self.timers_by_rate[rate_parameter] = self.create_timer(1.0 / self._param(rate_parameter), callback)
+
+    def _on_parameters_set(self, changes: dict) -> None:
+        """Accepted changes of dynamic parameters take effect here (read-only ones never get here)."""
+        for name in TIMERS.keys() & changes.keys():
+            self._start_timer(name)
+        with self.lock:
+            for name, attribute in (("sim.fault_rate", "fault_rate"), ("sim.noise", "noise")):
+                if name in changes and hasattr(self.hardware, attribute):
+                    setattr(self.hardware, attribute, float(changes[name]))
 
     def _setup(self) -> None:
         """Robot, joints, limits and hardware from the parameters."""

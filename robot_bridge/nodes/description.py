@@ -13,10 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -28,43 +25,49 @@ from ..formats.urdf import ConversionReport, MeshTarget, file_uri, package_uri
 from ..kinematics.state_publisher import RateGate, StatePublisher
 from ..mesh_server import MeshServer
 from ..model import Robot
-from ..ros import qos
+from ..ros import params, qos
 from ..ros.markers import robot_markers
+from ..ros.params import Param
 from ..ros.joint_state_tf import JointStateTF, read_joint_state  # noqa: F401  (read_joint_state: API)
 from ..ros.tf import tf_message
 
-# The one parameter schema: (name, default, description).  A Parameter.Type
-# default declares a typed parameter without a value (empty string array).
-PARAMETERS = [
-    ("description_file", "", "Robot file: .robot.xml, .kinbody.xml, .env.xml, .dae, .zae or .urdf"),
-    ("srdf_file", "", "Optional SRDF (MoveIt / hpp); without it one is generated from the model if it has "
-                      "manipulators or semantics"),
-    ("search_path", Parameter.Type.STRING_ARRAY, "Directories searched for included files and meshes "
-                                                 "(before $OPENRAVE_DATA)"),
-    ("publish_frequency", 20.0, "Maximum /tf rate per joint in Hz, as robot_state_publisher; "
-                                "0 publishes on every JointState"),
-    ("ignore_timestamp", False, "Publish every JointState regardless of publish_frequency"),
-    ("frame_prefix", "", "Prefix added to every published TF frame"),
-    ("publish_default_joint_states", False, "Publish the initial configuration on joint_states at "
-                                            "10 Hz while no other node publishes there"),
-    ("mesh_dir", "", "Override: directory for meshes converted for the URDF, as named files (empty: the "
-                     "content-addressed mesh cache)"),
-    ("mesh_cache_dir", "", "Mesh cache directory (empty: $ROS_HOME/robot_bridge/mesh_cache, else "
-                           "$XDG_CACHE_HOME/robot_bridge/meshes); safe to delete"),
-    ("mesh_cache_max_mb", 512, "Size bound of the mesh cache in MiB (least recently used files go first)"),
-    ("mesh_uri", "file", "How robot_description names mesh files: file (file://, this host), package "
-                         "(package://<pkg>/... for files inside a ROS package) or http (this node serves "
-                         "the mesh cache)"),
-    ("mesh_http_host", "", "mesh_uri http: address bound and written into the URIs (empty: every "
-                           "interface, URIs carry the host name)"),
-    ("mesh_http_port", 0, "mesh_uri http: TCP port (0: any free port)"),
-    ("tf_fast_path", True, "Turn /joint_states into /tf on a thread of its own, out of the executor, "
-                           "taking and publishing serialized messages (false, or where rclpy lacks what it "
-                           "needs: through the executor); read at start-up"),
-]
+RELOADS = "reloads the model when set; refused (old model kept) if it does not load"
+MESH_URI_MODES = ("file", "package", "http")
+# The one parameter schema.  The files, search path, prefix and mesh settings reload the model when set
+# (refused, keeping the old model, when the new one does not load).
+PARAMETERS = params.schema(
+    Param("description_file", "", "Robot file: .robot.xml, .kinbody.xml, .env.xml, .dae, .zae or .urdf",
+          rule_text=RELOADS),
+    Param("srdf_file", "", "Optional SRDF (MoveIt / hpp); without it one is generated from the model if it "
+                           "has manipulators or semantics", rule_text=RELOADS),
+    Param("search_path", params.STRING_ARRAY, "Directories searched for included files and meshes "
+                                              "(before $OPENRAVE_DATA)", rule_text=RELOADS),
+    Param("publish_frequency", 20.0, "Maximum /tf rate per joint in Hz, as robot_state_publisher; "
+                                     "0 publishes on every JointState", range=(0.0, 10000.0)),
+    Param("ignore_timestamp", False, "Publish every JointState regardless of publish_frequency"),
+    Param("frame_prefix", "", "Prefix added to every published TF frame", rule_text=RELOADS),
+    Param("publish_default_joint_states", False, "Publish the initial configuration on joint_states at "
+                                                 "10 Hz while no other node publishes there", read_only=True),
+    Param("mesh_dir", "", "Override: directory for meshes converted for the URDF, as named files (empty: the "
+                          "content-addressed mesh cache)", rule_text=RELOADS),
+    Param("mesh_cache_dir", "", "Mesh cache directory (empty: $ROS_HOME/robot_bridge/mesh_cache, else "
+                                "$XDG_CACHE_HOME/robot_bridge/meshes); safe to delete", rule_text=RELOADS),
+    Param("mesh_cache_max_mb", 512, "Size bound of the mesh cache in MiB (least recently used files go "
+                                    "first)",
+          range=(1, 1 << 30), rule_text=RELOADS),
+    Param("mesh_uri", "file", "How robot_description names mesh files: file (file://, this host), package "
+                              "(package://<pkg>/... for files inside a ROS package) or http (this node "
+                              "serves the mesh cache)", choices=MESH_URI_MODES, rule_text=RELOADS),
+    Param("mesh_http_host", "", "mesh_uri http: address bound and written into the URIs (empty: every "
+                                "interface, URIs carry the host name)", rule_text=RELOADS),
+    Param("mesh_http_port", 0, "mesh_uri http: TCP port (0: any free port)", range=(0, 65535),
+          rule_text=RELOADS),
+    Param("tf_fast_path", True, "Turn /joint_states into /tf on a thread of its own, out of the executor, "
+                                "taking and publishing serialized messages (false, or where rclpy lacks what "
+                                "it needs: through the executor)", read_only=True),
+)
 RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_prefix", "mesh_dir",
                      "mesh_cache_dir", "mesh_cache_max_mb", "mesh_uri", "mesh_http_host", "mesh_http_port"}
-MESH_URI_MODES = ("file", "package", "http")
 DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
 WARN_THROTTLE = 10.0                   # s
 
@@ -127,10 +130,11 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
 class DescriptionNode(Node):
     def __init__(self, **kwargs):
         super().__init__("description_node", **kwargs)
-        for name, default, description in PARAMETERS:
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
-        self.model: LoadedModel | None = None
+        self.tf_relay = None                                  # the fast path's SerializedRelay
         self.mesh_server: MeshServer | None = None
+        self.params = params.NodeParameters(self, PARAMETERS, validate=self._check_parameters,
+                                            apply=self._apply_parameters)
+        self.model: LoadedModel | None = None
         self.semantic_published = False
         self.gate = RateGate(self._param("publish_frequency"), self._param("ignore_timestamp"))
 
@@ -140,7 +144,6 @@ class DescriptionNode(Node):
         self.tf_pub = self.create_publisher(TFMessage, "/tf", qos.tf_qos())
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.description_qos())
         self.counts = {"joint_states": 0, "tf": 0}            # taken / published (soak, tests)
-        self.tf_relay = None                                  # the fast path's SerializedRelay
         self._in_flight = None                                # keeps the /tf buffer being published alive
         if not (self._param("tf_fast_path") and self._setup_fast_path()):
             self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.joint_states_qos(),
@@ -150,7 +153,6 @@ class DescriptionNode(Node):
         if self._param("publish_default_joint_states"):
             self.default_pub = self.create_publisher(JointState, "joint_states", 10)
             self.create_timer(DEFAULT_JOINT_STATES_PERIOD, self._publish_default_joint_state)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
 
         ok, error = self.reload()
         if not ok:
@@ -161,30 +163,20 @@ class DescriptionNode(Node):
     def _param(self, name: str, overrides: dict | None = None):
         if overrides and name in overrides:
             return overrides[name]
-        try:
-            value = self.get_parameter(name).value
-        except ParameterUninitializedException:
-            value = None
-        return [] if value is None and name == "search_path" else value
+        return self.params.get(name)
 
-    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
-        new = {p.name: p.value for p in params}
-        if "publish_frequency" in new and (new["publish_frequency"] is None or new["publish_frequency"] < 0):
-            return SetParametersResult(successful=False, reason="publish_frequency must be >= 0")
-        if "mesh_uri" in new and new["mesh_uri"] not in MESH_URI_MODES:
-            return SetParametersResult(successful=False, reason=f"mesh_uri must be one of {MESH_URI_MODES}")
-        if "mesh_http_port" in new and not 0 <= (new["mesh_http_port"] or 0) <= 65535:
-            return SetParametersResult(successful=False, reason="mesh_http_port must be in [0, 65535]")
-        if "mesh_cache_max_mb" in new and (new["mesh_cache_max_mb"] or 0) < 1:
-            return SetParametersResult(successful=False, reason="mesh_cache_max_mb must be >= 1")
+    def _check_parameters(self, new: dict) -> str | None:
+        """A set naming a file parameter reloads; a model that does not load refuses the set."""
         if RELOAD_PARAMETERS & new.keys():
             ok, error = self.reload(new)
             if not ok:
-                return SetParametersResult(successful=False, reason=error)
+                return error
+        return None
+
+    def _apply_parameters(self, new: dict) -> None:
         if {"publish_frequency", "ignore_timestamp"} & new.keys():
-            self.gate = RateGate(float(self._param("publish_frequency", new)),
-                                 bool(self._param("ignore_timestamp", new)))
-        return SetParametersResult(successful=True)
+            self.gate = RateGate(float(self._param("publish_frequency")),
+                                 bool(self._param("ignore_timestamp")))
 
     # -- loading ------------------------------------------------------------
     def reload(self, overrides: dict | None = None) -> tuple[bool, str]:

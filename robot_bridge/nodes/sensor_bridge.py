@@ -33,10 +33,7 @@ import numpy as np  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rcl_interfaces.msg import ParameterDescriptor  # noqa: E402
-from rclpy.exceptions import ParameterUninitializedException  # noqa: E402
 from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan, PointCloud2  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -44,79 +41,98 @@ from std_msgs.msg import String  # noqa: E402
 from ..kinematics.frames import data_frame  # noqa: E402
 from ..model import AttachedSensor, Robot  # noqa: E402
 from ..ros import conversions as conv  # noqa: E402
-from ..ros import qos  # noqa: E402
+from ..ros import params, qos  # noqa: E402
+from ..ros.params import Param  # noqa: E402
 from ..sim.schedule import PeriodicWorker, RateMonitor  # noqa: E402
 
-# The node's parameter schema: (name, default, description).  A Parameter.Type default declares a typed
-# parameter without a value.
-PARAMETERS = [
-    ("description_file", "", "Robot file (.robot.xml, .env.xml, .dae, .zae, .urdf) whose attached sensors "
-                             "are bridged; an .env.xml also gives the environment for simulation"),
-    ("search_path", Parameter.Type.STRING_ARRAY, "Directories searched for included files and meshes "
-                                                 "(before $OPENRAVE_DATA)"),
-    ("frame_prefix", "", "Prefix of every frame_id (as the description node's frame_prefix)"),
-    ("default_mode", "sim", "Mode of sensors without sensors.<name>.mode: relay, sim or off"),
-    ("relay_namespace", "driver", "Relay input topics default to <relay_namespace>/<sensor>/<topic>"),
-    ("joint_states_topic", "joint_states", "JointState topic moving the simulated sensors"),
-    ("ray_backend", "auto", "Triangle-mesh ray casting: auto (embree > trimesh > numpy), embree, trimesh, "
-                            "numpy"),
-    ("output_reliability", "reliable", "QoS reliability of published topics: reliable or best_effort"),
-    ("output_depth", 5, "QoS history depth of published topics"),
-    ("input_reliability", "best_effort", "QoS reliability of relay subscriptions: best_effort (matches any "
-                                         "driver, SensorDataQoS) or reliable"),
-    ("relay_fast_path", True, "Relay images on a thread of their own, out of the executor, header rewritten "
-                              "in place (false: through the executor like the rest)"),
-    ("warn_throttle", 5.0, "Seconds between repeated warnings about dropped messages"),
-    ("seed", -1, "Random seed of the simulated noise (-1: from the OS)"),
-    ("diagnostics_rate", 1.0, "Hz of /diagnostics: each simulated sensor's asked and achieved rate "
-                              "(0: none)"),
-    ("objects_topic", "world_node/objects", "sim: detected objects (world_node's latched <Environment> XML) "
-                                            "added to, moved in and removed from the simulated scene; empty: "
-                                            "none"),
-]
-
-# Declared once per sensor as sensors.<sensor>.<name>.
-SENSOR_PARAMETERS = [
-    ("mode", "", "relay, sim or off (empty: default_mode)"),
-    ("input_topic", "", "relay: driver topic (default <relay_namespace>/<sensor>/<scan|points|image_raw|imu|"
-                        "wrench|odom>)"),
-    ("input_info_topic", "", "relay cameras: driver CameraInfo topic (default "
-                             "<relay_namespace>/<sensor>/camera_info)"),
-    ("restamp", False, "relay: replace header.stamp by the time of arrival"),
-    ("max_rate", 0.0, "relay: republish at most this often (Hz); 0 = every valid message"),
-    ("rep117", True, "relay lasers: finite readings beyond range_max / below range_min -> +inf / -inf"),
-    ("rate", 0.0, "sim: publish rate in Hz (0: from the description, else 10; IMU and force6d 100)"),
-    ("width", 0, "sim cameras: image width in pixels, intrinsics scaled to keep the field of view (0: the "
-                 "description's; only height given: scaled with it)"),
-    ("height", 0, "sim cameras: image height in pixels (0: the description's; only width given: scaled "
-                  "with it)"),
-    ("angle_increment", 0.0, "sim lasers: angle between beams in rad, same angular range (0: the "
-                             "description's)"),
-    ("noise_std", 0.0, "sim lasers and depth images: Gaussian range noise (m)"),
-    ("encoding", "", "sim cameras: rgb8 or 32FC1 on image_raw (empty: the description's format, else rgb8)"),
-    ("depth_topic", "", "sim cameras: also publish the 32FC1 depth image on this topic"),
-    ("gyro_noise_std", 0.0, "sim IMU: angular velocity noise (rad/s)"),
-    ("accel_noise_std", 0.0, "sim IMU: linear acceleration noise (m/s^2)"),
-    ("gyro_bias", Parameter.Type.DOUBLE_ARRAY, "sim IMU: constant angular velocity bias (3 values)"),
-    ("accel_bias", Parameter.Type.DOUBLE_ARRAY, "sim IMU: constant acceleration bias (3 values)"),
-    ("orientation_covariance", Parameter.Type.DOUBLE_ARRAY, "IMU covariance (9 values; empty: description)"),
-    ("angular_velocity_covariance", Parameter.Type.DOUBLE_ARRAY, "IMU covariance (9 values; empty: "
-                                                                 "description)"),
-    ("linear_acceleration_covariance", Parameter.Type.DOUBLE_ARRAY, "IMU covariance (9 values; empty: "
-                                                                    "description)"),
-]
-
 MODES = ("relay", "sim", "off")
-# Mode parameters accept any type: YAML and --ros-args read an unquoted ``off`` as the boolean false.
-DYNAMIC = {"default_mode", "mode"}
-
-
-def _descriptor(name: str, description: str) -> ParameterDescriptor:
-    return ParameterDescriptor(description=description, dynamic_typing=name in DYNAMIC)
+RAY_BACKENDS = ("auto", "embree", "trimesh", "numpy")
+RELIABILITY = ("reliable", "best_effort")
+COVARIANCE = "IMU covariance (9 values; empty: description)"
 
 
 def _mode(value) -> str:
+    """A mode parameter's value: YAML and --ros-args read an unquoted ``off`` as the boolean false."""
     return "off" if value is False else str(value)
+
+
+# The node's parameter schema.  Sensors, topics and QoS are set up at start-up: those parameters are
+# read-only; warn_throttle and the relay's restamp/max_rate take effect when set.
+PARAMETERS = params.schema(
+    Param("description_file", "", "Robot file (.robot.xml, .env.xml, .dae, .zae, .urdf) whose attached "
+                                  "sensors are bridged; an .env.xml also gives the environment for "
+                                  "simulation", read_only=True),
+    Param("search_path", params.STRING_ARRAY, "Directories searched for included files and meshes "
+                                              "(before $OPENRAVE_DATA)", read_only=True),
+    Param("frame_prefix", "", "Prefix of every frame_id (as the description node's frame_prefix)",
+          read_only=True),
+    Param("default_mode", "sim", "Mode of sensors without sensors.<name>.mode: relay, sim or off",
+          choices=MODES, any_type=True, normalize=_mode, read_only=True),
+    Param("relay_namespace", "driver", "Relay input topics default to <relay_namespace>/<sensor>/<topic>",
+          read_only=True),
+    Param("joint_states_topic", "joint_states", "JointState topic moving the simulated sensors",
+          read_only=True),
+    Param("ray_backend", "auto", "Triangle-mesh ray casting: auto (embree > trimesh > numpy), embree, "
+                                 "trimesh, numpy", choices=RAY_BACKENDS, read_only=True),
+    Param("output_reliability", "reliable", "QoS reliability of published topics: reliable or best_effort",
+          choices=RELIABILITY, read_only=True),
+    Param("output_depth", 5, "QoS history depth of published topics", range=(1, 10000), read_only=True),
+    Param("input_reliability", "best_effort", "QoS reliability of relay subscriptions: best_effort (matches "
+                                              "any driver, SensorDataQoS) or reliable",
+          choices=RELIABILITY, read_only=True),
+    Param("relay_fast_path", True, "Relay images on a thread of their own, out of the executor, header "
+                                   "rewritten in place (false: through the executor like the rest)",
+          read_only=True),
+    Param("warn_throttle", 5.0, "Seconds between repeated warnings about dropped messages",
+          range=(0.0, 86400.0)),
+    Param("seed", -1, "Random seed of the simulated noise (-1: from the OS)", range=(-1, 2**31 - 1),
+          read_only=True),
+    Param("diagnostics_rate", 1.0, "Hz of /diagnostics: each simulated sensor's asked and achieved rate "
+                                   "(0: none)", range=(0.0, 1000.0), read_only=True),
+    Param("objects_topic", "world_node/objects", "sim: detected objects (world_node's latched <Environment> "
+                                                 "XML) added to, moved in and removed from the simulated "
+                                                 "scene; empty: none", read_only=True),
+)
+
+# Declared once per sensor as sensors.<sensor>.<name>.
+SENSOR_PARAMETERS = params.schema(
+    Param("mode", "", "relay, sim or off (empty: default_mode)", choices=("",) + MODES, any_type=True,
+          normalize=_mode, read_only=True),
+    Param("input_topic", "", "relay: driver topic (default <relay_namespace>/<sensor>/<scan|points|image_raw|"
+                             "imu|wrench|odom>)", read_only=True),
+    Param("input_info_topic", "", "relay cameras: driver CameraInfo topic (default "
+                                  "<relay_namespace>/<sensor>/camera_info)", read_only=True),
+    Param("restamp", False, "relay: replace header.stamp by the time of arrival"),
+    Param("max_rate", 0.0, "relay: republish at most this often (Hz); 0 = every valid message",
+          range=(0.0, 100000.0)),
+    Param("rep117", True, "relay lasers: finite readings beyond range_max / below range_min -> +inf / -inf",
+          read_only=True),
+    Param("rate", 0.0, "sim: publish rate in Hz (0: from the description, else 10; IMU and force6d 100)",
+          range=(0.0, 10000.0), read_only=True),
+    Param("width", 0, "sim cameras: image width in pixels, intrinsics scaled to keep the field of view (0: "
+                      "the description's; only height given: scaled with it)", range=(0, 16384),
+          read_only=True),
+    Param("height", 0, "sim cameras: image height in pixels (0: the description's; only width given: scaled "
+                       "with it)", range=(0, 16384), read_only=True),
+    Param("angle_increment", 0.0, "sim lasers: angle between beams in rad, same angular range (0: the "
+                                  "description's)", range=(0.0, 6.2832), read_only=True),
+    Param("noise_std", 0.0, "sim lasers and depth images: Gaussian range noise (m)", range=(0.0, 1000.0),
+          read_only=True),
+    Param("encoding", "", "sim cameras: rgb8 or 32FC1 on image_raw (empty: the description's format, else "
+                          "rgb8)", choices=("", "rgb8", "32FC1"), read_only=True),
+    Param("depth_topic", "", "sim cameras: also publish the 32FC1 depth image on this topic", read_only=True),
+    Param("gyro_noise_std", 0.0, "sim IMU: angular velocity noise (rad/s)", range=(0.0, 1000.0),
+          read_only=True),
+    Param("accel_noise_std", 0.0, "sim IMU: linear acceleration noise (m/s^2)", range=(0.0, 1000.0),
+          read_only=True),
+    Param("gyro_bias", params.DOUBLE_ARRAY, "sim IMU: constant angular velocity bias (3 values)",
+          lengths=(0, 3), read_only=True),
+    Param("accel_bias", params.DOUBLE_ARRAY, "sim IMU: constant acceleration bias (3 values)", lengths=(0, 3),
+          read_only=True),
+    Param("orientation_covariance", params.DOUBLE_ARRAY, COVARIANCE, lengths=(0, 9), read_only=True),
+    Param("angular_velocity_covariance", params.DOUBLE_ARRAY, COVARIANCE, lengths=(0, 9), read_only=True),
+    Param("linear_acceleration_covariance", params.DOUBLE_ARRAY, COVARIANCE, lengths=(0, 9), read_only=True),
+)
 # sensor type -> [(topic suffix, message type)]; the first stream's frame_id is the sensor's data frame.
 STREAMS = {
     "laser": [("scan", LaserScan)],
@@ -150,20 +166,19 @@ class SensorBridge(Node):
 
     def __init__(self, robot: Optional[Robot] = None, **kwargs):
         super().__init__("sensor_bridge", **kwargs)
-        for name, default, description in PARAMETERS:
-            self.declare_parameter(name, default, _descriptor(name, description))
-        self.robot: Optional[Robot] = robot
         self.relays: dict[tuple[str, str], RelayStream] = {}
+        self.fast_relays: dict[tuple[str, str], object] = {}      # (sensor, topic) -> SerializedRelay
+        self._count_lock = threading.Lock()     # fast relays count from their own threads
+        self.sim_sensors: dict[str, SimSensor] = {}
+        self.params = params.NodeParameters(self, PARAMETERS, apply=self._apply_parameters)
+        self.robot: Optional[Robot] = robot
         self.dropped: dict[str, Counter] = defaultdict(Counter)   # sensor -> reason -> count
         self.published: Counter = Counter()                         # sensor -> messages out
         self.scene = None
-        self.fast_relays: dict[tuple[str, str], object] = {}      # (sensor, topic) -> SerializedRelay
-        self._count_lock = threading.Lock()     # fast relays count from their own threads
         self._joint_positions: dict[str, float] = {}
         self._joints_dirty = False
         self._scene_lock = threading.Lock()     # joint_states intake and scene moves vs sensor threads
-        self.sim_sensors: dict[str, SimSensor] = {}
-        seed = self.get_parameter("seed").value
+        seed = self._p("seed")
         self.rng = np.random.default_rng(None if seed < 0 else seed)
         if self.robot is None:
             self.robot = self._load()
@@ -172,11 +187,20 @@ class SensorBridge(Node):
 
     # -- set-up ------------------------------------------------------------------
     def _p(self, name: str):
-        """A parameter's value; None for a typed parameter left without a value."""
-        try:
-            return self.get_parameter(name).value
-        except ParameterUninitializedException:
-            return None
+        """A parameter's value ([] for an array left without a value)."""
+        return self.params.get(name)
+
+    def _apply_parameters(self, changes: dict) -> None:
+        """Relay restamp / max_rate changes take effect on the sensor's streams."""
+        for (sensor, _topic), stream in list(self.relays.items()):
+            restamp = changes.get(f"sensors.{sensor}.restamp")
+            if restamp is not None:
+                stream.restamp = bool(restamp)
+            max_rate = changes.get(f"sensors.{sensor}.max_rate")
+            if max_rate is not None:
+                with self._count_lock:
+                    stream.min_period_ns = int(1e9 / max_rate) if max_rate > 0 else 0
+                    stream.last_ns = None
 
     def _load(self) -> Optional[Robot]:
         path = self._p("description_file")
@@ -192,12 +216,7 @@ class SensorBridge(Node):
             return None
 
     def _sensor_params(self, sensor: AttachedSensor) -> dict:
-        values = {}
-        for name, default, description in SENSOR_PARAMETERS:
-            full = f"sensors.{sensor.name}.{name}"
-            self.declare_parameter(full, default, _descriptor(name, description))
-            values[name] = self._p(full)
-        return values
+        return self.params.declare(SENSOR_PARAMETERS, prefix=f"sensors.{sensor.name}.")
 
     def _output_qos(self) -> QoSProfile:
         policy = (ReliabilityPolicy.BEST_EFFORT if self._p("output_reliability") == "best_effort"
@@ -224,10 +243,6 @@ class SensorBridge(Node):
     def _setup_sensor(self, sensor: AttachedSensor, prefix: str, sim_sensors: list) -> None:
         params = self._sensor_params(sensor)
         mode = _mode(params["mode"] if params["mode"] not in ("", None) else self._p("default_mode"))
-        if mode not in MODES:
-            self.get_logger().error(f"sensor {sensor.name!r}: unknown mode {mode!r} "
-                                    "(expected relay, sim or off); sensor disabled")
-            return
         if sensor.type not in STREAMS:
             self.get_logger().warning(f"sensor {sensor.name!r}: type {sensor.type!r} has no ROS message "
                                       "mapping; not bridged")
@@ -377,9 +392,9 @@ class SensorBridge(Node):
                                      qos.description_qos())
         self.create_subscription(JointState, self._p("joint_states_topic"), self._on_joint_states,
                                  qos.sensor_data_qos())
-        for sensor, params in sensors:
+        for sensor, values in sensors:
             try:
-                self.sim_sensors[sensor.name] = SimSensor(self, sensor, params, data_frame(sensor, prefix))
+                self.sim_sensors[sensor.name] = SimSensor(self, sensor, values, data_frame(sensor, prefix))
             except Exception as exc:  # bad intrinsics, or a sensor name that is no valid topic name
                 self.get_logger().error(f"sensor {sensor.name!r}: cannot simulate: {exc}")
         rate = float(self._p("diagnostics_rate"))

@@ -1,0 +1,254 @@
+"""One parameter schema per node, in the spirit of generate_parameter_library.
+
+A node lists its parameters once as :class:`Param` entries (name, default, description and the
+constraints: range, choices, allowed array lengths, an extra rule, read-only when a change needs a
+restart).  :class:`NodeParameters` declares them with full ``ParameterDescriptor``\\ s (what
+``ros2 param describe`` shows), refuses a bad value with the reason -- at start-up (overrides, YAML)
+and on ``ros2 param set`` alike -- and hands every accepted change to the node so it takes effect.
+
+The schema part (:class:`Param`, :func:`refusal`) imports no rclpy; only the adapter does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
+
+
+@dataclass(frozen=True)
+class EmptyArray:
+    """Default of an array parameter declared without a value (its element type: string, double, integer)."""
+
+    element: str
+
+    @property
+    def name(self) -> str:          # as rclpy's Parameter.Type: STRING_ARRAY, DOUBLE_ARRAY, INTEGER_ARRAY
+        return f"{self.element.upper()}_ARRAY"
+
+
+STRING_ARRAY = EmptyArray("string")
+DOUBLE_ARRAY = EmptyArray("double")
+INTEGER_ARRAY = EmptyArray("integer")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: ``default`` is its value, or an :class:`EmptyArray` for an array without one."""
+
+    name: str
+    default: Any
+    description: str
+    range: Optional[tuple[float, float]] = None       # inclusive (low, high) of an int or double
+    choices: Optional[tuple] = None                   # allowed values (strings: exactly these)
+    lengths: Optional[tuple[int, ...]] = None         # allowed array lengths
+    rule: Optional[Callable[[Any], Optional[str]]] = None   # extra check: the reason to refuse, or None
+    rule_text: str = ""                               # the rule in words, shown in the descriptor
+    read_only: bool = False                           # a change needs a restart: refused at run time
+    any_type: bool = False                            # dynamic typing (YAML reads an unquoted off as false)
+    normalize: Optional[Callable[[Any], Any]] = None  # value as the choices/rule see it (any_type)
+
+    def __iter__(self) -> Iterator:
+        """(name, default, description): unpacks like the former schema tuples."""
+        return iter((self.name, self.default, self.description))
+
+    @property
+    def is_array(self) -> bool:
+        return isinstance(self.default, (EmptyArray, list, tuple)) or hasattr(self.default, "name")
+
+    def constraints(self) -> str:
+        """The constraints in words (``ParameterDescriptor.additional_constraints``)."""
+        parts = []
+        if self.choices is not None:
+            parts.append("one of: " + ", ".join(repr(c) if c == "" else str(c) for c in self.choices))
+        if self.lengths is not None:
+            parts.append("length " + " or ".join(map(str, self.lengths)))
+        if self.range is not None and isinstance(self.default, list):
+            parts.append(f"each value in [{self.range[0]}, {self.range[1]}]")
+        if self.rule_text:
+            parts.append(self.rule_text)
+        if self.read_only:
+            parts.append("read-only (set at start-up)")
+        return "; ".join(parts)
+
+    def refusal(self, value) -> Optional[str]:
+        """Why ``value`` is not acceptable, or None (types and scalar ranges are also rclpy's check)."""
+        if self.normalize is not None:
+            value = self.normalize(value)
+        if value is None:           # an array without a value
+            return None
+        if self.choices is not None and value not in self.choices:
+            return f"{self.name}={value!r} is not one of: {', '.join(map(repr, self.choices))}"
+        if self.lengths is not None and len(value) not in self.lengths:
+            return (f"{self.name} has {len(value)} values; expected "
+                    f"{' or '.join(map(str, self.lengths))}")
+        if self.range is not None:
+            low, high = self.range
+            for v in (value if isinstance(value, (list, tuple)) else [value]):
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and \
+                        (not math.isfinite(v) or not low <= v <= high):
+                    return f"{self.name}={v!r} is outside [{low}, {high}]"
+        if self.rule is not None:
+            reason = self.rule(value)
+            if reason:
+                return f"{self.name}={value!r}: {reason}"
+        return None
+
+
+def schema(*params: Param | tuple) -> tuple[Param, ...]:
+    """The schema of a node; a bare (name, default, description) tuple is a Param without constraints."""
+    return tuple(p if isinstance(p, Param) else Param(*p) for p in params)
+
+
+def positive(text: str = "> 0") -> Callable[[Any], Optional[str]]:
+    return lambda v: None if v > 0 else f"must be {text}"
+
+
+# -- rclpy adapter ---------------------------------------------------------------------------------
+
+def descriptor(param: Param, name: str | None = None):
+    """The ParameterDescriptor ``ros2 param describe`` shows for ``param``."""
+    from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+
+    d = ParameterDescriptor(name=name or param.name, description=param.description,
+                            additional_constraints=param.constraints(), read_only=param.read_only,
+                            dynamic_typing=param.any_type)
+    if param.range is not None and not param.is_array:
+        low, high = param.range
+        if isinstance(param.default, bool):
+            pass
+        elif isinstance(param.default, int):
+            d.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=0)]
+        elif isinstance(param.default, float):
+            d.floating_point_range = [FloatingPointRange(from_value=float(low), to_value=float(high),
+                                                         step=0.0)]
+    return d
+
+
+def _declared_default(param: Param):
+    from rclpy.parameter import Parameter
+
+    default = param.default
+    if isinstance(default, EmptyArray):
+        return Parameter.Type[default.name]
+    return default
+
+
+class NodeParameters:
+    """A node's parameters from its schema: declared, validated on every set, changes handed on.
+
+    ``validate(changes)`` (optional) returns a reason to refuse a set the schema accepts (e.g. a file that
+    does not load); ``apply(changes)`` (optional) runs after an accepted set so it takes effect.  Both get
+    ``{name: value}`` of the parameters set, and are not called while parameters are being declared.
+    """
+
+    def __init__(self, node, params: Iterable[Param] = (), *,
+                 validate: Callable[[dict], Optional[str]] | None = None,
+                 apply: Callable[[dict], None] | None = None):
+        self.node = node
+        self.specs: dict[str, Param] = {}
+        self.validate, self.apply = validate, apply
+        self._declaring = False
+        node.add_on_set_parameters_callback(self._on_set)
+        node.add_post_set_parameters_callback(self._on_post_set)
+        self.declare(params)
+
+    def declare(self, params: Iterable[Param], prefix: str = "") -> dict:
+        """Declare ``params`` (names prefixed with ``prefix``); their values.  A bad start-up value
+        raises rclpy's InvalidParameterValueException with the reason."""
+        values = {}
+        for param in params:
+            full = prefix + param.name
+            self.specs[full] = param
+            self._declaring = True
+            try:
+                self.node.declare_parameter(full, _declared_default(param), descriptor(param, full))
+            finally:
+                self._declaring = False
+            values[param.name] = self.get(full)
+        return values
+
+    def get(self, name: str):
+        """The value; an array declared without a value is ``[]``."""
+        from rclpy.exceptions import ParameterUninitializedException
+
+        try:
+            value = self.node.get_parameter(name).value
+        except ParameterUninitializedException:
+            value = None
+        if value is None and self.specs.get(name) is not None and self.specs[name].is_array:
+            return []
+        return value
+
+    def __getitem__(self, name: str):
+        return self.get(name)
+
+    def _on_set(self, parameters):
+        from rcl_interfaces.msg import SetParametersResult
+
+        changes = {p.name: p.value for p in parameters}
+        for name, value in changes.items():
+            spec = self.specs.get(name)
+            reason = spec.refusal(value) if spec is not None else None
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+        if self.validate is not None and not self._declaring:
+            reason = self.validate(changes)
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
+        return SetParametersResult(successful=True)
+
+    def _on_post_set(self, parameters) -> None:
+        if self.apply is not None and not self._declaring:
+            self.apply({p.name: p.value for p in parameters})
+
+
+def values(params: Iterable[Param]) -> Mapping[str, Any]:
+    """name -> default of a schema (arrays without a value: ``[]``)."""
+    return {p.name: [] if isinstance(p.default, EmptyArray) else p.default for p in params}
+
+
+def _markdown_value(param: Param) -> str:
+    if isinstance(param.default, EmptyArray) or hasattr(param.default, "name"):
+        return "`[]`"
+    if isinstance(param.default, bool):
+        return f"`{str(param.default).lower()}`"
+    return f"`{param.default!r}`" if isinstance(param.default, str) else f"`{param.default}`"
+
+
+def markdown_table(params: Iterable[Param], prefix: str = "") -> str:
+    """The README table of a schema (``python -m robot_bridge.ros.params`` prints every node's)."""
+    rows = ["| name | default | constraints | meaning |", "|---|---|---|---|"]
+    for p in params:
+        limits = [f"[{p.range[0]}, {p.range[1]}]"] if p.range is not None and not p.is_array else []
+        text = "; ".join(limits + ([p.constraints()] if p.constraints() else []))
+        rows.append(f"| `{prefix}{p.name}` | {_markdown_value(p)} | {text.replace('|', '/')} | "
+                    f"{p.description.replace('|', '/')} |")
+    return "\n".join(rows)
+
+
+def readme_tables() -> dict[str, str]:
+    """README section key -> the table of that schema."""
+    from ..nodes import controller, description, sensor_bridge
+
+    return {"description_node": markdown_table(description.PARAMETERS),
+            "sensor_bridge": markdown_table(sensor_bridge.PARAMETERS),
+            "sensor_bridge.sensors": markdown_table(sensor_bridge.SENSOR_PARAMETERS, "sensors.<name>."),
+            "controller_node": markdown_table(controller.PARAMETERS)}
+
+
+def update_readme(text: str) -> str:
+    """``text`` with each ``<!-- parameters: KEY -->`` ... ``<!-- /parameters -->`` block regenerated."""
+    import re
+
+    tables = readme_tables()
+    return re.sub(r"(<!-- parameters: (\S+) -->\n).*?(<!-- /parameters -->)",
+                  lambda m: f"{m.group(1)}{tables[m.group(2)]}\n{m.group(3)}", text, flags=re.S)
+
+
+if __name__ == "__main__":      # python -m robot_bridge.ros.params README.md: regenerate its tables
+    import sys
+    from pathlib import Path
+
+    readme = Path(sys.argv[1])
+    readme.write_text(update_readme(readme.read_text()))
