@@ -32,6 +32,7 @@ class PinholeModel:
     background: tuple[float, float, float] = (0.0, 0.0, 0.0)
     noise_std: float = 0.0
     _rays: Optional[np.ndarray] = field(default=None, repr=False)
+    _z: Optional[np.ndarray] = field(default=None, repr=False)
 
     @classmethod
     def from_sensor(cls, sensor: AttachedSensor, overrides: Optional[Mapping[str, float]] = None
@@ -58,7 +59,7 @@ class PinholeModel:
             raise ValueError(f"camera resolution must be positive, not {width}x{height}")
         sx, sy = width / self.width, height / self.height
         return replace(self, width=int(width), height=int(height), fx=self.fx * sx, fy=self.fy * sy,
-                       cx=sx * (self.cx + 0.5) - 0.5, cy=sy * (self.cy + 0.5) - 0.5, _rays=None)
+                       cx=sx * (self.cx + 0.5) - 0.5, cy=sy * (self.cy + 0.5) - 0.5, _rays=None, _z=None)
 
     @property
     def K(self) -> np.ndarray:
@@ -75,23 +76,42 @@ class PinholeModel:
     def render(self, scene: Scene, pose: np.ndarray, exclude: Iterable[tuple[str, str]] = (),
                color: bool = True, rng: Optional[np.random.Generator] = None
                ) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        """(depth float32 (H, W), rgb uint8 (H, W, 3) or None) from the optical frame at world ``pose``."""
+        """(depth float32 (H, W), rgb uint8 (H, W, 3) or None) from the optical frame at world ``pose``.
+
+        Depth and colour come from one ray batch; colour needs only ``|n . ray|`` per pixel, not the
+        normals."""
         local = self.rays()
         dirs = local @ np.ascontiguousarray(pose[:3, :3].T)
         origins = pose[:3, 3] + self.range_min * dirs if self.range_min else pose[:3, 3][None]
         hits = scene.cast(origins, dirs, max_range=self.range_max - self.range_min, exclude=exclude,
-                          apex=pose[:3, 3], normals=color)
-        depth = ((hits.distance + self.range_min) * local[:, 2]).astype(np.float32)
-        depth[~np.isfinite(depth)] = np.nan
+                          apex=pose[:3, 3], normals=False, cosine=color)
+        distance = hits.distance + self.range_min if self.range_min else hits.distance
+        depth = np.multiply(distance, self._optical_z(), dtype=np.float32)
+        depth[np.isinf(depth)] = np.nan
         if self.noise_std > 0.0:
             rng = rng or np.random.default_rng()
             depth += rng.normal(0.0, self.noise_std, depth.shape).astype(np.float32)
         rgb = None
         if color:
-            palette = np.array([s.rgb for s in scene.shapes] + [self.background], dtype=float)
-            base = palette[hits.shape]          # index -1 -> background (last row)
-            lambert = np.abs(np.einsum("ij,ij->i", hits.normal, dirs))
-            shade = np.where(hits.shape >= 0, self.ambient + (1.0 - self.ambient) * lambert, 1.0)
-            rgb = np.clip(base * shade[:, None] * 255.0 + 0.5, 0, 255).astype(np.uint8)
+            # rows: one per scene shape, then the background (shape index -1 -> last row)
+            palette = np.array([s.rgb for s in scene.shapes] + [self.background], dtype=np.float32) * 255.0
+            hit = hits.shape >= 0
+            shade = np.multiply(hits.cosine, 1.0 - self.ambient, dtype=np.float32)
+            shade += self.ambient
+            np.minimum(shade, 1.0, out=shade)
+            shade[~hit] = 1.0
+            rgb = np.empty((len(local), 3), dtype=np.uint8)
+            channel = np.empty(len(local), dtype=np.float32)
+            for c in range(3):
+                np.take(palette[:, c], hits.shape, out=channel, mode="wrap")      # -1: the last row
+                channel *= shade
+                channel += 0.5
+                rgb[:, c] = channel                   # truncation after +0.5: rounding; values within 0..255
             rgb = rgb.reshape(self.height, self.width, 3)
         return depth.reshape(self.height, self.width), rgb
+
+    def _optical_z(self) -> np.ndarray:
+        """Per pixel, the optical-axis component of its unit ray (distance along the ray -> depth)."""
+        if self._z is None:
+            self._z = np.ascontiguousarray(self.rays()[:, 2])
+        return self._z

@@ -25,6 +25,7 @@ from ..kinematics.fk import KinematicModel
 from ..kinematics.frames import optical_offset
 from ..model import AttachedSensor, Box, Cylinder, Geometry, Mesh, Robot, Sphere
 from . import raycast
+from .merged import MERGED_KINDS, MergedTriangles
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Hits:
     distance: np.ndarray     # (N,) metres along the unit ray, inf where nothing was hit
     shape: np.ndarray        # (N,) index into Scene.shapes, -1 where nothing was hit
     normal: Optional[np.ndarray]   # (N, 3) world-frame unit surface normal facing the ray (if asked)
+    cosine: Optional[np.ndarray] = None   # (N,) |normal . direction|, 0 where nothing was hit (if asked)
 
 
 class Scene:
@@ -64,6 +66,8 @@ class Scene:
         for body in bodies:
             self.bodies[body.name] = body
         self.models = {name: KinematicModel(body) for name, body in self.bodies.items()}
+        # Environment boxes and meshes as one Embree triangle set (other backends: one shape at a time)
+        self._merged = MergedTriangles(self.backend) if self.backend == "embree" else None
         self.shapes: list[Shape] = []
         self._mesh_cache: dict[tuple, raycast.TriangleMesh] = {}
         for name, body in self.bodies.items():
@@ -195,12 +199,13 @@ class Scene:
     # -- queries -------------------------------------------------------------
     def cast(self, origins: np.ndarray, directions: np.ndarray, max_range: float = np.inf,
              exclude: Iterable[tuple[str, str]] = (), apex: Optional[np.ndarray] = None,
-             normals: bool = True) -> Hits:
+             normals: bool = True, cosine: bool = False) -> Hits:
         """First hit of each ray (world frame, unit directions) within ``max_range`` of its origin.
 
         ``exclude`` lists (body, link) pairs to ignore, e.g. the sensor's own link.  ``apex``: a point
         every ray's line passes through, behind its origin (a sensor's centre); it allows culling all
-        shapes against all rays with one matrix product.
+        shapes against all rays with one matrix product.  ``cosine``: also ``|normal . direction|`` per
+        ray (what shading needs, cheaper than the normals).
         """
         origins = np.asarray(origins, dtype=float).reshape(-1, 3)
         directions = np.ascontiguousarray(directions, dtype=float).reshape(-1, 3)
@@ -209,9 +214,20 @@ class Scene:
         best = np.full(n, np.inf)
         which = np.full(n, -1, dtype=np.int64)
         normal = np.zeros((n, 3)) if normals else None
+        cos = np.zeros(n) if cosine else None
         skip = set(exclude)
         active = [i for i, s in enumerate(self.shapes) if (s.body, s.link) not in skip]
         poses = self.shape_poses()
+        merged = [i for i in active if self._merged is not None and self.shapes[i].kind in MERGED_KINDS
+                  and self.shapes[i].body != self.robot.name]
+        if merged:                            # the environment's boxes and meshes: one query
+            triangles = self._merged.get(self.shapes, merged, poses)
+            hits = triangles.mesh.intersect_indexed(origins, directions, normals, cosine)
+            best = hits.distance
+            which = np.where(hits.triangle >= 0, np.take(triangles.owner, hits.triangle), -1)
+            normal, cos = hits.normal, hits.cosine
+            done = set(merged)
+            active = [i for i in active if i not in done]
         rows_of = self._cone_cull(apex, directions, active, poses, max_range) if apex is not None else None
         for index in active:
             shape, pose = self.shapes[index], poses[index]
@@ -225,10 +241,11 @@ class Scene:
             d = directions if rows is None else directions[rows]
             rot = np.ascontiguousarray(pose[:3, :3])
             if shared:
-                o_local = np.broadcast_to((origins - pose[:3, 3]) @ rot, d.shape)
+                o_local = (origins - pose[:3, 3]) @ rot
             else:
                 o_local = ((origins if rows is None else origins[rows]) - pose[:3, 3]) @ rot
-            t, n_local = self._intersect(shape, o_local, d @ rot, normals)
+            d_local = d @ rot
+            t, n_local = self._intersect(shape, o_local, d_local, normals or cosine)
             current = best if rows is None else best[rows]
             closer = t < current
             if not closer.any():
@@ -238,12 +255,17 @@ class Scene:
             which[idx] = index
             if normals:
                 normal[idx] = n_local[closer] @ np.ascontiguousarray(rot.T)
+            if cosine:
+                cos[idx] = np.abs(np.einsum("ij,ij->i", n_local[closer], d_local[closer]))
         miss = best > max_range
-        best[miss] = np.inf
-        which[miss] = -1
-        if normals:
-            normal[miss] = 0.0
-        return Hits(best, which, normal)
+        if miss.any():
+            best[miss] = np.inf
+            which[miss] = -1
+            if normals:
+                normal[miss] = 0.0
+            if cosine:
+                cos[miss] = 0.0
+        return Hits(best, which, normal, cos)
 
     def _cone_cull(self, apex, directions, active, poses, max_range) -> dict[int, Optional[np.ndarray]]:
         """Per shape, the rows whose line from ``apex`` passes its bounding sphere (None: all rows)."""
@@ -284,14 +306,16 @@ class Scene:
 
     @staticmethod
     def _intersect(shape: Shape, o: np.ndarray, d: np.ndarray, normals: bool = True):
+        """Distances and local normals; ``o`` is (1, 3) when every ray starts there."""
         s = shape.geometry.shape
+        if shape.kind == "mesh":
+            return shape.mesh.intersect(o, d, normals)
+        o = np.broadcast_to(o, d.shape)
         if shape.kind == "box":
             return raycast.intersect_box(o, d, s.half_extents)
         if shape.kind == "sphere":
             return raycast.intersect_sphere(o, d, float(s.radius))
-        if shape.kind == "cylinder":
-            return raycast.intersect_cylinder(o, d, float(s.radius), float(s.length))
-        return shape.mesh.intersect(o, d, normals)
+        return raycast.intersect_cylinder(o, d, float(s.radius), float(s.length))
 
     def triangle_count(self) -> int:
         return sum(len(s.mesh) for s in self.shapes if s.mesh is not None)
