@@ -16,6 +16,7 @@ the same precise value.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Optional
 
@@ -170,7 +171,7 @@ class TriangleMesh:
             from embreex import rtcore_scene
             from embreex.mesh_construction import TriangleMesh as EmbreeMesh
 
-            self._embree = rtcore_scene.EmbreeScene()
+            self._embree = rtcore_scene.EmbreeScene(_embree_device())
             EmbreeMesh(scene=self._embree, vertices=self.vertices.astype(np.float32),
                        indices=self.faces.astype(np.int32))
         elif self.backend == "trimesh":
@@ -271,6 +272,21 @@ def box_triangles(half_extents) -> tuple[np.ndarray, np.ndarray]:
     h = np.asarray(half_extents, dtype=float).reshape(3)
     corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float) * h
     return corners, BOX_FACES.copy()
+
+
+_EMBREE_DEVICE = None
+_EMBREE_LOCK = threading.Lock()
+
+
+def _embree_device():
+    """One Embree device (and its thread pool) for every mesh of the process, not one per mesh."""
+    global _EMBREE_DEVICE
+    with _EMBREE_LOCK:
+        if _EMBREE_DEVICE is None:
+            from embreex import rtcore
+
+            _EMBREE_DEVICE = rtcore.EmbreeDevice()
+        return _EMBREE_DEVICE
 
 
 def resolve_backend(backend: str = "auto") -> str:

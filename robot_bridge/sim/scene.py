@@ -25,7 +25,7 @@ from ..kinematics.fk import KinematicModel
 from ..kinematics.frames import optical_offset
 from ..model import AttachedSensor, Box, Cylinder, Geometry, Mesh, Robot, Sphere
 from . import raycast
-from .merged import MERGED_KINDS, MergedTriangles
+from .merged import MERGED_KINDS, MIN_RAYS_FOR_ROBOT, MergedTriangles
 
 
 @dataclass
@@ -220,6 +220,10 @@ class Scene:
         poses = self.shape_poses()
         merged = [i for i in active if self._merged is not None and self.shapes[i].kind in MERGED_KINDS
                   and self.shapes[i].body != self.robot.name]
+        if merged and len(directions) >= MIN_RAYS_FOR_ROBOT:
+            links = [i for i in active if self.shapes[i].kind in MERGED_KINDS and i not in merged]
+            if links and self._merged.settled(self.shapes, links, poses):
+                merged += links
         if merged:                            # the environment's boxes and meshes: one query
             triangles = self._merged.get(self.shapes, merged, poses)
             hits = triangles.mesh.intersect_indexed(origins, directions, normals, cosine)

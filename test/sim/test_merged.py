@@ -84,3 +84,24 @@ def test_box_triangles_are_the_box():
     mesh = trimesh.Trimesh(vertices, faces, process=False)
     assert mesh.is_watertight and mesh.is_winding_consistent
     assert mesh.volume == pytest.approx(48.0)            # outward winding: positive volume
+
+
+def test_robot_links_at_rest_join_the_set_for_camera_sized_batches():
+    robot = cluttered_robot()
+    merged, reference = Scene(robot, backend="embree"), Scene(robot, backend="numpy")
+    apex = np.array([0.3, 0.0, 0.8])
+    d = rays(n=20000, seed=9)
+    base = merged.shapes.index(next(s for s in merged.shapes if s.link == "base"))
+    expected = reference.cast(apex[None], d, apex=apex, normals=False)
+    assert (expected.shape == base).sum() > 100              # the robot's base plate is in view
+    first = merged.cast(apex[None], d, apex=apex, normals=False)      # robot just seen: cast link by link
+    assert len(merged._merged._sets) == 1
+    second = merged.cast(apex[None], d, apex=apex, normals=False)     # at rest: one set with its links
+    assert len(merged._merged._sets) == 2
+    for hits in (first, second):
+        same = hits.shape == expected.shape
+        assert same.mean() > 0.995
+        assert np.allclose(hits.distance[same], expected.distance[same], atol=1e-9)
+    merged.set_joint_positions({"pan": 0.5})                 # moving again: link by link, no new build
+    merged.cast(apex[None], d, apex=apex, normals=False)
+    assert len(merged._merged._sets) == 2
