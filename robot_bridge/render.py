@@ -113,12 +113,14 @@ def render(robot: Robot, output: str | Path, joints: Optional[Mapping[str, objec
            points: Optional[np.ndarray] = None, points_origin: Optional[np.ndarray] = None,
            title: Optional[str] = None, view: Optional[tuple[float, float]] = None,
            top_view: bool = False, size: tuple[float, float] = (7.0, 6.0), dpi: int = 110,
-           scene: Optional[Scene] = None) -> Path:
+           scene: Optional[Scene] = None, bounds: Optional[tuple[np.ndarray, np.ndarray]] = None) -> Path:
     """Draw ``robot`` (at ``joints``, others at their initial values) and its environment into a PNG.
 
     ``points`` (N, 3) world points (e.g. laser hits) are drawn in red, with faint rays from
     ``points_origin`` when given.  The view looks from the environment's ``<camtrans>`` when it has one;
-    ``top_view`` adds a second panel seen from above.  Returns the written path.  Raises
+    ``top_view`` adds a second panel seen from above.  ``bounds`` (lo, hi) fixes the world box shown
+    (default: what is drawn), so that pictures of the same robot compare pixel for pixel.  Returns the
+    written path.  Raises
     :class:`NothingToDraw` (nothing written) when no shape at all can be drawn; the scene's
     ``warnings`` say why.
     """
@@ -132,7 +134,7 @@ def render(robot: Robot, output: str | Path, joints: Optional[Mapping[str, objec
         scene = Scene(robot, backend="numpy")
     scene.set_joint_positions(joints or {})
     drawn = scene_triangles(scene)
-    if not drawn and (points is None or not len(points)):
+    if not drawn and (points is None or not len(points)) and bounds is None:
         reasons = f": {len(scene.warnings)} warning(s), first: {scene.warnings[0]}" if scene.warnings else ""
         raise NothingToDraw(f"nothing to draw: {robot.name!r} has no geometry that could be loaded{reasons}")
     tris = np.concatenate([t for _, t in drawn]) if drawn else np.zeros((0, 3, 3))
@@ -150,6 +152,8 @@ def render(robot: Robot, output: str | Path, joints: Optional[Mapping[str, objec
         cloud.append(points)
     cloud = np.concatenate(cloud) if any(len(c) for c in cloud) else np.zeros((1, 3))
     lo, hi = cloud.min(axis=0), cloud.max(axis=0)
+    if bounds is not None:
+        lo, hi = (np.array(b, dtype=float) for b in bounds)
     lo[2] = min(lo[2], 0.0)                                  # keep the floor in view
     centre, half = 0.5 * (lo + hi), 0.5 * float((hi - lo).max()) + 0.05
     views = [view or camtrans_view(robot, centre) or DEFAULT_VIEW] + ([TOP_VIEW] if top_view else [])

@@ -309,6 +309,28 @@ def read_string(text: str | bytes, file: Optional[str] = None, search_path=None)
     return _read_tree(tree, file, normalize_search_path(search_path), notes)
 
 
+def read_published(path, search_path=None) -> Robot:
+    """The robot of a robot_description as a node published it: a URDF file, or what
+    ``ros2 topic echo --once /robot_description > FILE`` saved (YAML ``data: '<robot ...'``).
+    Mesh URIs are looked up as written, like a viewer on this host would (no allowed-roots limit)."""
+    import yaml
+
+    p = Path(path)
+    data = p.read_bytes()
+    if not data.lstrip().startswith(b"<"):
+        try:
+            docs = [d for d in yaml.safe_load_all(data) if isinstance(d, dict) and "data" in d]
+        except yaml.YAMLError as exc:
+            raise SchemaError(f"neither URDF nor saved std_msgs/String YAML: {exc}", file=str(p)) from None
+        if not docs or not isinstance(docs[0]["data"], str):
+            raise SchemaError("expected URDF or a saved std_msgs/String ('data: <robot ...>')", file=str(p))
+        data = docs[0]["data"].encode()
+    robot = read_string(data, file=str(p), search_path=search_path)
+    from .validate import validate
+
+    return validate(robot)
+
+
 def read(path, search_path=None, **options) -> Robot:
     from . import normalize_search_path
 
@@ -676,4 +698,4 @@ def write_urdf(robot: Robot, path, mesh_dir=None) -> ConversionReport:
 
 
 __all__ = ["ConversionReport", "MeshTarget", "VIEWER_SCHEMES", "file_uri", "package_uri", "read",
-           "read_string", "resolve_uri", "to_urdf", "write_urdf", "SUFFIXES", "ROOT_TAGS"]
+           "read_published", "read_string", "resolve_uri", "to_urdf", "write_urdf", "SUFFIXES", "ROOT_TAGS"]

@@ -1,4 +1,7 @@
-"""``robot-bridge render FILE -o robot.png [--joints name=value ...]``: a picture of a robot and its world."""
+"""``robot-bridge render FILE -o robot.png [--joints name=value ...]``: a picture of a robot and its world.
+
+``--urdf FILE`` draws a robot_description as the description node published it (a URDF, or the output
+of ``ros2 topic echo --once /robot_description``): mesh URIs as written, i.e. what rviz on this host shows."""
 
 from __future__ import annotations
 
@@ -9,7 +12,11 @@ HELP = "Draw a robot (and its environment) at given joint values into a PNG with
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="robot or environment file (.robot.xml, .env.xml, .dae, .zae, .urdf)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("file", nargs="?", help="robot or environment file (.robot.xml, .env.xml, .dae, "
+                        ".zae, .urdf)")
+    source.add_argument("--urdf", metavar="FILE", help="a published robot_description: URDF, or saved with "
+                        "'ros2 topic echo --once /robot_description > FILE'")
     parser.add_argument("-o", "--output", default="robot.png", help="PNG to write (default: robot.png)")
     parser.add_argument("--joints", nargs="+", default=[], metavar="NAME=VALUE",
                         help="joint values (multi-DOF: NAME=V1,V2,...); other joints keep their initial "
@@ -26,7 +33,12 @@ def main(args: argparse.Namespace) -> int:
     from ...render import NothingToDraw, parse_joint_values, render
     from ...sim import Scene
 
-    robot = load(args.file, search_path=args.search_path or None)
+    if args.urdf:
+        from ...formats.urdf import read_published
+
+        robot = read_published(args.urdf, search_path=args.search_path or None)
+    else:
+        robot = load(args.file, search_path=args.search_path or None)
     try:
         joints = parse_joint_values(args.joints, robot)
     except ValueError as err:
