@@ -94,8 +94,11 @@ def load(path: str | os.PathLike, search_path=None, **options):
     from .validate import validate
 
     p = Path(path)
-    if not p.is_file():
-        raise MissingFileError("file not found", file=str(p))
+    try:
+        if not p.is_file():
+            raise MissingFileError("file not found", file=str(p))
+    except OSError as exc:
+        raise MissingFileError(f"the OS refuses this path ({exc.strerror})", file=str(p)[:300]) from None
     if options.get("allowed_roots", 0) is None:
         del options["allowed_roots"]
     reader = reader_for(p)
@@ -103,6 +106,10 @@ def load(path: str | os.PathLike, search_path=None, **options):
         robot = reader.read(p, search_path=search_path, **options)
     except DescriptionError:
         raise
+    except OSError as exc:       # a path the OS refused somewhere a reader did not expect it
+        name = str(exc.filename)[:120] if exc.filename is not None else "?"
+        raise MissingFileError(f"the OS refuses a path this file refers to: {name!r} ({exc.strerror})",
+                               file=str(p)) from None
     except (ArithmeticError, AttributeError, IndexError, KeyError, RecursionError, TypeError,
             ValueError) as exc:
         # a reader bug on malformed input must still reach callers (nodes, CLI) as a DescriptionError;

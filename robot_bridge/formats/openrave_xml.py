@@ -103,7 +103,7 @@ def read(path: str | os.PathLike, search_path=None, **options) -> Robot:
             name += "_"
         robot.environment[name] = other
     robot.extras.update(env_extras)
-    for w in notes.warnings:
+    for w in notes.warnings + ctx.repairs:
         robot.warn(w)
     return robot
 

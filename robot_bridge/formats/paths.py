@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
-from ..errors import UnsafeInputError
+from ..errors import MissingFileError, UnsafeInputError
 
 ENV_ALLOWED_ROOTS = "ROBOT_BRIDGE_ALLOWED_ROOTS"
 
@@ -80,11 +80,20 @@ class AllowedRoots:
                 escaped.append(real)
                 continue
             inside += 1
-            if real.is_file():
-                return real
+            try:
+                if real.is_file():
+                    return real
+            except OSError as exc:       # too long, a loop, ...: a typed error naming the reference
+                raise MissingFileError(f"reference {_clip(reference)!r}: the OS refuses the path "
+                                       f"{_clip(str(real))!r} ({exc.strerror})",
+                                       file=file, line=line, element=element) from None
         if escaped and not inside:
             raise self._refuse(reference, escaped[0], file, line, element)
         return None
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def roots_for(description: str | os.PathLike, search_path: Iterable[str | os.PathLike] = (),

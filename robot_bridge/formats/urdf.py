@@ -114,7 +114,8 @@ def _origin(ctx: _Ctx, el) -> np.ndarray:
 
 
 def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Optional[AllowedRoots] = None,
-                file: Optional[str] = None, line: Optional[int] = None) -> Optional[str]:
+                file: Optional[str] = None, line: Optional[int] = None,
+                element: Optional[str] = None) -> Optional[str]:
     """Absolute path for a mesh ``uri`` (package://, file://, relative or absolute), or None.
     With ``allowed``, only files inside those roots are probed (UnsafeInputError if none could be)."""
     candidates: list[Path] = []
@@ -139,7 +140,7 @@ def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Opti
         p = Path(uri)
         candidates += [p] if p.is_absolute() else [base_dir / p, *(r / p for r in search_path)]
     if allowed is not None:
-        found = allowed.first(candidates, uri, file=file, line=line) if candidates else None
+        found = allowed.first(candidates, uri, file=file, line=line, element=element) if candidates else None
         return str(found) if found else None
     for c in candidates:
         if c.is_file():
@@ -180,7 +181,8 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
         uri = s.get("filename")
         if not uri:
             raise ctx.error(SchemaError, "mesh without a filename", s)
-        path = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file, s.sourceline)
+        path = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file, s.sourceline,
+                           xmlsafe.element_path(s))
         if path is None:
             robot.warn(f"mesh {uri!r} not found")
         scale = s.get("scale")

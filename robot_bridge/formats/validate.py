@@ -1,9 +1,10 @@
 """Format-independent checks on a freshly read model, run by :func:`robot_bridge.formats.load`.
 
 Whatever the reader, a model that reaches a node has finite numbers, rigid joint transforms,
-non-zero joint axes and mimic formulas that name existing joints without cycles.  A formula the
-expression engine cannot compile (a function beyond it, a syntax error) makes its joint independent
-with a warning instead: one unreadable formula never loses the robot.  Each failure
+non-zero joint axes and mimic formulas that name existing joints without cycles.  Rotations within
+RIGID_TOL of orthonormal are replaced by the nearest rotation (warned when off by more than 1e-6).
+A formula the expression engine cannot compile (a function beyond it, a syntax error) makes its
+joint independent with a warning instead: one unreadable formula never loses the robot.  Each failure
 is a typed DescriptionError naming the file and the element (``joint[@name='j2']/origin``).
 """
 
@@ -16,6 +17,7 @@ from ..model import Robot
 from ..model.transform import is_rigid
 
 RIGID_TOL = 1e-3      # rounded rotation matrices in real files are off by ~1e-4 at most
+ORTHO_WARN_TOL = 1e-6  # rotations further than this from orthonormal are reported when repaired
 
 
 def _finite(value) -> bool:
@@ -29,8 +31,47 @@ def _fail(robot: Robot, element: str, message: str) -> SchemaError:
     return SchemaError(message, file=robot.source, element=element)
 
 
+def _orthonormalize(robot: Robot, t: np.ndarray, where: str) -> bool:
+    """Replace the rotation of a nearly rigid ``t`` (within RIGID_TOL) in place by the nearest rotation
+    (polar decomposition), so FK, TF and the exported URDF use the same exact rotation; warn when it was
+    off by more than ORTHO_WARN_TOL (CATIA and hand-written matrices carry few digits).  True if changed."""
+    if not is_rigid(t, RIGID_TOL):
+        return False                    # not a rotation at all: the checks below refuse it
+    r = t[:3, :3]
+    u, _, vt = np.linalg.svd(r)
+    nearest = u @ vt
+    off = float(np.max(np.abs(r - nearest)))
+    if off == 0.0:
+        return False
+    if off > ORTHO_WARN_TOL:
+        robot.warn(f"{where}: rotation is not orthonormal (off by {off:.2g}); orthonormalized")
+    t[:3, :3] = nearest
+    return True
+
+
+def _orthonormalize_all(robot: Robot) -> None:
+    targets = [(robot.placement, f"robot {robot.name!r} placement")]
+    for j in robot.joints.values():
+        targets += [(j.origin, f"joint {j.name!r} origin"),
+                    (j.child_offset, f"joint {j.name!r} child offset")]
+    for link in robot.links.values():
+        for kind, geoms in (("visual", link.visuals), ("collision", link.collisions)):
+            targets += [(g.origin, f"link {link.name!r} {kind} origin") for g in geoms]
+        if link.inertial is not None:
+            targets.append((link.inertial.origin, f"link {link.name!r} inertial origin"))
+    targets += [(s.origin, f"sensor {s.name!r} origin") for s in robot.sensors.values()]
+    targets += [(m.tool, f"manipulator {m.name!r} tool frame") for m in robot.manipulators.values()]
+    changed = False
+    for t, where in targets:
+        if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f":
+            changed |= _orthonormalize(robot, t, where)
+    if changed:
+        robot.__dict__.pop("_kinematic_model", None)      # built from the matrices before the repair
+
+
 def validate(robot: Robot) -> Robot:
     """Raise a DescriptionError subclass for the first invalid value; return ``robot``."""
+    _orthonormalize_all(robot)
     if not is_rigid(robot.placement, RIGID_TOL):
         raise _fail(robot, f"robot[@name='{robot.name}']", "placement is not a finite rigid transform")
     for j in robot.joints.values():

@@ -104,3 +104,18 @@ def test_relay_point_cloud_and_wrench(harness_factory):
     assert h.bridge.dropped["flash"]
     w = wrenches[-1]
     assert w.header.frame_id == "ft" and (w.wrench.force.z, w.wrench.torque.x) == (3.0, 4.0)
+
+
+def test_a_mesh_that_cannot_load_is_logged_once(harness_factory, tmp_path, capfd):
+    from robot_bridge.model import Geometry, Mesh
+
+    robot = load(SENSOR_BOT)
+    broken = tmp_path / "broken.wrl"
+    broken.write_text("#VRML V2.0 utf8\nShape { geometry IndexedFaceSet { coordIndex [ 0 1 2 ] } }\n")
+    for name in ("arm", "hand", "finger"):                       # one file, three links
+        robot.links[name].collisions = [Geometry(Mesh(uri="broken.wrl", path=str(broken)))]
+    h = harness_factory(robot, default_mode="off", **{"sensors.flash.mode": "sim"})
+    clouds = h.listen(PointCloud2, "flash/points")
+    assert h.spin_until(lambda: clouds)
+    err = capfd.readouterr().err
+    assert err.count("mesh 'broken.wrl' cannot be loaded") == 1, err

@@ -49,6 +49,7 @@ class Context:
     modelsdir: Optional[str] = None               # <modelsdir> of the enclosing KinBody
     default_mass: Optional[object] = None         # KinBody-level <mass> element
     roots: Optional[AllowedRoots] = None          # allowed-roots policy of the whole load
+    repairs: list = field(default_factory=list)   # warnings about values fixed on read (whole load)
 
     @property
     def directory(self) -> Path:
@@ -59,7 +60,8 @@ class Context:
                    element=element_path(el) if el is not None else None)
 
     def child(self, file: Path) -> "Context":
-        return Context(file=file, search_path=self.search_path, stack=self.stack + (file,), roots=self.roots)
+        return Context(file=file, search_path=self.search_path, stack=self.stack + (file,), roots=self.roots,
+                       repairs=self.repairs)
 
 
 @dataclass
@@ -129,7 +131,13 @@ def apply_transform_tag(t: np.ndarray, el, ctx: Context) -> bool:
         if not np.allclose(rot @ rot.T, np.eye(3), atol=1e-3):
             raise ctx.error(SchemaError, "rotationmat is not a rotation matrix", el)
         u, _, vt = np.linalg.svd(rot)                            # re-orthonormalise rounded values
+        off = float(np.max(np.abs(rot - u @ vt)))
         rot = u @ vt
+        if off > 1e-6:
+            message = (f"{ctx.file.name}:{el.sourceline} {element_path(el)}: rotationmat is not orthonormal "
+                       f"(off by {off:.2g}); orthonormalized")
+            if message not in ctx.repairs:
+                ctx.repairs.append(message)
     elif name == "quat":
         q = floats(el, ctx, 4)                                   # w x y z
         if not any(q):
