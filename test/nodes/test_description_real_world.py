@@ -44,4 +44,8 @@ def test_fixture_runs_in_the_description_node(harness_factory, relpath):
     urdf = etree.fromstring(h.latched(String, "/robot_description").data.encode())
     assert {j.get("name") for j in urdf.iter("joint")} >= set(robot.joints)
     assert {link.get("name") for link in urdf.iter("link")} >= set(robot.links)
+    if relpath.startswith("vrml/"):         # the VRML meshes reach rviz converted, not dropped
+        uris = [m.get("filename") for m in urdf.iter("mesh")]
+        assert len(uris) == 4 and all(u.startswith("file://") and u.endswith(".stl") for u in uris), uris
+        assert all(Path(u[len("file://"):]).is_file() for u in uris)
     _check_tf_equals_fk(h, robot, np.random.default_rng(16))
