@@ -63,8 +63,14 @@ class CanopenHardware(Hardware):
     def open(self) -> None:
         if self.network is not None:
             return
-        self.network = canopen.Network()
-        self.network.connect(**self.bus_options)
+        network = canopen.Network()
+        try:
+            network.connect(**self.bus_options)
+        except Exception as exc:  # OSError (no such device, no SocketCAN), python-can interface errors
+            o = self.bus_options
+            raise HardwareError(f"cannot open the CAN bus (interface {o['interface']}, channel "
+                                f"{o['channel']}): {type(exc).__name__}: {exc}") from exc
+        self.network = network          # only an open bus counts as open (a second open() would skip it)
         try:
             for joint, limits, node_id in zip(self.joint_names, self.limits, self.node_ids):
                 self.drives.append(self._setup(joint, limits, node_id))

@@ -16,7 +16,6 @@ import threading
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import SetBool, Trigger
@@ -28,6 +27,7 @@ from ..hardware.trajectory import Trajectory
 from ..model import Robot
 from ..ros import params
 from ..ros.conversions import seconds, trajectory_point
+from ..ros.guard import ContainedNode
 from ..ros.params import Param
 
 RATE = (0.1, 10000.0)          # Hz: accepted range of the loop and publishing rates
@@ -86,7 +86,7 @@ class Rejected(ValueError):
     """A command refused, with the reason given to the caller."""
 
 
-class ControllerNode(Node):
+class ControllerNode(ContainedNode):
     def __init__(self, robot: Robot | None = None, hardware: Hardware | None = None, **kwargs):
         super().__init__("controller_node", **kwargs)
         self.lock = threading.RLock()          # hardware access: executor callbacks and tests
@@ -103,6 +103,7 @@ class ControllerNode(Node):
         self.last_states: list | None = None
         self.fault_reported = False
         self.bus_error: str | None = None      # hardware communication failure, until ~/recover
+        self.internal_error: str | None = None  # a callback raised: halted, until ~/recover
 
         self.joint_state_pub = self.create_publisher(JointState, "/joint_states", 10)
         self.state_pub = self.create_publisher(JointTrajectory, "~/state", 10)
@@ -222,7 +223,7 @@ class ControllerNode(Node):
             self._read()
             self.trajectory, self.hold = None, self.sample.position.copy()
             self.fault_reported = False
-            self.bus_error = None
+            self.bus_error = self.internal_error = None
             return "faults cleared, modules enabled"
 
     def home(self) -> str:
@@ -256,6 +257,9 @@ class ControllerNode(Node):
     # -- commands ---------------------------------------------------------------------------
     def _check_operational(self) -> Hardware:
         hardware = self._ready()
+        if self.internal_error is not None:
+            raise Rejected(f"controller halted after an internal error ({self.internal_error}); "
+                           "call ~/recover")
         if self.bus_error is not None:
             raise Rejected(f"hardware communication lost ({self.bus_error}); call ~/recover")
         for s in hardware.status():
@@ -356,7 +360,11 @@ class ControllerNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _read(self) -> None:
-        self.sample = self.hardware.read()
+        sample = self.hardware.read()
+        if len(sample.position) != len(self.joints):
+            raise HardwareError(f"hardware read {len(sample.position)} positions for {len(self.joints)} "
+                                "joints")
+        self.sample = sample
         self.sample_stamp = self.get_clock().now()
 
     def reference(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -426,18 +434,36 @@ class ControllerNode(Node):
                              time_from_start=elapsed),
         ]))
 
+    def on_callback_error(self, where: str, exc: BaseException) -> None:
+        """Safe state after a callback raised: no motion (modules halted), ERROR on /diagnostics."""
+        with self.lock:
+            self.internal_error = f"{where} raised {type(exc).__name__}: {exc}"
+            self.trajectory = self.hold = None
+            if self.hardware is not None:
+                try:
+                    self.hardware.halt()
+                except Exception as halt_error:  # e.g. the bus is gone: the drives' own timeouts stop them
+                    self.get_logger().error(f"halt after the internal error failed: {_reason(halt_error)}")
+        self._publish_diagnostics()
+
     def _publish_diagnostics(self) -> None:
         with self.lock:
-            if self.hardware is None:
+            states = []
+            if self.hardware is None and self.internal_error is None:
                 return
             try:
-                states = self.hardware.status()
+                states = self.hardware.status() if self.hardware is not None else []
             except Exception as exc:  # status itself needs the bus
                 states, self.bus_error = [], self.bus_error or _reason(exc)
-            sample, bus_error = self.sample, self.bus_error
+            sample, bus_error, internal_error = self.sample, self.bus_error, self.internal_error
+        name = self.get_fully_qualified_name()
         msg = DiagnosticArray(header=_header(self.get_clock().now().to_msg()))
+        if internal_error is not None:
+            msg.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{name}: controller",
+                                               message=f"halted after an internal error: {internal_error}; "
+                                                       "call ~/recover"))
         if bus_error is not None:
-            msg.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{self.get_name()}: bus",
+            msg.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{name}: bus",
                                                message=f"hardware communication lost: {bus_error}"))
         for i, s in enumerate(states):
             level = {ModuleState.FAULT: DiagnosticStatus.ERROR, ModuleState.OFFLINE: DiagnosticStatus.STALE,
@@ -448,7 +474,7 @@ class ControllerNode(Node):
                 values.update(position=f"{sample.position[i]:.6f}", velocity=f"{sample.velocity[i]:.6f}")
             values.update(s.details)
             msg.status.append(DiagnosticStatus(
-                level=level, name=f"{self.get_name()}: {s.joint}", message=s.message,
+                level=level, name=f"{name}: {s.joint}", message=s.message,
                 hardware_id=s.hardware_id,
                 values=[KeyValue(key=k, value=str(v)) for k, v in values.items()]))
         self.diagnostics_pub.publish(msg)

@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -26,6 +25,7 @@ from ..kinematics.state_publisher import RateGate, StatePublisher
 from ..mesh_server import MeshServer
 from ..model import Robot
 from ..ros import params, qos
+from ..ros.guard import ContainedNode
 from ..ros.markers import robot_markers
 from ..ros.params import Param
 from ..ros.joint_state_tf import JointStateTF, read_joint_state  # noqa: F401  (read_joint_state: API)
@@ -127,7 +127,7 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
     return LoadedModel(robot, state, urdf_text, srdf_text, JointStateTF(state), report)
 
 
-class DescriptionNode(Node):
+class DescriptionNode(ContainedNode):
     def __init__(self, **kwargs):
         super().__init__("description_node", **kwargs)
         self.tf_relay = None                                  # the fast path's SerializedRelay

@@ -33,7 +33,6 @@ import numpy as np  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.node import Node  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan, PointCloud2  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -41,6 +40,7 @@ from std_msgs.msg import String  # noqa: E402
 from ..kinematics.frames import data_frame  # noqa: E402
 from ..model import AttachedSensor, Robot  # noqa: E402
 from ..ros import conversions as conv  # noqa: E402
+from ..ros.guard import ContainedNode  # noqa: E402
 from ..ros import params, qos  # noqa: E402
 from ..ros.params import Param  # noqa: E402
 from ..sim.schedule import PeriodicWorker, RateMonitor  # noqa: E402
@@ -161,7 +161,7 @@ class RelayStream:
     counts: Counter = field(default_factory=Counter)
 
 
-class SensorBridge(Node):
+class SensorBridge(ContainedNode):
     """The sensor bridge; ``robot`` may be given directly (embedding, tests) instead of description_file."""
 
     def __init__(self, robot: Optional[Robot] = None, **kwargs):
@@ -635,7 +635,7 @@ class SimSensor:
         def value(v, digits=3):
             return "" if v is None else str(round(v, digits))
         return DiagnosticStatus(
-            level=level, name=f"{self.node.get_name()}: {self.sensor.name}", message=message,
+            level=level, name=f"{self.node.get_fully_qualified_name()}: {self.sensor.name}", message=message,
             hardware_id=self.sensor.name, values=[
                 KeyValue(key="asked_rate_hz", value=value(report.asked_hz)),
                 KeyValue(key="achieved_rate_hz", value=value(report.achieved_hz)),

@@ -25,7 +25,6 @@ from typing import Optional
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -37,6 +36,7 @@ from ..kinematics import frames
 from ..kinematics.tf_buffer import TFBuffer
 from ..model.transform import make
 from ..ros import qos
+from ..ros.guard import ContainedNode
 from ..ros.markers import body_markers, delete_markers
 from ..ros.tf import matrix as tf_matrix
 from ..ros.tf import transform_stamped
@@ -76,7 +76,7 @@ def pose_matrix(pose) -> Optional[np.ndarray]:
     return make(rot, values[:3])
 
 
-class WorldNode(Node):
+class WorldNode(ContainedNode):
     def __init__(self, **kwargs):
         super().__init__("world_node", **kwargs)
         for name, default, description in PARAMETERS:

@@ -37,6 +37,16 @@ def stoppable_rclpy(args=None) -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
+def spin_until_stopped(executor, stop: threading.Event, report: Callable[[str], None]) -> None:
+    """Spin until ``stop``; an exception a callback let through (one not created by a ContainedNode,
+    e.g. an action server's) is reported and the spinning goes on: it never ends the process."""
+    while not stop.is_set() and rclpy.ok():
+        try:
+            executor.spin_once(timeout_sec=SPIN_PERIOD)
+        except Exception as exc:  # containment of last resort; nodes contain their own callbacks
+            report(f"a callback raised {type(exc).__name__}: {exc} (contained; still running)")
+
+
 def spin_node(make_node: Callable[[], Node], args=None) -> int:
     """Spin the node until SIGINT/SIGTERM or shutdown, then clean up; exit status 0."""
     with stoppable_rclpy(args) as stop:
@@ -44,8 +54,7 @@ def spin_node(make_node: Callable[[], Node], args=None) -> int:
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         try:
-            while not stop.is_set() and rclpy.ok():
-                executor.spin_once(timeout_sec=SPIN_PERIOD)
+            spin_until_stopped(executor, stop, node.get_logger().error)
         finally:
             executor.shutdown()
             node.destroy_node()

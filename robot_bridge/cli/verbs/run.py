@@ -82,7 +82,7 @@ def _wait_for_running_callbacks(executor) -> None:
 def main(args: argparse.Namespace) -> int:
     from rclpy.executors import MultiThreadedExecutor
 
-    from ...ros.runner import SPIN_PERIOD, stoppable_rclpy
+    from ...ros.runner import spin_until_stopped, stoppable_rclpy
 
     options = options_from_args(args)
     specs = bringup.node_set(options)
@@ -105,8 +105,8 @@ def main(args: argparse.Namespace) -> int:
                 executor.add_node(node)
             print(f"{READY}: {', '.join(n.get_fully_qualified_name() for n in nodes)} ({options.mode} mode, "
                   f"{options.robot_file})", flush=True)
-            while not stop.is_set():
-                executor.spin_once(timeout_sec=SPIN_PERIOD)
+            spin_until_stopped(executor, stop, lambda text: print(f"robot-bridge run: error: {text}",
+                                                                  file=sys.stderr, flush=True))
         finally:
             if executor is not None:
                 _wait_for_running_callbacks(executor)
