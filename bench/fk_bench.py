@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -66,10 +67,12 @@ class PinocchioFK:
 
 
 def _best(fn, number: int) -> float:
-    t = time.perf_counter()
+    """Seconds per call, in CPU time of this thread: on a shared machine, time the process spends
+    preempted would otherwise land on whichever side happened to be running."""
+    t = time.thread_time()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - t) / number
+    return (time.thread_time() - t) / number
 
 
 def bench_robot(label: str, path: Path, search_path, repeats: int, batch: int) -> dict:
@@ -118,10 +121,10 @@ def bench_robot(label: str, path: Path, search_path, repeats: int, batch: int) -
         "robot": label, "file": str(path), "links": len(robot.links), "dof": len(km.dof_names),
         "urdf_joints": len(tree), "max_abs_error": error,
         "single_us": {"robot_bridge": round(s_ours * 1e6, 2), "pinocchio": round(s_pin * 1e6, 2),
-                      "ratio": round(s_ours / s_pin, 3), "goal_ratio": 1.5, "ok": s_ours <= 1.5 * s_pin},
+                      "ratio": round(s_ours / s_pin, 3), "goal_ratio": 1.0, "ok": s_ours <= s_pin},
         "batch": {"configurations": batch, "robot_bridge_us_per_config": round(b_ours * 1e6, 3),
                   "pinocchio_loop_us_per_config": round(b_pin * 1e6, 3), "speedup": round(b_pin / b_ours, 2),
-                  "ok": b_ours < b_pin},
+                  "goal_speedup": 3.0, "ok": b_pin >= 3.0 * b_ours},
     }
 
 
@@ -140,7 +143,8 @@ def main() -> int:
             continue
         results.append(bench_robot(label, path, [corpus / search] if search else None, args.repeats,
                                    args.batch))
-    print(json.dumps({"bench": "fk", "pinocchio": pin.__version__, "results": results}, indent=2))
+    print(json.dumps({"bench": "fk", "pinocchio": pin.__version__, "load_average": os.getloadavg(),
+                      "results": results}, indent=2))
     return 0
 
 

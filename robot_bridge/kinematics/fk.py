@@ -131,24 +131,32 @@ class KinematicModel:
         self._weights = np.array(weights).reshape(n, 16, 4)
         self._row_slot = np.array([s if s >= 0 else len(self.dof_names) for s in slots], dtype=np.intp)
         self._terms = np.ascontiguousarray(self._weights.transpose(2, 0, 1))
-        self._has_prismatic = any(s >= 0 and not r for s, r in zip(slots, revolute, strict=True))
-        # small robots: one dot of (1, cos q, cos(q - pi/2) = sin q[, q of prismatic rows]) with a
-        # block-diagonal matrix; the 1 is cos of the constant-0 slot, so it costs a handful of numpy calls
+        prismatic_slots = {sl for sl, rev in zip(slots, revolute, strict=True) if sl >= 0 and not rev}
+        self._has_prismatic = bool(prismatic_slots)
+        # small robots: every row's local transform from one dot of the DOF vector's exp(1j * q), seen
+        # as (cos q, sin q) float pairs -- the constant-0 slot gives (1, 0), a prismatic slot's sin
+        # position carries q itself -- with a matrix mapping each pair onto the rows it drives
         self._block = None
         if n <= _BLOCK_ROWS:
-            zero = len(self.dof_names)
-            self._trig_slot = np.concatenate([[zero], self._row_slot, self._row_slot])
-            self._trig_shift = np.concatenate([[0.0], np.zeros(n), np.full(n, np.pi / 2)])
-            prismatic = [i for i, (sl, rev) in enumerate(zip(slots, revolute, strict=True))
-                         if sl >= 0 and not rev]
-            self._prismatic_slot = self._row_slot[prismatic]
-            rows = np.arange(n)
-            block = np.zeros((1 + 2 * n + len(prismatic), n, 16))
-            block[0] = self._weights[:, :, 0]
-            block[1 + rows, rows] = self._weights[:, :, 1]
-            block[1 + n + rows, rows] = self._weights[:, :, 2]
-            block[1 + 2 * n + np.arange(len(prismatic)), prismatic] = self._weights[prismatic, :, 3]
-            self._block = block.reshape(len(block), 16 * n)
+            # (a row n more: the root's identity, so the root links need no copy of their own; with
+            # prismatic joints the coefficients go on with q itself, the linear terms)
+            const = len(self.dof_names)
+            pairs = np.zeros((const + 1, 2, n + 1, 16))
+            linear = np.zeros((const + 1, n + 1, 16))
+            pairs[const, 0, n] = np.eye(4).reshape(16)
+            for row, (sl, rev) in enumerate(zip(slots, revolute, strict=True)):
+                w = self._weights[row]
+                pairs[const, 0, row] += w[:, 0]
+                if sl >= 0 and rev:
+                    pairs[sl, 0, row] += w[:, 1]
+                    pairs[sl, 1, row] += w[:, 2]
+                elif sl >= 0:
+                    linear[sl, row] += w[:, 3]
+            self._block = pairs.reshape(2 * (const + 1), 16 * (n + 1))
+            if self._has_prismatic:
+                self._block = np.concatenate([self._block, linear.reshape(const + 1, 16 * (n + 1))])
+            self._angle = np.where([sl in prismatic_slots for sl in range(const + 1)], 0.0, 1j)
+            self._angle[const] = 0.0
         self._parents = np.array(parents, dtype=np.intp)
         self._steps = [(i, p) for i, p in enumerate(parents) if p >= 0]
         self._chains = _chains(parents)
@@ -160,6 +168,7 @@ class KinematicModel:
         self._child_rows = [row for row in self._link_rows if row >= 0]
         picker = operator.itemgetter(*self._link_rows)
         self._pick = picker if len(self._link_rows) > 1 else (lambda poses: (picker(poses),))
+        self._scalar_index: dict = {}                          # _set_scalars cache
         self._initial = np.zeros(len(self.dof_names) + 1)       # last slot: constant 0 for fixed rows
         for j in self.order:
             if j.dof:
@@ -177,6 +186,10 @@ class KinematicModel:
     # -- configuration vectors -------------------------------------------------
     def _vector(self, positions: Optional[Mapping[str, object]]) -> np.ndarray:
         q = self._initial.copy()
+        if positions and self._set_scalars(q, positions):
+            if self._mimic_plan:
+                self.apply_mimic(q)
+            return q
         for name, value in (positions or {}).items():
             slot = self._slots.get(name)
             if slot is None or value is None:
@@ -192,6 +205,29 @@ class KinematicModel:
         if self._mimic_plan:
             self.apply_mimic(q)
         return q
+
+    def _set_scalars(self, q: np.ndarray, positions: Mapping[str, object]) -> bool:
+        """The common case in one numpy assignment: every name a known 1-DOF joint, every value a float
+        (the slot indices are cached per name tuple); False leaves ``q`` to the general loop."""
+        key = tuple(positions)
+        index = self._scalar_index.get(key)
+        if index is None:
+            slots = [self._slots.get(name, (0, 0)) for name in key]
+            index = np.array([start for start, dof in slots], dtype=np.intp) \
+                if all(dof == 1 for _start, dof in slots) else False
+            if len(self._scalar_index) >= 64:
+                self._scalar_index.clear()
+            self._scalar_index[key] = index
+        if index is False:
+            return False
+        try:
+            values = np.array(list(positions.values()))
+        except ValueError:                  # ragged: some value is a sequence
+            return False
+        if values.dtype != np.float64 or values.shape != index.shape:
+            return False                    # None, ints, arrays: the general loop handles them
+        q[index] = values
+        return True
 
     def _compile_mimic(self) -> None:
         """The mimic evaluator's steps as DOF-vector operations: linear formulas become
@@ -243,10 +279,10 @@ class KinematicModel:
         Revolute rows have no ``q`` weights and prismatic rows no ``cos``/``sin``
         weights, so the coefficients need no masking.
         """
-        if self._block is not None and q.ndim == 1:
-            coef = np.cos(q[self._trig_slot] - self._trig_shift)
+        if self._block is not None and q.ndim == 1:         # rows + the root's identity last
+            coef = np.exp(q * self._angle).view(np.float64)
             if self._has_prismatic:
-                coef = np.concatenate((coef, q[self._prismatic_slot]))
+                coef = np.concatenate((coef, q))
             return coef.dot(self._block).reshape(-1, 4, 4)
         qa = q[..., self._row_slot]
         w = self._terms                     # (4, rows, 16): constant, cos, sin and q weights
@@ -289,8 +325,16 @@ class KinematicModel:
         as is; ``positions`` gets defaults and mimic formulas applied.
         """
         q = self._vector(positions) if values is None else self._values_vector(values)
+        if self._block is not None and len(self._root_names) == 1:        # the small robots' hot path
+            poses = list(self._locals(q))           # row -1: the root's identity
+            for parent, chain in self._chains:      # ndarray.dot: a third of @'s call overhead
+                acc = poses[parent]
+                for i in chain:
+                    acc = poses[i] = acc.dot(poses[i])
+            return dict(zip(self.link_names, self._pick(poses)))
         poses = self._compose(self._locals(q))
-        poses.append(_EYE.copy())                   # row -1: the root links
+        if self._block is None:
+            poses.append(_EYE.copy())               # row -1: the root links
         if len(self._root_names) > 1:               # no shared identity between several roots
             poses[-1:] = []
             out = {name: _EYE.copy() for name in self._root_names}
