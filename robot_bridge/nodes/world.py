@@ -3,7 +3,8 @@
 Subscribes ``detections`` (vision_msgs/Detection3DArray).  Each detection's best hypothesis (highest
 score) names a class of the mapping file (``objects_file``) and gives the pose of the body file's frame in
 the detection's header frame (the array's when the detection's is empty); that pose is brought into the
-world frame with the TF the bridge publishes (/tf and /tf_static, latest transforms) and handed to the
+world frame with the TF the bridge publishes (/tf and /tf_static) at the detection's stamp (interpolated;
+the nearest sample outside the cached 10 s; unstamped: the latest) and handed to the
 rclpy-free :class:`robot_bridge.world.WorldObjects` (matching, jitter, timeouts).  Publishes:
 
 - /tf: ``<world_frame>`` -> ``<frame_prefix><class>_<n>`` for every body, at ``publish_rate`` and on change;
@@ -201,13 +202,15 @@ class WorldNode(ContainedNode):
                            f"detections of unknown class {class_id!r} ignored (classes: {known})")
                 continue
             frame = det.header.frame_id or msg.header.frame_id
+            stamp = det.header.stamp if det.header.stamp.sec or det.header.stamp.nanosec else msg.header.stamp
+            at = stamp.sec + stamp.nanosec * 1e-9 or None       # unstamped: the latest transforms
             local = pose_matrix(best.pose.pose)
             if local is None:
                 self._warn(f"pose:{class_id}", f"detection of {class_id!r} with a non-finite pose or zero "
                            "quaternion dropped")
                 continue
             try:
-                to_world = self.tf.lookup(self.world_frame, frame)
+                to_world = self.tf.lookup(self.world_frame, frame, at)
             except LookupError as exc:
                 self._warn(f"frame:{frame}", f"detection of {class_id!r} in frame {frame!r} dropped: {exc}")
                 continue

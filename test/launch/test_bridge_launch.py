@@ -102,6 +102,7 @@ def test_declares_every_bringup_argument_with_its_default():
     {},
     {"mode": "real", "namespace": "arm1", "frame_prefix": "arm1/", "use_sim_time": "true"},
     {"robot": "/robots/other.urdf", "srdf": "/robots/other.srdf", "hardware": "sim", "rviz": "true"},
+    {"objects": "/robots/objects.yaml", "namespace": "arm1", "frame_prefix": "arm1/"},     # + world_node
 ])
 def test_nodes_and_parameters_equal_bringup(arguments):
     _, _, nodes = visit(arguments)

@@ -10,8 +10,7 @@ import pytest
 
 from robot_bridge.errors import DescriptionError, SchemaError
 from robot_bridge.formats import load
-from robot_bridge.kinematics.tf_buffer import TFBuffer
-from robot_bridge.model.transform import from_rpy, inverse, make
+from robot_bridge.model.transform import from_rpy, make
 from robot_bridge.world import Detection, WorldObjects, load_mapping, read_xml, to_xml, to_yaml
 from robot_bridge.world.mapping import with_options
 
@@ -219,22 +218,3 @@ def test_read_xml_refuses_bad_documents():
         read_xml("<Environment><KinBody name='a' file='x'><translation>1 nan 0</translation></KinBody>"
                  "</Environment>")
     assert read_xml("<Environment frame='world'/>") == []
-
-
-def test_tf_buffer_composes_chains_through_the_common_ancestor():
-    buf = TFBuffer()
-    a, b, c = pose((1, 0, 0), (0, 0, 0.3)), pose((0, 1, 0), (0.2, 0, 0)), pose((0, 0, 1), (0, 0.4, 0))
-    buf.set_transform("world", "base", a, static=True)
-    buf.set_transform("base", "arm", b, stamp=1.0)
-    buf.set_transform("base", "/cam", c, static=True)          # one leading slash is ignored, as tf2 does
-    np.testing.assert_allclose(buf.lookup("world", "arm"), a @ b, atol=1e-15)
-    np.testing.assert_allclose(buf.lookup("arm", "cam"), inverse(b) @ c, atol=1e-15)
-    np.testing.assert_allclose(buf.lookup("cam", "world"), inverse(a @ c), atol=1e-15)
-    assert not buf.set_transform("base", "arm", pose((5, 5, 5)), stamp=0.5)      # older: ignored
-    assert not buf.set_transform("base", "arm", np.full((4, 4), np.nan), stamp=2.0)
-    buf.set_transform("other_root", "thing", a)
-    with pytest.raises(LookupError, match="not connected"):
-        buf.lookup("world", "thing")
-    with pytest.raises(LookupError, match="does not exist"):
-        buf.lookup("world", "nowhere")
-    assert buf.can_transform("cam", "arm") and not buf.can_transform("cam", "thing")
