@@ -267,11 +267,12 @@ def test_run_reports_a_node_that_cannot_start(monkeypatch, capsys):
 
 def test_every_node_parameter_is_in_its_yaml():
     """config/<node>.yaml lists every parameter of the node's schema (arrays without a value: commented)."""
-    from robot_bridge.nodes import controller, description, sensor_bridge
+    from robot_bridge.nodes import controller, description, sensor_bridge, world
 
     for module, node, name in ((description, "description_node", "description.yaml"),
                                (sensor_bridge, "sensor_bridge", "sensor_bridge.yaml"),
-                               (controller, "controller_node", "controller.yaml")):
+                               (controller, "controller_node", "controller.yaml"),
+                               (world, "world_node", "world.yaml")):
         text = (REPO / "config" / name).read_text()
         values = bringup.yaml_parameters(REPO / "config" / name, node)
         for parameter, default, _ in module.PARAMETERS:

@@ -24,9 +24,6 @@ import sys
 from typing import Optional
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.exceptions import ParameterUninitializedException
-from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
@@ -36,26 +33,31 @@ from visualization_msgs.msg import MarkerArray
 from ..kinematics import frames
 from ..kinematics.tf_buffer import TFBuffer
 from ..model.transform import make
-from ..ros import qos
+from ..ros import params, qos
 from ..ros.guard import ContainedNode
 from ..ros.markers import body_markers, delete_markers
 from ..ros.tf import matrix as tf_matrix
+from ..ros.params import Param
 from ..ros.tf import transform_stamped
 from ..world import Changes, Detection, ObjectMapping, WorldObjects, load_mapping, to_xml, to_yaml
 
-# The node's parameter schema: (name, default, description).
-PARAMETERS = [
-    ("objects_file", "", "Object mapping YAML: detection class ids -> body files (see README); empty: wait "
-                         "for a parameter change"),
-    ("search_path", Parameter.Type.STRING_ARRAY, "Directories searched for the body files' includes and "
-                                                 "meshes (before $OPENRAVE_DATA)"),
-    ("frame_prefix", "", "Prefix of every published object frame (as the description node's)"),
-    ("world_frame", "", "Frame the bodies are placed in; empty: <frame_prefix>world (the description "
-                        "node's)"),
-    ("publish_rate", 10.0, "Hz: /tf of every body, and how often timeouts are checked"),
-    ("min_score", 0.0, "Hypotheses scoring below this are ignored"),
-    ("warn_throttle", 5.0, "Seconds between repeated warnings about one kind of dropped detection"),
-]
+RELOADS = "re-reads the mapping when set; refused (old mapping kept) if it does not load"
+PARAMETERS = params.schema(
+    Param("objects_file", "", "Object mapping YAML: detection class ids -> body files (see README); empty: "
+                              "wait for a parameter change", rule_text=RELOADS),
+    Param("search_path", params.STRING_ARRAY, "Directories searched for the body files' includes and "
+                                              "meshes (before $OPENRAVE_DATA)", rule_text=RELOADS),
+    Param("frame_prefix", "", "Prefix of every published object frame (as the description node's)",
+          read_only=True),
+    Param("world_frame", "", "Frame the bodies are placed in; empty: <frame_prefix>world (the description "
+                             "node's)", read_only=True),
+    Param("publish_rate", 10.0, "Hz: /tf of every body, and how often timeouts are checked",
+          range=(0.001, 1000.0)),
+    Param("min_score", 0.0, "Hypotheses scoring below this are ignored",
+          rule=lambda v: None if math.isfinite(v) else "must be a finite number", rule_text="finite"),
+    Param("warn_throttle", 5.0, "Seconds between repeated warnings about one kind of dropped detection",
+          range=(0.0, 86400.0)),
+)
 RELOAD_PARAMETERS = {"objects_file", "search_path"}
 
 
@@ -80,8 +82,8 @@ def pose_matrix(pose) -> Optional[np.ndarray]:
 class WorldNode(ContainedNode):
     def __init__(self, **kwargs):
         super().__init__("world_node", **kwargs)
-        for name, default, description in PARAMETERS:
-            self.declare_parameter(name, default, ParameterDescriptor(description=description))
+        self.params = params.NodeParameters(self, PARAMETERS, validate=self._check_parameters,
+                                            apply=self._apply_parameters)
         self.tf = TFBuffer()
         self.world: Optional[WorldObjects] = None
         self._marker_counts: dict[str, int] = {}          # body -> markers published in its namespace
@@ -98,8 +100,7 @@ class WorldNode(ContainedNode):
                                  qos.tf_static_listener_qos())
         self.create_subscription(Detection3DArray, "detections", self._on_detections, 10)
         self.create_service(Trigger, "~/reload", self._on_reload)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.timer = self.create_timer(1.0 / self._rate(self._p("publish_rate")), self._tick)
+        self.timer = self.create_timer(1.0 / float(self._p("publish_rate")), self._tick)
 
         ok, error = self.reload()
         if not ok:
@@ -110,31 +111,20 @@ class WorldNode(ContainedNode):
     def _p(self, name: str, overrides: Optional[dict] = None):
         if overrides and name in overrides:
             return overrides[name]
-        try:
-            value = self.get_parameter(name).value
-        except ParameterUninitializedException:
-            value = None
-        return [] if value is None and name == "search_path" else value
+        return self.params.get(name)
 
-    @staticmethod
-    def _rate(value) -> float:
-        return float(value) if value is not None and math.isfinite(value) and value > 0 else 10.0
-
-    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
-        new = {p.name: p.value for p in params}
-        if "publish_rate" in new and not (new["publish_rate"] and new["publish_rate"] > 0):
-            return SetParametersResult(successful=False, reason="publish_rate must be > 0")
-        if {"frame_prefix", "world_frame"} & new.keys():
-            return SetParametersResult(successful=False, reason="frame_prefix and world_frame are read-only")
+    def _check_parameters(self, new: dict) -> Optional[str]:
+        """A set naming the mapping reloads it; a mapping that does not load refuses the set."""
         if RELOAD_PARAMETERS & new.keys():
             ok, error = self.reload(new)
             if not ok:
-                return SetParametersResult(successful=False, reason=error)
+                return error
+        return None
+
+    def _apply_parameters(self, new: dict) -> None:
         if "publish_rate" in new:
-            self.timer.cancel()
             self.destroy_timer(self.timer)
-            self.timer = self.create_timer(1.0 / self._rate(new["publish_rate"]), self._tick)
-        return SetParametersResult(successful=True)
+            self.timer = self.create_timer(1.0 / float(new["publish_rate"]), self._tick)
 
     def reload(self, overrides: Optional[dict] = None) -> tuple[bool, str]:
         """Read the mapping; on success use it (bodies of dropped classes go), else keep the old one."""

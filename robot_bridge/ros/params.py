@@ -229,9 +229,10 @@ def markdown_table(params: Iterable[Param], prefix: str = "") -> str:
 
 def readme_tables() -> dict[str, str]:
     """README section key -> the table of that schema."""
-    from ..nodes import controller, description, sensor_bridge
+    from ..nodes import controller, description, sensor_bridge, world
 
     return {"description_node": markdown_table(description.PARAMETERS),
+            "world_node": markdown_table(world.PARAMETERS),
             "sensor_bridge": markdown_table(sensor_bridge.PARAMETERS),
             "sensor_bridge.sensors": markdown_table(sensor_bridge.SENSOR_PARAMETERS, "sensors.<name>."),
             "controller_node": markdown_table(controller.PARAMETERS)}

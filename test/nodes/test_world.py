@@ -315,6 +315,20 @@ def test_bad_detections_are_dropped_and_the_node_keeps_serving(bridge):
     assert not future.result().success and "YAML" in future.result().message
     assert wait_until(lambda: "ball_0" in obs.latest_objects(), lambda: obs.detect(
         ("ball", CAMERA_LOCAL, "wrist_camera_optical_frame")))
+    # the same through the parameter: the set is refused with the reason, the mapping stays
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    setter = obs.node.create_client(SetParameters, "/world_node/set_parameters")
+    assert setter.wait_for_service(timeout_sec=30)
+    value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=str(obs.mapping_file))
+    request = SetParameters.Request(parameters=[Parameter(name="objects_file", value=value)])
+    future = setter.call_async(request)
+    assert wait_until(future.done)
+    (result,) = future.result().results
+    assert not result.successful and "YAML" in result.reason
+    assert wait_until(lambda: "can_0" in obs.latest_objects(), lambda: obs.detect(
+        ("can", CAMERA_LOCAL, "wrist_camera_optical_frame")))
 
     output = obs.stop_world()
     assert "unknown class 'mug'" in output

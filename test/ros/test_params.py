@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robot_bridge.nodes import controller, description, sensor_bridge
+from robot_bridge.nodes import controller, description, sensor_bridge, world
 from robot_bridge.ros import params
 from robot_bridge.ros.params import Param
 
@@ -39,7 +39,7 @@ def test_constraints_text_states_choices_lengths_and_restart():
 def test_every_schema_entry_is_well_formed():
     """Names unique, defaults satisfy their own constraints, every parameter described."""
     for schema in (controller.PARAMETERS, description.PARAMETERS, sensor_bridge.PARAMETERS,
-                   sensor_bridge.SENSOR_PARAMETERS):
+                   sensor_bridge.SENSOR_PARAMETERS, world.PARAMETERS):
         names = [p.name for p in schema]
         assert len(names) == len(set(names))
         for p in schema:
@@ -59,6 +59,6 @@ def test_readme_parameter_tables_match_the_schemas():
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert readme.count("<!-- parameters: ") == 4
+    assert readme.count("<!-- parameters: ") == 5
     assert params.update_readme(readme) == readme, \
         "README parameter tables are stale: run python -m robot_bridge.ros.params README.md"
