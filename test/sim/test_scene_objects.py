@@ -85,3 +85,26 @@ def test_object_names_of_the_worlds_own_bodies_are_refused(world, tmp_path):
     _robot, scene, _sensor, _model = world
     with pytest.raises(ValueError, match="can"):
         scene.set_objects({"can": (load(box_file(tmp_path)), np.eye(4))})
+
+
+def test_the_wrist_camera_sees_a_detected_object_and_not_after_its_removal(world, tmp_path):
+    """Depth along the optical axis to the box's near face, 0.3 m in front of the camera; the box's colour."""
+    from robot_bridge.sim import PinholeModel
+
+    robot, scene, _sensor, _model = world
+    camera = robot.sensors["wrist_camera"]
+    model = PinholeModel.from_sensor(camera)
+    pose = scene.sensor_pose(camera)
+    exclude = [(robot.name, camera.link)]
+    empty, _ = model.render(scene, pose, exclude, color=False)
+    red = tmp_path / "red.kinbody.xml"
+    red.write_text("""<KinBody name="red"><Body name="red" type="dynamic"><Geom type="box">
+      <extents>0.05 0.05 0.05</extents><diffuseColor>1 0 0</diffuseColor></Geom></Body></KinBody>""")
+    scene.set_objects({"red_0": (load(red), pose @ make(translation=(0, 0, 0.35)))})   # centre 0.35 m ahead
+    depth, rgb = model.render(scene, pose, exclude)
+    v, u = int(round(model.cy)), int(round(model.cx))
+    assert abs(depth[v, u] - 0.30) < 1e-6 and not abs(empty[v, u] - 0.30) < 0.01
+    assert rgb[v, u, 0] > 0 and rgb[v, u, 1] == rgb[v, u, 2] == 0
+    scene.set_objects({})
+    again, _ = model.render(scene, pose, exclude, color=False)
+    np.testing.assert_array_equal(np.nan_to_num(again, nan=-1), np.nan_to_num(empty, nan=-1))
