@@ -37,7 +37,11 @@ class Shape:
     geometry: Geometry
     kind: str                                # box | sphere | cylinder | mesh
     mesh: Optional[raycast.TriangleMesh] = None
-    bound_radius: float = np.inf             # bounding sphere about the geometry frame origin
+    bound_radius: float = np.inf             # bounding sphere about bound_centre
+    bound_centre: Optional[np.ndarray] = None    # in the geometry frame; None: its origin
+
+    def world_centre(self, pose: np.ndarray) -> np.ndarray:
+        return pose[:3, 3] if self.bound_centre is None else pose[:3, :3] @ self.bound_centre + pose[:3, 3]
 
     @property
     def rgb(self) -> np.ndarray:
@@ -158,8 +162,11 @@ class Scene:
             mesh = cache[key]
             if mesh is None:
                 return None
-            radius = float(np.linalg.norm(mesh.vertices, axis=1).max()) if len(mesh.vertices) else 0.0
-            return Shape(body, link, geom, "mesh", mesh=mesh, bound_radius=radius)
+            # a link mesh often starts at its joint, far from its middle: bound it about its box's centre
+            v = mesh.vertices if len(mesh.vertices) else np.zeros((1, 3))
+            centre = 0.5 * (v.min(axis=0) + v.max(axis=0))
+            radius = float(np.linalg.norm(v - centre, axis=1).max())
+            return Shape(body, link, geom, "mesh", mesh=mesh, bound_radius=radius, bound_centre=centre)
         self._warn(f"{body}/{link}: geometry {type(s).__name__} is not simulated")
         return None
 
@@ -238,8 +245,8 @@ class Scene:
             if rows_of is not None:
                 rows = rows_of.get(index)
             else:
-                rows = self._candidates(np.broadcast_to(origins, directions.shape), directions, pose[:3, 3],
-                                        shape.bound_radius, max_range)
+                rows = self._candidates(np.broadcast_to(origins, directions.shape), directions,
+                                        shape.world_centre(pose), shape.bound_radius, max_range)
             if rows is not None and len(rows) == 0:
                 continue
             d = directions if rows is None else directions[rows]
@@ -278,7 +285,7 @@ class Scene:
         cone_shapes, axes, cosines = [], [], []
         for index in active:
             radius = self.shapes[index].bound_radius
-            rel = poses[index][:3, 3] - apex
+            rel = self.shapes[index].world_centre(poses[index]) - apex
             dist = float(np.linalg.norm(rel))
             if not np.isfinite(radius) or dist <= radius:
                 out[index] = None                    # apex inside the bound: test every ray

@@ -105,3 +105,24 @@ def test_robot_links_at_rest_join_the_set_for_camera_sized_batches():
     merged.set_joint_positions({"pan": 0.5})                 # moving again: link by link, no new build
     merged.cast(apex[None], d, apex=apex, normals=False)
     assert len(merged._merged._sets) == 2
+
+
+def test_mesh_bound_is_about_its_middle_and_culling_keeps_every_hit():
+    # a link mesh 3 m away from its link origin (as link meshes that start at their joint)
+    robot = pan_robot()
+    ico = trimesh.creation.icosphere(subdivisions=2, radius=0.4)
+    offset = Mesh(uri="generated:offset", vertices=ico.vertices + [3, 0, 0.5], triangles=ico.faces)
+    robot.links["base"].collisions.append(Geometry(offset))
+    for backend in ("embree", "numpy"):
+        scene = Scene(robot, backend=backend)
+        shape = next(s for s in scene.shapes if s.kind == "mesh")
+        assert shape.bound_radius == pytest.approx(0.4, rel=0.01)
+        assert shape.bound_centre == pytest.approx([3, 0, 0.5], abs=1e-9)
+        apex = np.array([0.0, 0.0, 0.5])
+        d = rays(n=20000, seed=2)
+        culled = scene.cast(apex[None], d, apex=apex, exclude=[("pan_bot", "head")], normals=False)
+        unculled = scene.cast(apex[None], d, exclude=[("pan_bot", "head")], normals=False)
+        index = scene.shapes.index(shape)
+        assert (unculled.shape == index).sum() > 20
+        assert np.array_equal(culled.shape, unculled.shape)
+        assert np.allclose(culled.distance, unculled.distance, atol=1e-12, equal_nan=True)
