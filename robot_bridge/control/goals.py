@@ -8,6 +8,8 @@
 - :class:`GoalTracker`: one goal's outcome from desired and measured states (path tolerance while the
   trajectory runs; goal tolerance by its end plus ``goal_time``).
 - :func:`stop_trajectory`: the constant-deceleration stop (within every joint's limit) a cancel runs.
+- :func:`move_trajectory` and :class:`GripperTracker`: a GripperCommand goal (gripper_action_controller's
+  rules: reached within ``goal_tolerance``, stalled when not moving for ``stall_timeout`` short of it).
 """
 
 from __future__ import annotations
@@ -198,6 +200,8 @@ class Outcome:
     state: GoalState
     code: ErrorCode
     message: str
+    reached_goal: bool = False             # GripperCommand result flags
+    stalled: bool = False
 
 
 PREEMPTED = "Current goal cancelled due to new incoming action."      # joint_trajectory_controller's words
@@ -262,3 +266,51 @@ def stop_trajectory(position: np.ndarray, velocity: np.ndarray, limits: Sequence
     end = np.clip(end, lower, upper)
     return Trajectory([now, now + duration], np.vstack([position, end]),
                       np.vstack([velocity, np.zeros_like(velocity)]))
+
+
+def move_trajectory(start: np.ndarray, target: np.ndarray, limits: Sequence[JointLimits],
+                    now: float) -> Trajectory:
+    """A rest-to-rest cubic from ``start`` to ``target``, as short as every joint's limits allow (a cubic over
+    T peaks at 1.5 d / T in velocity and 6 d / T^2 in acceleration)."""
+    start, target = np.asarray(start, dtype=float), np.asarray(target, dtype=float)
+    distance = np.abs(target - start)
+    velocity = np.array([lim.velocity for lim in limits])
+    accel = np.array([lim.acceleration for lim in limits])
+    duration = float(np.max(np.maximum(1.5 * distance / velocity, np.sqrt(6.0 * distance / accel))))
+    if duration <= 1e-9:
+        return Trajectory([now], target[None, :])
+    zero = np.zeros_like(start)
+    return Trajectory([now, now + duration], np.vstack([start, target]), np.vstack([zero, zero]))
+
+
+@dataclass
+class GripperTracker:
+    """A GripperCommand goal on one joint: reached when within ``goal_tolerance`` of the target and at rest;
+    stalled when slower than ``stall_velocity`` for ``stall_timeout`` short of it (gripping an object):
+    succeeded with ``stalled`` when ``allow_stalling``, else aborted."""
+
+    target: float
+    start_time: float
+    goal_tolerance: float = 1e-3
+    stall_velocity: float = 1e-3
+    stall_timeout: float = 0.2
+    allow_stalling: bool = True
+    _still_since: float | None = None
+
+    def check(self, now: float, desired: np.ndarray, actual: np.ndarray) -> Outcome | None:
+        position, velocity = float(actual[0, 0]), float(actual[1, 0])
+        error = abs(self.target - position)
+        at_rest = abs(velocity) < self.stall_velocity
+        if error <= self.goal_tolerance and at_rest:
+            return Outcome(GoalState.SUCCEEDED, ErrorCode.SUCCESSFUL, "goal reached", reached_goal=True)
+        if not at_rest:
+            self._still_since = None
+            return None
+        if self._still_since is None:
+            self._still_since = now
+        if now - self._still_since < self.stall_timeout or now - self.start_time < self.stall_timeout:
+            return None
+        message = f"stalled at {position:.6f}, {error:.6f} short of the goal"
+        if self.allow_stalling:
+            return Outcome(GoalState.SUCCEEDED, ErrorCode.SUCCESSFUL, message, stalled=True)
+        return Outcome(GoalState.ABORTED, ErrorCode.GOAL_TOLERANCE_VIOLATED, message, stalled=True)

@@ -17,12 +17,12 @@ joint_trajectory_controller:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..hardware.base import Hardware, JointLimits, JointSample, ModuleState
+from ..hardware.base import Hardware, HardwareError, JointLimits, JointSample, ModuleState
 from ..hardware.trajectory import Trajectory
 from .goals import PREEMPTED, ErrorCode, GoalState, GoalTracker, Outcome, stop_trajectory
 
@@ -39,8 +39,11 @@ class Motion:
 class JointControl:
     """References and goals of the joints of ``hardware`` (call under one lock from any thread)."""
 
-    def __init__(self, hardware: Hardware, limits: Sequence[JointLimits] | None = None):
+    def __init__(self, hardware: Hardware, limits: Sequence[JointLimits] | None = None,
+                 clock: Callable[[float | None], object] | None = None):
         self.hardware = hardware
+        self.clock = clock                      # sample_time = clock(sample.stamp), in the caller's time
+        self.sample_time = None
         self.joints = list(hardware.joint_names)
         self.limits = list(limits if limits is not None else hardware.limits)
         self.lower = np.array([lim.lower for lim in self.limits])
@@ -75,7 +78,13 @@ class JointControl:
 
     # -- commands ---------------------------------------------------------------------------
     def read(self) -> JointSample:
-        self.sample = self.hardware.read()
+        sample = self.hardware.read()
+        if len(sample.position) != len(self.joints):
+            raise HardwareError(f"hardware read {len(sample.position)} positions for {len(self.joints)} "
+                                "joints")
+        self.sample = sample
+        if self.clock is not None:
+            self.sample_time = self.clock(self.sample.stamp)
         return self.sample
 
     def hold_here(self) -> None:

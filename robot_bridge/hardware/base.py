@@ -95,6 +95,7 @@ class JointSample:
     velocity: np.ndarray
     effort: np.ndarray
     acceleration: np.ndarray
+    stamp: float | None = None        # when the values were measured (time.monotonic() seconds), if known
 
 
 class HardwareError(RuntimeError):

@@ -177,7 +177,8 @@ class CanopenHardware(Hardware):
             effort.append(values.get(0x6077, 0) / 1000.0 * rated)          # per mille of rated torque
             acceleration.append((v - d.last_velocity) / dt)
             d.last_velocity = v
-        return JointSample(*(list(map(float, x)) for x in (position, velocity, effort, acceleration)))
+        values = (list(map(float, x)) for x in (position, velocity, effort, acceleration))
+        return JointSample(*values, stamp=now)
 
     def command_position(self, positions: Sequence[float], velocities: Sequence[float] | None = None) -> None:
         """Profile-position set-points (``velocities`` feed-forward is not available in this mode)."""

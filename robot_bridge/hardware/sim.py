@@ -44,6 +44,10 @@ class _Module:
         self.enabled = False
         self.halting = False
         self.fault: FaultKind | None = None
+        self.obstacle: float | None = None     # a body in the way (a gripped object): not passed
+        self.obstacle_side = 0.0               # +1: the module is above the obstacle position, -1: below
+        self.contact_effort = 0.0              # effort pressed against it
+        self.blocked = False
 
     @property
     def state(self) -> ModuleState:
@@ -57,6 +61,11 @@ class _Module:
         if not self.enabled:
             return                                        # brake holds the joint
         self.axis.step(dt)
+        self.blocked = False
+        if self.obstacle is not None and (self.axis.position - self.obstacle) * self.obstacle_side < 0.0:
+            self.axis.position = self.obstacle                # stopped by the body: no further
+            self.axis.velocity = self.axis.acceleration = 0.0
+            self.blocked = True
         if self.fault is not None and self.axis.velocity == 0.0:
             self.enabled = False                          # fault reaction done: brake in
             self.axis.hold()
@@ -119,6 +128,15 @@ class SimHardware(Hardware):
             for m in self.modules:
                 m.step(h)
 
+    def set_obstacle(self, joint: str, position: float | None, effort: float = math.inf) -> None:
+        """A body ``joint`` cannot move past: at ``position`` (from the side it is on now) it stops and
+        presses with ``effort`` (capped by its effort limit) while commanded beyond.  None removes it."""
+        m = self.modules[self.joint_names.index(joint)]
+        m.obstacle = None if position is None else float(position)
+        m.obstacle_side = 0.0 if position is None else (1.0 if m.axis.position >= position else -1.0)
+        m.contact_effort = min(float(effort), m.limits.effort)
+        m.blocked = False
+
     def inject_fault(self, joint: str | None, kind: FaultKind) -> None:
         """Fault one module (emergency stop: all modules); it decelerates to rest, then brakes."""
         targets = self.modules if kind is FaultKind.EMERGENCY_STOP or joint is None else \
@@ -142,7 +160,11 @@ class SimHardware(Hardware):
             p = p + self.rng.normal(0.0, self.noise, p.size)
         max_effort = np.array([lim.effort for lim in self.limits])
         effort = np.clip(self.inertia * a, -max_effort, max_effort)
-        return JointSample(position=p, velocity=v, effort=effort, acceleration=a)
+        for i, m in enumerate(self.modules):
+            if m.blocked and m.axis.target != m.obstacle:      # pressing toward the target, against the body
+                effort[i] = -m.obstacle_side * m.contact_effort
+        stamp = now if self.clock is time.monotonic else None     # a test's fake clock is not monotonic()
+        return JointSample(position=p, velocity=v, effort=effort, acceleration=a, stamp=stamp)
 
     def command_position(self, positions: Sequence[float], velocities: Sequence[float] | None = None) -> None:
         targets = self._vector(positions, "position command")

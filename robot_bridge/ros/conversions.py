@@ -285,6 +285,23 @@ def duration_msg(t: float):
     return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
+def trajectory_command(msg):
+    """trajectory_msgs/JointTrajectory -> robot_bridge.control.TrajectoryCommand (plain values)."""
+    from ..control import TrajectoryCommand, TrajectoryPoint
+
+    return TrajectoryCommand(list(msg.joint_names), [
+        TrajectoryPoint(list(p.positions), list(p.velocities), list(p.accelerations),
+                        seconds(p.time_from_start))
+        for p in msg.points], seconds(msg.header.stamp))
+
+
+def joint_tolerances(msgs) -> list:
+    """control_msgs/JointTolerance[] -> robot_bridge.control.JointTolerance list."""
+    from ..control import JointTolerance
+
+    return [JointTolerance(t.name, t.position, t.velocity, t.acceleration) for t in msgs]
+
+
 def trajectory_point(positions: Sequence[float], velocities: Sequence[float] = (),
                      accelerations: Sequence[float] = (), effort: Sequence[float] = (),
                      time_from_start: float = 0.0):

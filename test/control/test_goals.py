@@ -159,3 +159,20 @@ def test_stop_decelerates_every_joint_within_its_limit_and_together():
 def test_stop_at_rest_holds():
     traj = stop_trajectory(np.array([0.3, 0.1, 0.0]), np.zeros(3), LIMITS, 1.0)
     assert traj.sample(5.0)[0] == pytest.approx([0.3, 0.1, 0.0])
+
+
+def test_future_stamp_first_point_due_at_stamp_reached_by_a_cubic_from_the_reference():
+    # from the current state (0, 0) to (0.4, 0) due at stamp + 1 s = now + 2 s: at s = t/T the position is
+    # 0.4 (3 s^2 - 2 s^3); at the middle (p0 + p1) / 2 at speed 1.5 d / T
+    traj = build_trajectory(cmd(JOINTS, pt([0.4] * 3, 1.0, [0.0] * 3), stamp=11.0), JOINTS, LIMITS, ZERO,
+                            10.0, False)
+    assert traj.sample(10.5)[0] == pytest.approx([0.4 * (3 * 0.25 ** 2 - 2 * 0.25 ** 3)] * 3)
+    p, v, _ = traj.sample(11.0)
+    assert p == pytest.approx([0.2] * 3) and v == pytest.approx([1.5 * 0.4 / 2.0] * 3)
+    assert traj.sample(12.0)[0] == pytest.approx([0.4] * 3)
+
+
+def test_linear_from_positions_only():
+    traj = build_trajectory(cmd(JOINTS, pt([0.4] * 3, 2.0)), JOINTS, LIMITS, ZERO, 10.0, False)
+    p, v, _ = traj.sample(11.0)
+    assert p == pytest.approx([0.2] * 3) and v == pytest.approx([0.2] * 3)

@@ -12,6 +12,7 @@ import pytest
 from robot_bridge.control import (ErrorCode, GoalState, GoalTracker, JointControl, Tolerances,
                                   TrajectoryCommand, TrajectoryPoint, build_trajectory)
 from robot_bridge.hardware import FaultKind, create, limits_from_robot
+from robot_bridge.hardware.trajectory import Trajectory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
 from lwa_fixture import ACCELERATION, JOINTS, LOWER, UPPER, VELOCITY, lwa_robot  # noqa: E402
@@ -175,3 +176,21 @@ def test_hardware_fault_aborts_with_module_and_fault_named():
     rig.run(1.5)
     rig.assert_within_limits()
     assert np.all(rig.control.sample.velocity == 0.0)
+
+
+def test_last_step_commands_the_final_point_and_decides_at_one_instant():
+    """A step samples the trajectory and decides it is finished at ONE instant: a step past the end
+    commands the final point and ends the motion (seen as a 7e-3 rad final error in CI before)."""
+    rig = Rig()
+    final = np.array([0.3, 0.5, 0.0, -1.0, 0.0, 0.2, 0.0])
+    start = rig.t
+    rig.control.start(range(7), Trajectory([start, start + 1.0], np.vstack([np.zeros(7), final])), start)
+    commanded = []
+    real = rig.hardware.command_position
+    rig.hardware.command_position = lambda p, v=None: (commanded.append(np.array(p)), real(p, v))
+    rig.control.step(start + 0.99)
+    assert rig.control.motions
+    rig.control.step(start + 1.01)
+    assert rig.control.motions == []
+    np.testing.assert_allclose(commanded[-1], final, atol=1e-12)
+    np.testing.assert_allclose(rig.control.hold, final, atol=1e-12)
