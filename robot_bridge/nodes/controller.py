@@ -1,55 +1,91 @@
 """controller_node: carries joint commands to Schunk-style modules (simulated or CiA 402 over CAN).
 
-Topics, services and trajectory rules follow ros2_control's joint_trajectory_controller and Schunk's
-drivers.  ``~/state`` is a ``trajectory_msgs/JointTrajectory`` standing in for control_msgs'
-JointTrajectoryControllerState (not available here): ``points`` are always exactly
-``[reference, feedback, error]`` -- desired, actual and desired minus actual positions /
-velocities / accelerations (feedback also carries effort); ``time_from_start`` of each is the time
-into the active trajectory (0 when none).
+Interfaces follow ros2_control's joint_trajectory_controller and gripper_action_controller, so MoveIt
+drives it: per trajectory controller a ``control_msgs/action/FollowJointTrajectory`` server and a
+``control_msgs/msg/JointTrajectoryControllerState`` topic, per gripper a ``control_msgs/action/
+GripperCommand`` server; plus the topic / service interface of Schunk's drivers.  The rules (goal
+validation, tolerances, preemption, cancel, faults) live in :mod:`robot_bridge.control`; this node maps
+topics, services and actions onto a :class:`~robot_bridge.control.JointControl`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import threading
+from dataclasses import dataclass, field
 
 import numpy as np
+from control_msgs.action import FollowJointTrajectory, GripperCommand
+from control_msgs.msg import JointTrajectoryControllerState
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import server as action_server
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from .. import hardware as hw
-from ..hardware.base import Hardware, HardwareError, JointLimits, ModuleState
-from ..hardware.trajectory import Trajectory
+from ..control import (ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker, JointControl, Outcome,
+                       Tolerances, build_trajectory, move_trajectory, resolve_tolerances)
+from ..hardware.base import Hardware, HardwareError, ModuleState
 from ..model import Robot
 from ..ros import params
-from ..ros.conversions import seconds, trajectory_point
+from ..ros.conversions import joint_tolerances, seconds, trajectory_command, trajectory_point
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
+from ..ros.stamps import MonotonicStamper
 
 RATE = (0.1, 10000.0)          # Hz: accepted range of the loop and publishing rates
+TOLERANCE = (0.0, 1e6)
 # The one parameter schema (names, defaults, descriptions, constraints); read-only where a change needs a
-# restart (the hardware and the joint set are built at start-up).
+# restart (the hardware, the joint set and the action servers are built at start-up).
 PARAMETERS = params.schema(
     Param("description_file", "", "Robot file read with robot_bridge.formats.load (unused when a Robot is "
                                   "given)", read_only=True),
     Param("search_path", params.STRING_ARRAY, "Directories searched for included files", read_only=True),
+    Param("srdf_file", "", "SRDF whose groups name the controllers' joints and give the home state "
+                           "(optional)", read_only=True),
     Param("hardware", "sim", "Modules: 'sim' (simulated) or 'canopen' (CiA 402 drives)", choices=hw.KINDS,
           read_only=True),
     Param("joints", params.STRING_ARRAY, "Joints driven, in command order (default: the description's "
                                          "active 1-DOF joints)", read_only=True,
           rule=lambda v: "duplicate joint names" if len(set(v)) != len(v) else None,
           rule_text="distinct joints of the description"),
-    Param("state_rate", 50.0, "Hz of /joint_states and ~/state", range=RATE),
-    Param("control_rate", 100.0, "Hz of the control loop (trajectory sampling, hardware read/write)",
+    Param("controllers", params.STRING_ARRAY,
+          "Trajectory controllers, each an SRDF group or a manipulator (its arm chain): "
+          "~/<name>/follow_joint_trajectory and ~/<name>/controller_state; empty: one controller of every "
+          "driven joint but the grippers' at ~/follow_joint_trajectory", read_only=True,
+          rule=lambda v: "duplicate controller names" if len(set(v)) != len(v) else None,
+          rule_text="distinct SRDF groups / manipulators sharing no joint"),
+    Param("state_rate", 50.0, "Hz of /joint_states, the controller states and the action feedback",
           range=RATE),
+    Param("control_rate", 100.0, "Hz of the control loop (trajectory sampling, hardware read/write, goal "
+                                 "checks)", range=RATE),
     Param("diagnostics_rate", 2.0, "Hz of /diagnostics (also published on every module state change)",
           range=RATE),
-    Param("allow_partial_joints_goal", False, "Accept trajectories naming a subset of the joints (the others "
-                                              "hold their position)"),
+    Param("allow_partial_joints_goal", False, "Accept trajectories naming a subset of a controller's joints "
+                                              "(the others hold their position)"),
+    Param("constraints.goal_time", 0.5, "Seconds after a trajectory's end to be within the goal tolerances "
+                                        "(a goal's goal_time_tolerance overrides it; 0: wait indefinitely)",
+          range=TOLERANCE),
+    Param("constraints.goal_position", 0.01, "Default goal tolerance of every joint's position (0: not "
+                                             "checked)", range=TOLERANCE),
+    Param("constraints.stopped_velocity_tolerance", 0.01, "Default goal tolerance of every joint's velocity "
+                                                          "(0: not checked)", range=TOLERANCE),
+    Param("constraints.path_position", 0.0, "Default path tolerance of every joint's position (0: not "
+                                            "checked)", range=TOLERANCE),
+    Param("gripper.goal_tolerance", 1e-3, "A gripper goal is reached within this distance of its position",
+          range=(1e-9, 1e6)),
+    Param("gripper.stall_velocity_threshold", 1e-3, "A gripper slower than this is not moving",
+          range=(1e-9, 1e6)),
+    Param("gripper.stall_timeout", 0.2, "Seconds not moving short of the goal before a gripper reports "
+                                        "stalled", range=(0.0, 60.0)),
+    Param("gripper.allow_stalling", True, "A stalled gripper goal succeeds (stalled=true) instead of "
+                                          "aborting"),
     Param("auto_init", True, "Open and enable the hardware at start-up (otherwise call ~/init)",
           read_only=True),
     Param("default_velocity", 1.0, "Velocity limit (rad/s or m/s) for joints whose description has none",
@@ -61,6 +97,8 @@ PARAMETERS = params.schema(
     Param("sim.fault_rate", 0.0, "Random faults per module and second (0: none)", range=(0.0, 1000.0)),
     Param("sim.noise", 0.0, "Standard deviation of the simulated position measurement noise",
           range=(0.0, 1.0)),
+    Param("sim.grasp_objects", True, "Simulated fingers stop on the environment's bodies (collision "
+                                     "geometry)"),
     Param("canopen.interface", "socketcan", "python-can interface (socketcan, pcan, virtual, ...)",
           read_only=True),
     Param("canopen.channel", "can0", "python-can channel", read_only=True),
@@ -80,10 +118,104 @@ WARN_THROTTLE = 5.0
 # rate parameter -> the method its timer runs
 TIMERS = {"control_rate": "_control", "state_rate": "_publish_state",
           "diagnostics_rate": "_publish_diagnostics"}
+_GoalEvent = getattr(action_server, "GoalEvent", None) or action_server._rclpy.GoalEvent
 
 
 class Rejected(ValueError):
     """A command refused, with the reason given to the caller."""
+
+
+@dataclass
+class TrajectoryController:
+    """One FollowJointTrajectory server over some of the driven joints."""
+
+    name: str
+    joints: list[str]
+    index: np.ndarray                   # into ControllerNode.joints
+    prefix: str                         # "~/" or "~/<name>/"
+    server: ActionServer | None = None
+    state_pub: object = None
+
+
+@dataclass
+class Gripper:
+    """One GripperCommand server for a manipulator's driving gripper joint."""
+
+    name: str
+    joint: str
+    index: int
+    prefix: str
+    closing: float = -1.0               # sign of the joint's closing direction
+    server: ActionServer | None = None
+
+
+@dataclass
+class ActiveGoal:
+    handle: object
+    future: Future
+    controller: object
+    feedback: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+def controller_groups(robot: Robot, driven: list[str], names: list[str]) -> list[tuple[str, list[str]]]:
+    """(name, driven joints) of each trajectory controller: SRDF groups (chains, joints, subgroups) or
+    manipulators (base to effector chain) named ``names``; none named: one of every driven joint but the
+    manipulators' gripper joints (all of them when that leaves none)."""
+    grippers = {j for m in robot.manipulators.values() for j in m.gripper_joints}
+    if not names:
+        arm = [j for j in driven if j not in grippers] or list(driven)
+        return [("", arm)]
+    out = []
+    for name in names:
+        joints = group_joints(robot, name)
+        chosen = [j for j in driven if j in joints]
+        if not chosen:
+            raise ValueError(f"controller {name!r}: no driven joint in group/manipulator {name!r} "
+                             f"(driven: {driven})")
+        out.append((name, chosen))
+    seen: dict[str, str] = {}
+    for name, joints in out:
+        for j in joints:
+            if j in seen:
+                raise ValueError(f"joint {j!r} is in controllers {seen[j]!r} and {name!r}; each joint "
+                                 "belongs to one controller")
+            seen[j] = name
+    return out
+
+
+def group_joints(robot: Robot, name: str) -> set[str]:
+    """Joints of an SRDF group (with its chains and subgroups) or of a manipulator's arm chain."""
+    groups = robot.semantics.groups if robot.semantics else {}
+    if name in groups:
+        group = groups[name]
+        joints = set(group.joints)
+        for link in group.links:
+            parent = robot.parent_joint(link)
+            if parent is not None:
+                joints.add(parent.name)
+        for base, tip in group.chains:
+            joints |= set(chain_joints(robot, base, tip))
+        for sub in group.subgroups:
+            joints |= group_joints(robot, sub)
+        return joints
+    if name in robot.manipulators:
+        m = robot.manipulators[name]
+        return set(chain_joints(robot, m.base, m.effector)) - set(m.gripper_joints)
+    known = sorted(set(groups) | set(robot.manipulators))
+    raise ValueError(f"controller {name!r} is neither an SRDF group nor a manipulator (known: {known})")
+
+
+def chain_joints(robot: Robot, base: str, tip: str) -> list[str]:
+    """Joints from ``base`` down to ``tip`` (root to tip order)."""
+    out, link = [], tip
+    while link != base:
+        joint = robot.parent_joint(link)
+        if joint is None:
+            raise ValueError(f"link {tip!r} is not below {base!r}")
+        out.append(joint.name)
+        link = joint.parent
+    return out[::-1]
 
 
 class ControllerNode(ContainedNode):
@@ -95,18 +227,18 @@ class ControllerNode(ContainedNode):
         self.params = params.NodeParameters(self, PARAMETERS, apply=self._on_parameters_set)
         self.robot = robot
         self.joints: list[str] = list(hardware.joint_names) if hardware else []
-        self.limits: list[JointLimits] = list(hardware.limits) if hardware else []
-        self.trajectory: Trajectory | None = None
-        self.hold: np.ndarray | None = None    # position target while no trajectory runs
-        self.sample = None
-        self.sample_stamp = None
+        self.limits = list(hardware.limits) if hardware else []
+        self.control: JointControl | None = self._joint_control(hardware) if hardware else None
         self.last_states: list | None = None
-        self.fault_reported = False
         self.bus_error: str | None = None      # hardware communication failure, until ~/recover
         self.internal_error: str | None = None  # a callback raised: halted, until ~/recover
+        self.controllers: list[TrajectoryController] = []
+        self.grippers: list[Gripper] = []
+        self.goals: dict[bytes, ActiveGoal] = {}
+        self._scene = None                     # sim: the world the fingers close on (built on first use)
 
         self.joint_state_pub = self.create_publisher(JointState, "/joint_states", 10)
-        self.state_pub = self.create_publisher(JointTrajectory, "~/state", 10)
+        self.state_pub = self.create_publisher(JointTrajectoryControllerState, "~/controller_state", 10)
         self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory, 10)
         self.create_subscription(Float64MultiArray, "~/commands", self._on_commands, 10)
@@ -119,6 +251,7 @@ class ControllerNode(ContainedNode):
         try:
             if self.hardware is None:
                 self._setup()
+            self._setup_controllers()
             if self._param("auto_init"):
                 self.get_logger().info(self.init())
         except Exception as exc:  # bad description / bus: keep the node up, report, allow ~/init
@@ -155,6 +288,9 @@ class ControllerNode(ContainedNode):
                 raise ValueError("parameter description_file is empty and no Robot was given")
             self.robot = load(path, search_path=list(self._param("search_path")) or None)
         robot = self.robot
+        if self._param("srdf_file"):
+            from ..formats import srdf
+            srdf.attach_semantics(robot, srdf.read_srdf(self._param("srdf_file"), robot))
         joints = list(self._param("joints")) or [j.name for j in robot.active_joints if j.dof == 1]
         skipped = [j.name for j in robot.active_joints if j.dof != 1 and j.name not in joints]
         if skipped:
@@ -184,6 +320,45 @@ class ControllerNode(ContainedNode):
             raise ValueError(f"parameter hardware={kind!r}: expected one of {', '.join(hw.KINDS)}")
         self.hardware = hw.create(kind, joints, limits, initial, **options)
         self.joints, self.limits = joints, limits
+        self.control = self._joint_control(self.hardware, limits)
+
+    def _joint_control(self, hardware: Hardware, limits=None) -> JointControl:
+        return JointControl(hardware, limits, clock=MonotonicStamper(self.get_clock()))   # measurement times
+
+    def _setup_controllers(self) -> None:
+        """The FollowJointTrajectory and GripperCommand servers (see controller_groups)."""
+        robot = self.robot
+        if robot is None:                                   # hardware given without a description
+            groups = [("", list(self.joints))]
+        else:
+            groups = controller_groups(robot, self.joints, list(self._param("controllers")))
+        for name, joints in groups:
+            prefix = f"~/{name}/" if name else "~/"
+            ctl = TrajectoryController(name or "controller_node", joints,
+                                       np.array([self.joints.index(j) for j in joints]), prefix)
+            ctl.server = ActionServer(self, FollowJointTrajectory, prefix + "follow_joint_trajectory",
+                                      execute_callback=functools.partial(self._execute_trajectory, ctl=ctl),
+                                      goal_callback=lambda _req: GoalResponse.ACCEPT,
+                                      cancel_callback=self._on_cancel)
+            if name:
+                ctl.state_pub = self.create_publisher(JointTrajectoryControllerState,
+                                                      prefix + "controller_state", 10)
+            self.controllers.append(ctl)
+        manipulators = [m for m in (robot.manipulators.values() if robot else []) if m.gripper_joints]
+        for m in manipulators:
+            joint = m.gripper_joints[0]
+            if joint not in self.joints:
+                self.get_logger().warning(f"manipulator {m.name!r}: gripper joint {joint!r} is not driven; "
+                                          "no gripper_cmd")
+                continue
+            prefix = "~/" if len(manipulators) == 1 else f"~/{m.name}/"
+            closing = float(np.sign(m.closing_directions[0])) if m.closing_directions else -1.0
+            grip = Gripper(m.name, joint, self.joints.index(joint), prefix, closing or -1.0)
+            grip.server = ActionServer(self, GripperCommand, prefix + "gripper_cmd",
+                                       execute_callback=functools.partial(self._execute_gripper, grip=grip),
+                                       goal_callback=lambda _req: GoalResponse.ACCEPT,
+                                       cancel_callback=self._on_cancel)
+            self.grippers.append(grip)
 
     # -- services -------------------------------------------------------------------------
     def _srv(self, action):
@@ -207,36 +382,38 @@ class ControllerNode(ContainedNode):
             hardware = self._ready()
             hardware.open()
             hardware.enable(True)
-            self._read()
-            self.hold = self.sample.position.copy()
+            self._end_goals("controller re-initialised (~/init)")
+            self.control.hold_here()
             return f"{len(self.joints)} modules open and enabled ({self._param('hardware')})"
 
     def halt(self) -> str:
         with self.lock:
             self._ready().halt()
-            self.trajectory = self.hold = None       # reference follows the stopping modules
+            self._end_goals("halted (~/halt)")          # reference follows the stopping modules
             return "halting"
 
     def recover(self) -> str:
         with self.lock:
             self._ready().recover()
-            self._read()
-            self.trajectory, self.hold = None, self.sample.position.copy()
-            self.fault_reported = False
+            self._end_goals("recovered (~/recover)")
+            self.control.hold_here()
+            self.control.fault_reported = False
             self.bus_error = self.internal_error = None
             return "faults cleared, modules enabled"
 
     def home(self) -> str:
         with self.lock:
             target = self.home_position()
-            self._command(target)
+            self._command(target, "preempted by ~/home")
             return "moving to " + ", ".join(f"{j}={p:.4f}" for j, p in zip(self.joints, target))
 
     def home_position(self) -> np.ndarray:
         """SRDF group state 'home' where it names a joint, else the description's initial value."""
         self._ready()
-        state = self.robot.semantics.state("home") if self.robot and self.robot.semantics else None
-        values = state.values if state else {}
+        values = {}
+        for state in (self.robot.semantics.group_states if self.robot and self.robot.semantics else []):
+            if state.name == "home":
+                values.update(state.values)
         return np.array([float(np.clip(values[j][0] if j in values else self.robot.joints[j].initial[0],
                                        lim.lower, lim.upper)) for j, lim in zip(self.joints, self.limits)])
 
@@ -244,10 +421,9 @@ class ControllerNode(ContainedNode):
         try:
             with self.lock:
                 self._ready().enable(request.data)
-                self.trajectory = None
+                self._end_goals("disabled (~/enable)" if not request.data else "re-enabled (~/enable)")
                 if request.data:
-                    self._read()
-                    self.hold = self.sample.position.copy()
+                    self.control.hold_here()
             response.success, response.message = True, "enabled" if request.data else "disabled (brakes in)"
         except Exception as exc:  # a service never takes the node down
             response.success, response.message = False, _reason(exc)
@@ -268,13 +444,12 @@ class ControllerNode(ContainedNode):
                 raise Rejected(f"{s.joint} is {what} ({s.message}); call ~/recover or ~/init")
         return hardware
 
-    def _command(self, positions: np.ndarray) -> None:
-        hardware = self._check_operational()
+    def _command(self, positions: np.ndarray, reason: str) -> None:
+        self._check_operational()
         for j, p, lim in zip(self.joints, positions, self.limits):
             if not lim.contains(p):
                 raise Rejected(f"{j}: target {p:.6f} outside limits [{lim.lower}, {lim.upper}]")
-        hardware.command_position(positions)
-        self.trajectory, self.hold = None, np.asarray(positions, dtype=float).copy()
+        self._finish(self.control.command(np.asarray(positions, dtype=float), self._now(), reason))
 
     def _on_commands(self, msg: Float64MultiArray) -> None:
         try:
@@ -284,7 +459,7 @@ class ControllerNode(ContainedNode):
                                    f"({', '.join(self.joints)})")
                 if not all(math.isfinite(x) for x in msg.data):
                     raise Rejected("non-finite value")
-                self._command(np.array(msg.data, dtype=float))
+                self._command(np.array(msg.data, dtype=float), "preempted by a command on ~/commands")
         except (Rejected, HardwareError) as exc:
             self.get_logger().warning(f"~/commands rejected: {exc}", throttle_duration_sec=WARN_THROTTLE)
 
@@ -292,123 +467,180 @@ class ControllerNode(ContainedNode):
         try:
             with self.lock:
                 self._check_operational()
-                self.trajectory = self.build_trajectory(msg, self._now())
-                self.hold = None
-        except (Rejected, HardwareError) as exc:
+                now = self._now()
+                ref_p, ref_v, _ = self.control.reference(now)
+                trajectory = build_trajectory(trajectory_command(msg), self.joints, self.limits,
+                                              (ref_p, ref_v), now, self._param("allow_partial_joints_goal"))
+                self._finish(self.control.start(range(len(self.joints)), trajectory, now,
+                                                reason="preempted by a trajectory on ~/joint_trajectory"))
+        except (Rejected, HardwareError, GoalRejected) as exc:
             self.get_logger().warning(f"trajectory rejected: {exc}")
 
-    def build_trajectory(self, msg: JointTrajectory, now: float) -> Trajectory:
-        """A Trajectory over all driven joints, following joint_trajectory_controller's rules."""
-        names = list(msg.joint_names)
-        if not names:
-            raise Rejected("empty joint_names")
-        if len(set(names)) != len(names):
-            raise Rejected("duplicate joint names")
-        unknown = [n for n in names if n not in self.joints]
-        if unknown:
-            raise Rejected(f"unknown joints {unknown}; this controller drives {self.joints}")
-        if len(names) != len(self.joints) and not self._param("allow_partial_joints_goal"):
-            raise Rejected(f"names {len(names)} of {len(self.joints)} joints and allow_partial_joints_goal "
-                           "is false")
-        if not msg.points:
-            raise Rejected("no points")
-        n = len(names)
-        has_v, has_a = bool(msg.points[0].velocities), bool(msg.points[0].accelerations)
-        for i, pt in enumerate(msg.points):
-            if len(pt.positions) != n:
-                raise Rejected(f"point {i}: {len(pt.positions)} positions for {n} joints")
-            for field, given in (("velocities", has_v), ("accelerations", has_a)):
-                size = len(getattr(pt, field))
-                if size != (n if given else 0):
-                    raise Rejected(f"point {i}: {size} {field}; every point must give {n if given else 0}")
-        if has_a and not has_v:
-            raise Rejected("accelerations given without velocities")
-        tfs = np.array([seconds(pt.time_from_start) for pt in msg.points])
-        if tfs[0] < 0.0 or np.any(np.diff(tfs) <= 0.0):
-            raise Rejected("time_from_start must be non-negative and strictly increasing")
-        stamp = seconds(msg.header.stamp)
-        start = stamp if stamp > 0.0 else now
-        if start + tfs[-1] < now:
-            raise Rejected(f"trajectory ended {now - start - tfs[-1]:.3f} s in the past")
-        index = [self.joints.index(name) for name in names]
-        for i, pt in enumerate(msg.points):
-            for k, p in zip(index, pt.positions):
-                if not self.limits[k].contains(p):
-                    raise Rejected(f"point {i}: {self.joints[k]}={p:.6f} outside limits "
-                                   f"[{self.limits[k].lower}, {self.limits[k].upper}]")
-        ref_p, ref_v, _ = self.reference()
-        count = len(self.joints)
-        pos = np.tile(ref_p, (len(tfs), 1))               # joints not named hold their reference
-        vel = np.zeros((len(tfs), count)) if has_v else None
-        acc = np.zeros((len(tfs), count)) if has_a else None
-        for i, pt in enumerate(msg.points):
-            pos[i, index] = pt.positions
-            if has_v:
-                vel[i, index] = pt.velocities
-            if has_a:
-                acc[i, index] = pt.accelerations
-        times = start + tfs
-        if times[0] > now:                                 # start from the current reference
-            times = np.concatenate([[now], times])
-            pos = np.vstack([ref_p, pos])
-            vel = np.vstack([ref_v, vel]) if has_v else None
-            acc = np.vstack([np.zeros(count), acc]) if has_a else None
-        return Trajectory(times, pos, vel, acc)
+    # -- actions ------------------------------------------------------------------------------
+    def _default_tolerances(self, count: int) -> Tolerances:
+        return Tolerances.uniform(count, path_position=self._param("constraints.path_position"),
+                                  goal_position=self._param("constraints.goal_position"),
+                                  stopped_velocity=self._param("constraints.stopped_velocity_tolerance"),
+                                  goal_time=self._param("constraints.goal_time"))
+
+    async def _execute_trajectory(self, handle, ctl: TrajectoryController):
+        key = bytes(handle.goal_id.uuid)
+        goal = handle.request
+        with self.lock:
+            try:
+                try:
+                    self._check_operational()
+                except (Rejected, HardwareError) as exc:
+                    raise GoalRejected(ErrorCode.INVALID_GOAL, f"controller not operational: {exc}") from exc
+                if goal.multi_dof_trajectory.joint_names:
+                    raise GoalRejected(ErrorCode.INVALID_JOINTS, "multi-DOF trajectories are not supported")
+                now = self._now()
+                ref_p, ref_v, _ = self.control.reference(now)
+                limits = [self.limits[i] for i in ctl.index]
+                trajectory = build_trajectory(trajectory_command(goal.trajectory), ctl.joints, limits,
+                                              (ref_p[ctl.index], ref_v[ctl.index]), now,
+                                              self._param("allow_partial_joints_goal"))
+                tolerances = resolve_tolerances(self._default_tolerances(len(ctl.joints)), ctl.joints,
+                                                joint_tolerances(goal.path_tolerance),
+                                                joint_tolerances(goal.goal_tolerance),
+                                                seconds(goal.goal_time_tolerance))
+            except GoalRejected as exc:
+                self.get_logger().warning(f"{ctl.name}: goal refused ({exc.code.name}): {exc}")
+                handle.abort()
+                return FollowJointTrajectory.Result(error_code=int(exc.code), error_string=str(exc))
+            future = Future()
+            self.goals[key] = ActiveGoal(handle, future, ctl)
+            self._finish(self.control.start(ctl.index, trajectory, now, key,
+                                            GoalTracker(trajectory, ctl.joints, tolerances)))
+        outcome: Outcome = await future
+        self._terminate(handle, outcome)
+        return FollowJointTrajectory.Result(error_code=int(outcome.code), error_string=outcome.message)
+
+    async def _execute_gripper(self, handle, grip: Gripper):
+        key = bytes(handle.goal_id.uuid)
+        command = handle.request.command
+        with self.lock:
+            position = float(self.control.sample.position[grip.index]) if self.control.sample is not None \
+                else math.nan
+            try:
+                self._check_operational()
+                lim = self.limits[grip.index]
+                if not math.isfinite(command.position) or not lim.contains(command.position):
+                    raise Rejected(f"{grip.joint}: position {command.position} outside "
+                                   f"[{lim.lower}, {lim.upper}]")
+                now = self._now()
+                ref_p, _, _ = self.control.reference(now)
+                self._place_obstacle(grip, ref_p, command.position, command.max_effort)
+                index = [grip.index]
+                trajectory = move_trajectory(ref_p[index], np.array([command.position]), [lim], now)
+                tracker = GripperTracker(command.position, now, self._param("gripper.goal_tolerance"),
+                                         self._param("gripper.stall_velocity_threshold"),
+                                         self._param("gripper.stall_timeout"),
+                                         self._param("gripper.allow_stalling"))
+            except (Rejected, HardwareError) as exc:
+                self.get_logger().warning(f"{grip.name}: gripper goal refused: {exc}")
+                handle.abort()
+                return GripperCommand.Result(position=position)
+            future = Future()
+            self.goals[key] = ActiveGoal(handle, future, grip)
+            self._finish(self.control.start(index, trajectory, now, key, tracker))
+        outcome: Outcome = await future
+        self._terminate(handle, outcome)
+        with self.lock:
+            sample = self.control.sample
+        return GripperCommand.Result(position=float(sample.position[grip.index]),
+                                     effort=float(sample.effort[grip.index]), stalled=outcome.stalled,
+                                     reached_goal=outcome.reached_goal)
+
+    def _place_obstacle(self, grip: Gripper, reference: np.ndarray, target: float, max_effort: float) -> None:
+        """Sim: the environment body the closing fingers would touch stops them (sim.grasp_objects)."""
+        if not hasattr(self.hardware, "set_obstacle"):
+            return
+        contact = None
+        closing = (target - reference[grip.index]) * grip.closing > 0.0
+        if closing and self._param("sim.grasp_objects") and self.robot is not None and self.robot.environment:
+            from ..sim.grasp import contact_position
+            from ..sim.scene import Scene
+            if self._scene is None:
+                self._scene = Scene(self.robot)
+            positions = dict(zip(self.joints, map(float, self.control.sample.position)))
+            contact = contact_position(self._scene, positions, grip.joint, target)
+        effort = max_effort if max_effort > 0.0 else math.inf
+        self.hardware.set_obstacle(grip.joint, contact, effort)
+        if contact is not None:
+            self.get_logger().info(f"{grip.name}: fingers meet a body at {grip.joint}={contact:.6f}")
+
+    def _on_cancel(self, handle):
+        with self.lock:
+            key = bytes(handle.goal_id.uuid)
+            if key in self.goals and self.control.cancel(key, self._now()):
+                return CancelResponse.ACCEPT
+        return CancelResponse.REJECT
+
+    def _terminate(self, handle, outcome: Outcome) -> None:
+        """The goal's terminal state; a preempted goal ends canceled as in joint_trajectory_controller."""
+        if not handle.is_active:
+            return
+        if outcome.state is GoalState.SUCCEEDED:
+            handle.succeed()
+        elif outcome.state is GoalState.CANCELED:
+            try:
+                if not handle.is_cancel_requested:
+                    handle._update_state(_GoalEvent.CANCEL_GOAL)
+                handle.canceled()
+            except Exception:  # not cancelable any more (rcl_action's state machine): aborted instead
+                handle.abort()
+        else:
+            handle.abort()
+        level = self.get_logger().info if outcome.state is GoalState.SUCCEEDED else self.get_logger().warning
+        level(f"goal {outcome.state.value} ({outcome.code.name}): {outcome.message}")
+
+    def _finish(self, ended: list[tuple]) -> None:
+        for key, outcome in ended:
+            goal = self.goals.pop(key, None)
+            if goal is not None and not goal.future.done():
+                goal.future.set_result(outcome)
+
+    def _end_goals(self, reason: str) -> None:
+        self.control.release()
+        outcome = Outcome(GoalState.ABORTED, ErrorCode.INVALID_GOAL, f"goal ended: {reason}")
+        self._finish([(key, outcome) for key in list(self.goals)])
 
     # -- control loop ------------------------------------------------------------------------------
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _read(self) -> None:
-        sample = self.hardware.read()
-        if len(sample.position) != len(self.joints):
-            raise HardwareError(f"hardware read {len(sample.position)} positions for {len(self.joints)} "
-                                "joints")
-        self.sample = sample
-        self.sample_stamp = self.get_clock().now()
-
     def reference(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Desired positions, velocities, accelerations now."""
-        count = len(self.joints)
-        if self.trajectory is not None:
-            return self.trajectory.sample(self._now())
-        if self.hold is not None:
-            return self.hold.copy(), np.zeros(count), np.zeros(count)
-        if self.sample is not None:
-            return np.asarray(self.sample.position, dtype=float), np.zeros(count), np.zeros(count)
-        return np.zeros(count), np.zeros(count), np.zeros(count)
+        return self.control.reference(self._now())
 
     def _control(self) -> None:
         with self.lock:
             if self.hardware is None or self.hardware.status()[0].state is ModuleState.OFFLINE:
                 return
             try:
-                self._read()
+                now = self._now()
+                ended = self.control.step(now)
+                self._finish(ended)
                 states = self.hardware.status()
-                faulted = [s for s in states if s.state is ModuleState.FAULT]
-                if faulted and not self.fault_reported:
-                    self.fault_reported = True
-                    self.trajectory = self.hold = None
-                    self.hardware.halt()                  # the healthy modules stop too
-                    self.get_logger().error("fault: " + "; ".join(f"{s.joint}: {s.message}"
-                                                                  for s in faulted))
-                elif self.trajectory is not None and not faulted:
-                    now = self._now()        # one instant: past the end, the sample is the final point
-                    p, v, _ = self.trajectory.sample(now)
-                    lower = [lim.lower for lim in self.limits]
-                    upper = [lim.upper for lim in self.limits]
-                    self.hardware.command_position(np.clip(p, lower, upper), v)
-                    if now >= self.trajectory.end_time:
-                        self.trajectory, self.hold = None, p
+                for _, outcome in ended:
+                    if outcome.message.startswith("hardware fault"):
+                        self.get_logger().error(outcome.message)
                 if self.last_states is None or [(s.state, s.fault) for s in states] != \
                         [(s.state, s.fault) for s in self.last_states]:
                     self.last_states = states
+                    if any(s.state is ModuleState.FAULT for s in states):
+                        faulted = [f"{s.joint}: {s.message}" for s in states if s.state is ModuleState.FAULT]
+                        self.get_logger().error("fault: " + "; ".join(faulted))
                     self._publish_diagnostics()
             except Exception as exc:  # bus errors etc.: halt, report, keep looping until ~/recover
                 self.get_logger().error(f"hardware: {_reason(exc)}", throttle_duration_sec=WARN_THROTTLE)
                 if self.bus_error is None:
                     self.bus_error = _reason(exc)
-                    self.trajectory = self.hold = None
+                    outcome = Outcome(GoalState.ABORTED, ErrorCode.PATH_TOLERANCE_VIOLATED,
+                                      f"hardware communication lost: {self.bus_error}")
+                    self._finish([(key, outcome) for key in list(self.goals)])
+                    self.control.release()
                     try:
                         self.hardware.halt()
                     except Exception:  # the bus may be gone: the drives' own timeouts stop them
@@ -418,27 +650,45 @@ class ControllerNode(ContainedNode):
     # -- publishing --------------------------------------------------------------------------------
     def _publish_state(self) -> None:
         with self.lock:
-            if self.sample is None:
+            sample = self.control.sample if self.control else None
+            if sample is None or self.control.sample_time is None:
                 return
-            sample, stamp = self.sample, self.sample_stamp.to_msg()
-            ref_p, ref_v, ref_a = self.reference()
-            elapsed = max(0.0, self._now() - self.trajectory.start_time) if self.trajectory else 0.0
-        self.joint_state_pub.publish(JointState(
-            header=_header(stamp), name=self.joints, position=list(map(float, sample.position)),
-            velocity=list(map(float, sample.velocity)), effort=list(map(float, sample.effort))))
+            stamp = self.control.sample_time.to_msg()
+            desired = np.array(self.control.reference(self._now()))
+            goals = [(g.handle, g.controller) for g in self.goals.values()]
         actual = np.array([sample.position, sample.velocity, sample.acceleration], dtype=float)
-        self.state_pub.publish(JointTrajectory(header=_header(stamp), joint_names=self.joints, points=[
-            trajectory_point(ref_p, ref_v, ref_a, time_from_start=elapsed),
-            trajectory_point(actual[0], actual[1], actual[2], sample.effort, elapsed),
-            trajectory_point(ref_p - actual[0], ref_v - actual[1], ref_a - actual[2],
-                             time_from_start=elapsed),
-        ]))
+        effort = np.asarray(sample.effort, dtype=float)
+        error = desired - actual
+        header = Header(stamp=stamp)
+        self.joint_state_pub.publish(JointState(
+            header=header, name=self.joints, position=list(map(float, sample.position)),
+            velocity=list(map(float, sample.velocity)), effort=list(map(float, sample.effort))))
+        everything = np.arange(len(self.joints))
+        self.state_pub.publish(_controller_state(header, self.joints, everything, desired, actual, effort,
+                                                 error))
+        for ctl in self.controllers:
+            if ctl.state_pub is not None:
+                ctl.state_pub.publish(_controller_state(header, ctl.joints, ctl.index, desired, actual,
+                                                        effort, error))
+        for handle, ctl in goals:
+            if isinstance(ctl, TrajectoryController) and handle.is_active:
+                i = ctl.index
+                handle.publish_feedback(FollowJointTrajectory.Feedback(
+                    header=header, joint_names=ctl.joints,
+                    desired=trajectory_point(*desired[:, i]),
+                    actual=trajectory_point(*actual[:, i], effort[i]),
+                    error=trajectory_point(*error[:, i])))
+            elif isinstance(ctl, Gripper) and handle.is_active:
+                handle.publish_feedback(GripperCommand.Feedback(
+                    position=float(actual[0, ctl.index]), effort=float(effort[ctl.index])))
 
     def on_callback_error(self, where: str, exc: BaseException) -> None:
-        """Safe state after a callback raised: no motion (modules halted), ERROR on /diagnostics."""
+        """Safe state after a callback raised: no motion (goals aborted, modules halted), ERROR on
+        /diagnostics."""
         with self.lock:
             self.internal_error = f"{where} raised {type(exc).__name__}: {exc}"
-            self.trajectory = self.hold = None
+            if self.control is not None:
+                self._end_goals(f"controller halted after an internal error ({self.internal_error})")
             if self.hardware is not None:
                 try:
                     self.hardware.halt()
@@ -455,9 +705,10 @@ class ControllerNode(ContainedNode):
                 states = self.hardware.status() if self.hardware is not None else []
             except Exception as exc:  # status itself needs the bus
                 states, self.bus_error = [], self.bus_error or _reason(exc)
-            sample, bus_error, internal_error = self.sample, self.bus_error, self.internal_error
+            sample = self.control.sample if self.control else None
+            bus_error, internal_error = self.bus_error, self.internal_error
         name = self.get_fully_qualified_name()
-        msg = DiagnosticArray(header=_header(self.get_clock().now().to_msg()))
+        msg = DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()))
         if internal_error is not None:
             msg.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{name}: controller",
                                                message=f"halted after an internal error: {internal_error}; "
@@ -481,6 +732,11 @@ class ControllerNode(ContainedNode):
 
     def destroy_node(self):
         with self.lock:
+            if self.control is not None:
+                self._end_goals("controller shutting down")
+            for server in [c.server for c in self.controllers] + [g.server for g in self.grippers]:
+                if server is not None:
+                    server.destroy()
             if self.hardware is not None:
                 try:
                     self.hardware.close()
@@ -489,12 +745,17 @@ class ControllerNode(ContainedNode):
         return super().destroy_node()
 
 
+def _controller_state(header, joints, index, desired, actual, effort, error):
+    """JointTrajectoryControllerState of the joints ``index``: reference (desired), feedback (measured, with
+    effort), error (reference - feedback); output is the position command, the reference."""
+    return JointTrajectoryControllerState(
+        header=header, joint_names=list(joints), reference=trajectory_point(*desired[:, index]),
+        feedback=trajectory_point(*actual[:, index], effort[index]), error=trajectory_point(*error[:, index]),
+        output=trajectory_point(desired[0, index]), speed_scaling_factor=1.0)
+
+
 def _reason(exc: Exception) -> str:
     return str(exc) if isinstance(exc, (Rejected, HardwareError)) else f"{type(exc).__name__}: {exc}"
-
-
-def _header(stamp) -> Header:
-    return Header(stamp=stamp)
 
 
 def main(args=None) -> int:

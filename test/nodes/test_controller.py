@@ -43,8 +43,8 @@ def report(name, **numbers):
 
 
 def assert_within_limits(joint_states, states, joints=JOINTS):
-    """Every /joint_states sample inside position and velocity limits, every ~/state feedback inside
-    the acceleration limit (the hardware's measured acceleration)."""
+    """Every /joint_states sample inside position and velocity limits, every ~/controller_state feedback
+    inside the acceleration limit (the hardware's measured acceleration)."""
     index = [JOINTS.index(j) for j in joints]
     lower, upper, vmax, amax = LOWER[index], UPPER[index], VELOCITY[index], ACCELERATION[index]
     for msg in joint_states:
@@ -53,7 +53,7 @@ def assert_within_limits(joint_states, states, joints=JOINTS):
         assert np.all(np.abs(v) <= vmax * (1 + 1e-9)), v
     peak_a = 0.0
     for msg in states:
-        a = np.array(msg.points[1].accelerations)
+        a = np.array(msg.feedback.accelerations)
         assert np.all(np.abs(a) <= amax * (1 + 1e-6)), a
         peak_a = max(peak_a, float(np.max(np.abs(a) / amax)))
     return peak_a
@@ -76,7 +76,7 @@ def test_trajectory_executed_and_joint_states_follow(harness):
     # it passed through the middle waypoint on the way (tracking, not just the end point)
     passed = min(float(np.max(np.abs(np.array(m.position) - goal_1))) for m in joint_states)
     assert passed < 0.02
-    tracking = max(float(np.max(np.abs(m.points[2].positions))) for m in states)
+    tracking = max(float(np.max(np.abs(m.error.positions))) for m in states)
     peak_a = assert_within_limits(joint_states, states)
     peak_v = max(float(np.max(np.abs(np.array(m.velocity)) / VELOCITY)) for m in joint_states)
     assert len(joint_states) > 200
@@ -170,46 +170,17 @@ def test_disable_engages_brakes_and_rejects_commands(harness):
     assert harness.call("home").success
 
 
-def _msg(names, points, stamp=0.0):
-    msg = JointTrajectory(joint_names=names, points=points)
-    msg.header.stamp.sec = int(stamp)
-    msg.header.stamp.nanosec = int(round((stamp - int(stamp)) * 1e9))
-    return msg
-
-
-def test_trajectory_rules(harness):
-    node = harness.node
-    now = node._now()
-    build = node.build_trajectory
-    with pytest.raises(Rejected, match="allow_partial_joints_goal"):
-        build(_msg(JOINTS[:2], [point([0.1, 0.1], t=1.0)]), now)
-    with pytest.raises(Rejected, match="unknown joints"):
-        build(_msg(["nope"] + JOINTS[1:], [point([0.0] * 7, t=1.0)]), now)
-    with pytest.raises(Rejected, match="strictly increasing"):
-        build(_msg(JOINTS, [point([0.1] * 7, t=1.0), point([0.2] * 7, t=1.0)]), now)
-    with pytest.raises(Rejected, match="in the past"):
-        build(_msg(JOINTS, [point([0.1] * 7, t=1.0)], stamp=now - 5.0), now)
-    with pytest.raises(Rejected, match="outside limits"):
-        build(_msg(JOINTS, [point([3.0] * 7, t=1.0)]), now)
-    with pytest.raises(Rejected, match="velocities"):
-        build(_msg(JOINTS, [point([0.1] * 7, [0.0] * 7, t=1.0), point([0.2] * 7, t=2.0)]), now)
-    # stamp 0 = now; interpolation starts from the current reference (prepended point)
-    traj = build(_msg(JOINTS, [point([0.4] * 7, t=2.0)]), now)
-    assert traj.start_time == pytest.approx(now) and traj.end_time == pytest.approx(now + 2.0)
-    p, v, _ = traj.sample(now + 1.0)
-    assert np.allclose(p, 0.2) and np.allclose(v, 0.2)          # linear: positions only
-    # a future stamp: the first point is due at stamp + time_from_start, reached from the current
-    # state (0, 0) by a cubic: at s = t/T the position is 0.4 (3 s^2 - 2 s^3)
-    traj = build(_msg(JOINTS, [point([0.4] * 7, [0.0] * 7, t=1.0)], stamp=now + 1.0), now)
-    assert np.allclose(traj.sample(now + 0.5)[0], 0.4 * (3 * 0.25 ** 2 - 2 * 0.25 ** 3))
-    assert np.allclose(traj.sample(now + 2.0)[0], 0.4)
-    # cubic from current state (0, 0) to (0.4, 0) over 2 s: midpoint (p0 + p1) / 2, speed 1.5 d / T
-    p, v, _ = traj.sample(now + 1.0)
-    assert np.allclose(p, 0.2) and np.allclose(v, 1.5 * 0.4 / 2.0)
-    node.set_parameters([harness.rclpy.parameter.Parameter("allow_partial_joints_goal", value=True)])
-    traj = build(_msg(["lwa_joint_2"], [point([0.3], t=1.0)]), now)
-    p, _, _ = traj.sample(now + 5.0)
-    assert p[1] == pytest.approx(0.3) and np.allclose(np.delete(p, 1), 0.0)
+def test_topic_trajectory_rules_and_partial_goals(harness):
+    """The topic takes JTC's rules (robot_bridge.control, unit-tested in test/control): a partial trajectory
+    is refused until allow_partial_joints_goal, then moves only the joint it names."""
+    before = harness.latest_position()
+    harness.trajectory_pub.publish(JointTrajectory(joint_names=["lwa_joint_2"], points=[point([0.3], t=1.0)]))
+    time.sleep(0.5)
+    assert np.allclose(harness.latest_position(), before, atol=1e-9)
+    harness.node.set_parameters([harness.rclpy.parameter.Parameter("allow_partial_joints_goal", value=True)])
+    harness.trajectory_pub.publish(JointTrajectory(joint_names=["lwa_joint_2"], points=[point([0.3], t=1.0)]))
+    harness.wait_for(lambda: abs(harness.latest_position()[1] - 0.3) < 1e-3, 5.0, "lwa_joint_2 at 0.3")
+    assert np.allclose(np.delete(harness.latest_position(), 1), np.delete(before, 1), atol=1e-9)
 
 
 def test_new_trajectory_preempts(harness):
@@ -226,12 +197,13 @@ def test_new_trajectory_preempts(harness):
                          harness.snapshot(harness.states, start))
 
 
-def test_state_topic_is_reference_feedback_error(harness):
+def test_controller_state_is_reference_feedback_error(harness):
     msg = harness.wait_for(lambda: harness.snapshot(harness.states), 2.0, "state")[-1]
-    assert list(msg.joint_names) == JOINTS and len(msg.points) == 3
-    ref, fb, err = msg.points
-    assert np.allclose(np.array(ref.positions) - np.array(fb.positions), err.positions)
-    assert len(fb.effort) == 7
+    assert list(msg.joint_names) == JOINTS
+    reference, feedback = np.array(msg.reference.positions), np.array(msg.feedback.positions)
+    assert np.allclose(reference - feedback, msg.error.positions)
+    assert len(msg.feedback.effort) == 7 and msg.speed_scaling_factor == 1.0
+    assert np.allclose(msg.output.positions, msg.reference.positions)
 
 
 def test_load_fixture_file_through_formats(fixtures):
@@ -267,39 +239,6 @@ def test_bad_description_keeps_node_alive(tmp_path):
         assert node.hardware is None
         with pytest.raises(Rejected, match="not set up"):
             node.home()
-        node.destroy_node()
-    finally:
-        rclpy.shutdown(context=context)
-
-
-def test_last_control_step_commands_the_final_point_when_the_end_passes_mid_step():
-    """The control step samples the trajectory and decides it is finished at ONE instant: a clock
-    that crosses the end between the two must not leave the modules short of the final point."""
-    import rclpy
-
-    from robot_bridge.hardware.trajectory import Trajectory
-    from robot_bridge.nodes.controller import ControllerNode
-
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    try:
-        node = ControllerNode(robot=lwa_robot(), context=context)
-        node._control()                                   # first read of the hardware
-        start = node._now()
-        final = np.array([0.3, 0.5, 0.0, -1.0, 0.0, 0.2, 0.0])
-        node.trajectory = Trajectory(np.array([start, start + 1.0]),
-                                     np.vstack([node.sample.position, final]))
-        clock = iter([start + 0.99, start + 1.01, start + 1.02, start + 1.03])
-        node._now = lambda: next(clock)
-        commanded = []
-        real_command = node.hardware.command_position
-        node.hardware.command_position = lambda p, v=None: (commanded.append(np.array(p)),
-                                                            real_command(p, v))
-        node._control()                  # sampled at 0.99 s while the clock moves on to 1.01 s
-        node._control()
-        assert node.trajectory is None
-        np.testing.assert_allclose(node.hold, final, atol=1e-12)
-        np.testing.assert_allclose(commanded[-1], final, atol=1e-12)
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)

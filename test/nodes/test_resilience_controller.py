@@ -69,7 +69,7 @@ def test_fault_during_motion_halts_reports_recovers(harness, kind):
                           s["lwa_joint_2"].level == DiagnosticStatus.ERROR and s, 3.0, "ERROR on diagnostics")
     assert statuses["lwa_joint_2"].message
     h.wait_for(lambda: _stopped(h), 5.0, "the whole arm stopped")
-    assert h.node.trajectory is None
+    assert h.node.control.motions == []
     _recover_and_home(h)
 
 
@@ -90,7 +90,7 @@ def test_bus_loss_halts_reports_and_recovers(harness):
     try:
         h.wait_for(lambda: any(s.level == DiagnosticStatus.ERROR and "bus" in s.message
                                for s in _statuses(h, since).values()), 3.0, "bus loss on diagnostics")
-        assert h.node.trajectory is None                          # halted: nothing resumes by itself
+        assert h.node.control.motions == []                       # halted: nothing resumes by itself
         time.sleep(0.3)
     finally:
         lost["on"] = False

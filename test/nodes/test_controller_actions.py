@@ -1,0 +1,273 @@
+"""controller_node's FollowJointTrajectory server driven the way MoveIt drives it: a real rclpy ActionClient
+in another process (test/fixtures/hardware/action_client.py), one test per joint_trajectory_controller rule.
+Every test checks the error code, and that the arm ends held within its limits with no /joint_states sample
+above the velocity limit and no ~/controller_state feedback above the acceleration limit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hardware"
+sys.path.insert(0, str(FIXTURES))
+from lwa_fixture import JOINTS, LOWER, UPPER, Harness, lwa_robot  # noqa: E402
+
+pytest.importorskip("rclpy")
+pytest.importorskip("control_msgs.action")
+from std_msgs.msg import Float64MultiArray  # noqa: E402
+from test_controller import assert_within_limits, report  # noqa: E402
+
+from robot_bridge.hardware import FaultKind  # noqa: E402
+
+ACTION = "/controller_node/follow_joint_trajectory"
+SUCCEEDED, CANCELED, ABORTED = 4, 5, 6                 # action_msgs/GoalStatus
+STATE_RATE = 50.0
+
+
+class Client:
+    """The action client process; its JSON lines are collected as they arrive."""
+
+    def __init__(self, goal: dict, action: str = ACTION, *options: str):
+        self.process = subprocess.Popen(
+            [sys.executable, str(FIXTURES / "action_client.py"), action, json.dumps(goal), *options],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        self.events: list[dict] = []
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            with self.lock:
+                self.events.append(json.loads(line))
+
+    def of(self, kind: str) -> list[dict]:
+        with self.lock:
+            return [e for e in self.events if e["event"] == kind]
+
+    def wait(self, kind: str, count: int = 1, timeout: float = 30.0) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.of(kind)
+            if len(found) >= count:
+                return found
+            errors = self.of("error")
+            assert not errors, errors
+            if self.process.poll() is not None and len(self.of(kind)) < count:
+                time.sleep(0.2)
+                if len(self.of(kind)) < count:
+                    raise AssertionError(f"client exited ({self.process.returncode}) without {count} {kind}: "
+                                         f"{self.events} {self.process.stderr.read()[-2000:]}")
+            time.sleep(0.02)
+        raise AssertionError(f"timed out waiting for {count} {kind} events: {self.events[-5:]}")
+
+    def result(self, timeout: float = 30.0) -> dict:
+        return self.wait("result", 1, timeout)[0]
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait(timeout=10)
+        self.process.stdout.close()
+        self.process.stderr.close()
+
+
+@pytest.fixture
+def harness():
+    h = Harness(lwa_robot(), state_rate=STATE_RATE)
+    clients = []
+    def client(spec, *options, action=ACTION):
+        clients.append(Client(spec, action, *options))
+        return clients[-1]
+    h.client = client
+    yield h
+    for c in clients:
+        c.close()
+    h.close()
+
+
+def goal(positions, t, joints=JOINTS, velocities=True, **extra) -> dict:
+    point = {"positions": list(map(float, positions)), "time_from_start": t}
+    if velocities:
+        point["velocities"] = [0.0] * len(positions)
+    return {"joint_names": list(joints), "points": [point], **extra}
+
+
+def assert_held_within_limits(h, since: float) -> np.ndarray:
+    """At rest (two consecutive hardware-stamped samples with zero speed and the same position), inside the
+    position limits, with no sample since ``since`` above the velocity / acceleration limits."""
+    def settled():
+        samples = h.snapshot(h.joint_states, since)[-2:]
+        return len(samples) == 2 and all(np.all(np.abs(m.velocity) < 1e-9) for m in samples) and \
+            np.array_equal(samples[0].position, samples[1].position) and samples[0].header.stamp != \
+            samples[1].header.stamp
+    h.wait_for(settled, 10.0, "arm at rest")
+    q = h.latest_position()
+    assert np.all(q >= LOWER - 1e-9) and np.all(q <= UPPER + 1e-9)
+    peak_a = assert_within_limits(h.snapshot(h.joint_states, since), h.snapshot(h.states, since))
+    return q, peak_a
+
+
+def test_goal_succeeds_with_feedback_at_the_state_rate(harness):
+    h = harness
+    since = time.monotonic()
+    target = np.array([0.5, -0.4, 0.3, 0.6, -0.2, 0.1, 0.4])
+    client = h.client(goal(target, 2.0))
+    result = client.result()
+    assert result["status"] == SUCCEEDED and result["error_code"] == 0, result
+    feedback = client.of("feedback")
+    stamps = np.array([f["stamp"] for f in feedback])
+    span = stamps[-1] - stamps[0]
+    rate = (len(stamps) - 1) / span
+    # feedback at the state rate: count per second of the goal's own (hardware-sample) stamps
+    assert span > 1.5 and 0.6 * STATE_RATE <= rate <= 1.05 * STATE_RATE, (rate, span)
+    assert feedback[-1]["joint_names"] == JOINTS
+    final_error = float(np.max(np.abs(h.latest_position() - target)))
+    assert final_error <= 0.01                            # constraints.goal_position
+    q, peak_a = assert_held_within_limits(h, since)
+    report("fjt_sim", final_error_rad=final_error, feedback_rate_hz=rate, feedback_messages=len(feedback),
+           peak_acceleration_fraction=peak_a)
+
+
+@pytest.mark.parametrize("names, code_name", [
+    (["lwa_joint_1", "nope"] + JOINTS[2:], "unknown"), (JOINTS[:3], "missing")])
+def test_wrong_joints_give_invalid_joints_and_the_arm_stays(harness, names, code_name):
+    h = harness
+    since = time.monotonic()
+    before = h.latest_position()
+    result = h.client(goal([0.2] * len(names), 1.0, joints=names)).result()
+    assert result["status"] == ABORTED and result["error_code"] == -2, result
+    assert code_name in result["error_string"]
+    q, _ = assert_held_within_limits(h, since)
+    assert np.array_equal(q, before)
+
+
+@pytest.mark.parametrize("spec, words", [
+    ({"joint_names": JOINTS, "points": [{"positions": [0.1] * 7, "time_from_start": 1.0},
+                                        {"positions": [0.2] * 7, "time_from_start": 1.0}]},
+     "strictly increasing"),
+    ({"joint_names": JOINTS, "points": [{"positions": [0.1] * 6, "time_from_start": 1.0}]},
+     "6 positions for 7"),
+    (goal([3.5] + [0.0] * 6, 1.0), "outside limits"),
+])
+def test_bad_trajectories_give_invalid_goal_and_the_arm_stays(harness, spec, words):
+    h = harness
+    since = time.monotonic()
+    before = h.latest_position()
+    result = h.client(spec).result()
+    assert result["status"] == ABORTED and result["error_code"] == -1, result
+    assert words in result["error_string"]
+    q, _ = assert_held_within_limits(h, since)
+    assert np.array_equal(q, before)
+
+
+def test_path_tolerance_violation_aborts_and_holds(harness):
+    h = harness
+    since = time.monotonic()
+    spec = goal([2.0] + [0.0] * 6, 1.0, velocities=False,            # twice lwa_joint_1's speed limit
+                path_tolerance=[{"name": "lwa_joint_1", "position": 0.05}])
+    result = h.client(spec).result()
+    assert result["status"] == ABORTED and result["error_code"] == -4, result
+    assert "lwa_joint_1 position error" in result["error_string"]
+    q, peak_a = assert_held_within_limits(h, since)
+    assert q[0] < 1.0                                         # stopped well short of the goal
+    report("fjt_path_tolerance", stopped_at=float(q[0]), peak_acceleration_fraction=peak_a)
+
+
+def test_goal_tolerance_violation_after_goal_time_tolerance(harness):
+    h = harness
+    since = time.monotonic()
+    spec = goal([1.5] + [0.0] * 6, 0.5, goal_time_tolerance=0.1,
+                goal_tolerance=[{"name": "lwa_joint_1", "position": 0.001}])
+    result = h.client(spec).result()
+    assert result["status"] == ABORTED and result["error_code"] == -5, result
+    assert "lwa_joint_1 position error" in result["error_string"]
+    assert_held_within_limits(h, since)
+
+
+def test_cancel_decelerates_within_limits_and_holds(harness):
+    h = harness
+    since = time.monotonic()
+    client = h.client(goal([2.5] + [0.0] * 6, 4.0), "--cancel-after", "60")
+    assert client.wait("cancel_response")[0]["canceling"] == 1
+    result = client.result()
+    assert result["status"] == CANCELED and result["error_code"] == 0, result
+    q, peak_a = assert_held_within_limits(h, since)
+    assert 0.2 < q[0] < 2.4                                     # stopped on the way
+    report("fjt_cancel", stopped_at=float(q[0]), peak_acceleration_fraction=peak_a)
+
+
+def test_new_goal_preempts_the_active_one(harness, tmp_path):
+    h = harness
+    since = time.monotonic()
+    trigger = tmp_path / "send"
+    second = h.client(goal([-0.3] + [0.0] * 6, 2.0), "--send-when", str(trigger))
+    second.wait("ready")
+    first = h.client(goal([1.0] + [0.0] * 6, 3.0))
+    first.wait("feedback", 25)
+    trigger.touch()
+    result = first.result()
+    assert result["status"] == CANCELED and result["error_code"] == -1, result
+    assert "new incoming action" in result["error_string"]
+    assert second.result()["error_code"] == 0
+    q, _ = assert_held_within_limits(h, since)
+    assert abs(q[0] + 0.3) <= 0.01
+
+
+def test_topic_command_preempts_the_goal(harness):
+    h = harness
+    since = time.monotonic()
+    client = h.client(goal([1.0] + [0.0] * 6, 3.0))
+    client.wait("feedback", 25)
+    h.commands_pub.publish(Float64MultiArray(data=[0.0] * 7))
+    result = client.result()
+    assert result["status"] == CANCELED and result["error_code"] == -1, result
+    assert "~/commands" in result["error_string"]
+    q, _ = assert_held_within_limits(h, since)
+    assert np.allclose(q, 0.0, atol=1e-6)
+
+
+def test_hardware_fault_aborts_naming_module_and_fault(harness):
+    h = harness
+    since = time.monotonic()
+    client = h.client(goal([1.0] * 7, 3.0))
+    client.wait("feedback", 25)
+    with h.node.lock:
+        h.node.hardware.inject_fault("lwa_joint_3", FaultKind.FOLLOWING_ERROR)
+    result = client.result()
+    assert result["status"] == ABORTED and result["error_code"] == -4, result
+    assert "lwa_joint_3 (sim:lwa_joint_3): following error exceeded" in result["error_string"]
+    h.wait_for(lambda: np.all(np.abs(h.snapshot(h.joint_states)[-1].velocity) < 1e-9), 10.0, "stopped")
+    assert_within_limits(h.snapshot(h.joint_states, since), h.snapshot(h.states, since))
+
+
+def test_ros2_action_send_goal(harness):
+    """The ros2 CLI, as a user types it, against the running server."""
+    import shutil
+
+    ros2 = str(Path(sys.prefix) / "bin" / "ros2")
+    ros2 = ros2 if Path(ros2).exists() else shutil.which("ros2") or ros2
+    if not Path(ros2).exists():
+        pytest.skip("the ros2 CLI is not installed (make setup installs it from ../shared/ros2-tools)")
+    target = [0.2, 0.1, 0.0, 0.3, 0.0, 0.0, 0.1]
+    text = ("{trajectory: {joint_names: [" + ", ".join(JOINTS) + "], points: [{positions: "
+            + json.dumps(target) + ", velocities: " + json.dumps([0.0] * 7)
+            + ", time_from_start: {sec: 1}}]}}")
+    env = dict(os.environ)
+    prefix = sys.prefix                                       # the venv: a ROS 2 prefix after make setup
+    env["AMENT_PREFIX_PATH"] = os.pathsep.join(p for p in (prefix, env.get("AMENT_PREFIX_PATH", "")) if p)
+    command = [ros2, "action", "send_goal", ACTION, "control_msgs/action/FollowJointTrajectory", text,
+               "--feedback"]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=90, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "SUCCEEDED" in out.stdout and "error_code: 0" in out.stdout, out.stdout[-2000:]
+    assert "Feedback:" in out.stdout
+    assert np.max(np.abs(harness.latest_position() - target)) <= 0.01
