@@ -91,3 +91,30 @@ def test_node_on_canopen_trajectory_fault_recover(canopen_harness):
     assert drives[2].state == "OPERATION ENABLED"
     h.commands_pub.publish(Float64MultiArray(data=[0.0] * 4))
     h.wait_for(lambda: np.max(np.abs(h.latest_position())) < 1e-6, 4.0, "back to zero")
+
+
+def test_follow_joint_trajectory_on_canopen(canopen_harness):
+    """The MoveIt path over the virtual CAN bus: a FollowJointTrajectory goal from an ActionClient in another
+    process succeeds, with feedback at the state rate and the final error within the goal tolerance."""
+    from test_controller_actions import SUCCEEDED, Client
+
+    h, drives = canopen_harness
+    goal = np.array([0.4, -0.3, 0.3, 0.5])
+    since = time.monotonic()
+    client = Client({"joint_names": ARM, "points": [
+        {"positions": list(goal / 2), "velocities": [0.0] * 4, "time_from_start": 1.0},
+        {"positions": list(goal), "velocities": [0.0] * 4, "time_from_start": 2.0}]})
+    try:
+        result = client.result(timeout=60.0)
+        feedback = client.of("feedback")
+    finally:
+        client.close()
+    assert result["status"] == SUCCEEDED and result["error_code"] == 0, result
+    stamps = np.array([f["stamp"] for f in feedback])
+    rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+    assert 0.5 * 100.0 <= rate <= 1.05 * 100.0, rate            # the harness' state_rate (2 loaded cores)
+    final_error = float(np.max(np.abs(h.latest_position() - goal)))
+    assert final_error <= 0.01                                  # constraints.goal_position
+    assert_within_limits(h.snapshot(h.joint_states, since), [], ARM)
+    report("fjt_canopen", final_error_rad=final_error, feedback_rate_hz=rate, feedback_messages=len(feedback),
+           drive_error_rad=float(np.max(np.abs([d.axis.position for d in drives] - goal))))

@@ -1,0 +1,94 @@
+"""controller_node's GripperCommand server on the embedded LWA3-style arm with its parallel gripper (driving
+joint finger_joint, 0 closed .. 0.04 m open, the right finger a mimic), from a real ActionClient in another
+process: open and close reach the goal; closing on a body of the world (collision geometry) stalls at the
+contact, reported stalled and not reached, with the gripper pressing at max_effort."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hardware"
+sys.path.insert(0, str(FIXTURES))
+from lwa_fixture import Harness  # noqa: E402
+
+pytest.importorskip("rclpy")
+pytest.importorskip("control_msgs.action")
+from test_controller_actions import SUCCEEDED, Client  # noqa: E402
+
+from robot_bridge.bringup import DEFAULT_ROBOT, DEFAULT_SRDF  # noqa: E402
+from robot_bridge.formats import load  # noqa: E402
+from robot_bridge.formats.srdf import attach_semantics, read_srdf  # noqa: E402
+from robot_bridge.kinematics.fk import KinematicModel  # noqa: E402
+from robot_bridge.model import Box, Geometry, Link, Robot  # noqa: E402
+
+ACTION = "/controller_node/gripper_cmd"
+FINGER = "finger_joint"
+BOX_HALF_WIDTH = 0.03                 # between the finger pads when open: left pad's inner face at 0.012 + q
+
+
+def embedded_robot(box: bool) -> Robot:
+    robot = load(DEFAULT_ROBOT)
+    attach_semantics(robot, read_srdf(DEFAULT_SRDF, robot))
+    if box:
+        # a box between the fingers, 7 cm in front of the gripper base (at the finger pads), at the arm's
+        # initial configuration: a fixed body of the world
+        pose = robot.placement @ KinematicModel(robot).link_poses({})["gripper_base"]
+        at = np.eye(4)
+        at[:3, 3] = [0.0, 0.0, 0.07]
+        body = Robot("grasp_box")
+        body.links["grasp_box"] = Link("grasp_box", collisions=[
+            Geometry(Box(np.array([0.01, BOX_HALF_WIDTH, 0.01])))])
+        body.placement = pose @ at
+        robot.environment["grasp_box"] = body
+    return robot
+
+
+@pytest.fixture
+def gripper(request):
+    h = Harness(embedded_robot(box=request.param), state_rate=50.0)
+    clients = []
+
+    def command(position, max_effort=0.0):
+        clients.append(Client({"position": position, "max_effort": max_effort}, ACTION, "--gripper"))
+        return clients[-1].result(timeout=60.0)
+    h.command = command
+    h.finger = h.node.joints.index(FINGER)
+    yield h
+    for c in clients:
+        c.close()
+    h.close()
+
+
+@pytest.mark.parametrize("gripper", [False], indirect=True)
+def test_open_and_close_reach_the_goal(gripper):
+    h = gripper
+    assert [c.joints for c in h.node.controllers] == [[f"j{i}" for i in range(1, 8)]]   # arm: not the fingers
+    opened = h.command(0.04)
+    assert opened["status"] == SUCCEEDED and opened["reached_goal"] and not opened["stalled"], opened
+    assert opened["position"] == pytest.approx(0.04, abs=1e-3)
+    closed = h.command(0.005)
+    assert closed["status"] == SUCCEEDED and closed["reached_goal"] and not closed["stalled"], closed
+    assert h.latest_position()[h.finger] == pytest.approx(0.005, abs=1e-3)
+    speeds = [abs(m.velocity[h.finger]) for m in h.snapshot(h.joint_states)]
+    assert max(speeds) <= 0.05 * (1 + 1e-9)                  # finger_joint's velocity limit
+
+
+@pytest.mark.parametrize("gripper", [True], indirect=True)
+def test_closing_on_a_world_object_stalls(gripper):
+    h = gripper
+    opened = h.command(0.04)
+    assert opened["reached_goal"], opened
+    since = time.monotonic()
+    closed = h.command(0.0, max_effort=30.0)
+    assert closed["status"] == SUCCEEDED and closed["stalled"] and not closed["reached_goal"], closed
+    # the left pad (inner face 0.02 - 0.008 + q from the gripper's middle) touches the box at q = 0.018
+    contact = 0.02 - 0.008 + 0.0
+    assert closed["position"] == pytest.approx(BOX_HALF_WIDTH - contact, abs=1e-4)
+    assert closed["effort"] == pytest.approx(-30.0)           # pressing closed (negative) at max_effort
+    positions = [m.position[h.finger] for m in h.snapshot(h.joint_states, since)]
+    assert min(positions) >= BOX_HALF_WIDTH - contact - 1e-9  # never through the box
