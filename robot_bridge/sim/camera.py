@@ -33,6 +33,7 @@ class PinholeModel:
     noise_std: float = 0.0
     _rays: Optional[np.ndarray] = field(default=None, repr=False)
     _z: Optional[np.ndarray] = field(default=None, repr=False)
+    _last: Optional[tuple] = field(default=None, repr=False)   # (view key, depth, rgb, shapes): last render
 
     @classmethod
     def from_sensor(cls, sensor: AttachedSensor, overrides: Optional[Mapping[str, float]] = None
@@ -59,7 +60,8 @@ class PinholeModel:
             raise ValueError(f"camera resolution must be positive, not {width}x{height}")
         sx, sy = width / self.width, height / self.height
         return replace(self, width=int(width), height=int(height), fx=self.fx * sx, fy=self.fy * sy,
-                       cx=sx * (self.cx + 0.5) - 0.5, cy=sy * (self.cy + 0.5) - 0.5, _rays=None, _z=None)
+                       cx=sx * (self.cx + 0.5) - 0.5, cy=sy * (self.cy + 0.5) - 0.5, _rays=None, _z=None,
+                       _last=None)
 
     @property
     def K(self) -> np.ndarray:
@@ -79,7 +81,30 @@ class PinholeModel:
         """(depth float32 (H, W), rgb uint8 (H, W, 3) or None) from the optical frame at world ``pose``.
 
         Depth and colour come from one ray batch; colour needs only ``|n . ray|`` per pixel, not the
-        normals."""
+        normals.  A view that has not changed since the last call (same camera pose, same shapes at the
+        same poses: a robot at rest in a static world) is not cast again; noise is drawn anew."""
+        key = self._view_key(scene, pose, exclude, color)
+        if key is not None and self._last is not None and self._last[0] == key:
+            depth, rgb = self._last[1].copy(), None if self._last[2] is None else self._last[2].copy()
+        else:
+            depth, rgb = self._render(scene, pose, exclude, color)
+            # the shapes are kept with the key: their ids cannot be reused by other shapes meanwhile
+            self._last = (key, depth.copy(), None if rgb is None else rgb.copy(), list(scene.shapes))
+        if self.noise_std > 0.0:
+            rng = rng or np.random.default_rng()
+            depth += rng.normal(0.0, self.noise_std, depth.shape).astype(np.float32)
+        return depth, rgb
+
+    @staticmethod
+    def _view_key(scene: Scene, pose: np.ndarray, exclude, color: bool) -> Optional[tuple]:
+        poses = getattr(scene, "shape_poses", None)
+        if poses is None:
+            return None
+        return (np.ascontiguousarray(pose, dtype=float).tobytes(), tuple(map(id, scene.shapes)),
+                b"".join(np.ascontiguousarray(p).tobytes() for p in poses()), tuple(exclude), color)
+
+    def _render(self, scene: Scene, pose: np.ndarray, exclude, color: bool
+                ) -> tuple[np.ndarray, Optional[np.ndarray]]:
         local = self.rays()
         dirs = local @ np.ascontiguousarray(pose[:3, :3].T)
         origins = pose[:3, 3] + self.range_min * dirs if self.range_min else pose[:3, 3][None]
@@ -88,9 +113,6 @@ class PinholeModel:
         distance = hits.distance + self.range_min if self.range_min else hits.distance
         depth = np.multiply(distance, self._optical_z(), dtype=np.float32)
         depth[np.isinf(depth)] = np.nan
-        if self.noise_std > 0.0:
-            rng = rng or np.random.default_rng()
-            depth += rng.normal(0.0, self.noise_std, depth.shape).astype(np.float32)
         rgb = None
         if color:
             # rows: one per scene shape, then the background (shape index -1 -> last row)

@@ -88,3 +88,28 @@ def test_resized_camera_keeps_the_field_of_view_about_pixel_centres(robot):
     assert cam.rays().shape == (64 * 48, 3)                         # the original is untouched
     with pytest.raises(ValueError, match="positive"):
         cam.resized(0, 24)
+
+
+def test_an_unchanged_view_is_not_cast_again_but_noise_is_drawn_anew(robot, monkeypatch):
+    robot.environment["wall"] = box_body("wall", [0.1, 50, 50], [1.66, 0, 0])
+    scene = Scene(robot)
+    sensor = robot.sensors["cam"]
+    cam = PinholeModel.from_sensor(sensor)
+    casts = []
+    original = scene.cast
+    monkeypatch.setattr(scene, "cast", lambda *a, **k: casts.append(1) or original(*a, **k))
+    exclude = [(robot.name, "head")]
+    depth, rgb = cam.render(scene, scene.sensor_pose(sensor), exclude)
+    depth[:] = 0.0                                    # the caller's copy: the cached view is untouched
+    again, rgb_again = cam.render(scene, scene.snapshot().sensor_pose(sensor), exclude)
+    assert len(casts) == 1
+    assert np.max(np.abs(again - 1.5)) < 1e-6 and np.array_equal(rgb, rgb_again)
+    scene.set_joint_positions({"pan": np.radians(30)})          # the camera turned: cast again
+    turned, _ = cam.render(scene, scene.sensor_pose(sensor), exclude)
+    assert len(casts) == 2 and np.nanmax(turned) > 1.6
+    noisy = PinholeModel.from_sensor(sensor, {"noise_std": 0.01})
+    rng = np.random.default_rng(0)
+    a, _ = noisy.render(scene, scene.sensor_pose(sensor), exclude, rng=rng)
+    b, _ = noisy.render(scene, scene.sensor_pose(sensor), exclude, rng=rng)
+    assert len(casts) == 3 and not np.array_equal(a, b)
+    assert np.nanstd(a - turned) == pytest.approx(0.01, rel=0.1)
