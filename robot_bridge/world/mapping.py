@@ -112,6 +112,8 @@ def parse_mapping(document: Any, source: str, base_dir: Path, search_path=None,
     bodies: dict[str, Robot] = {}
     for class_id, entry in classes_section.items():
         where = f"classes.{class_id}"
+        if isinstance(class_id, int) and not isinstance(class_id, bool):
+            class_id = str(class_id)             # numeric ids (COCO-style detectors): as the message's string
         if not isinstance(class_id, str) or not class_id:
             raise SchemaError(f"{where}: class ids must be non-empty strings", file=source)
         if isinstance(entry, str):

@@ -174,6 +174,12 @@ def test_bad_mapping_files_fail_with_the_file_and_the_key(tmp_path, text, expect
     assert str(path) in str(err.value) and expected in str(err.value)
 
 
+def test_numeric_class_ids_are_the_detections_strings(tmp_path):
+    (tmp_path / "m.yaml").write_text(f"classes:\n  44: {DATA / 'objects' / 'can.kinbody.xml'}\n")
+    world = WorldObjects(load_mapping(tmp_path / "m.yaml"))
+    assert world.update([Detection("44", pose((1, 0, 0)))], 0.0).added == ["44_0"]
+
+
 def test_mapping_with_a_broken_body_file_fails(tmp_path):
     (tmp_path / "broken.kinbody.xml").write_text("<KinBody><Body name='x'><Geom type='box'>")
     (tmp_path / "m.yaml").write_text("classes:\n  x: broken.kinbody.xml\n")
