@@ -40,7 +40,7 @@ DATA = REPO / "robot_bridge" / "data"
 WORLD = DATA / "default.env.xml"
 ARM = {"j1": 0.3, "j2": -0.4, "j3": 0.2, "j4": 0.9, "j5": -0.3, "j6": 0.5, "j7": 0.1, "finger_joint": 0.01}
 CAMERA_LOCAL = make(from_rpy((0.1, 0.2, -0.3)), (0.02, -0.01, 0.45))   # the can in the optical frame
-TIMEOUT = 1.0
+TIMEOUT = 2.5       # s: long enough that a stalled test process (loaded CI) does not lose the can
 
 
 def start(module: str, *params: str) -> subprocess.Popen:
