@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-FORMAT_VERSION = b"robot_bridge mesh cache 1\0"
+FORMAT_VERSION = b"robot_bridge mesh cache 2\0"       # 2: Inventor/VRML colour in the STL header
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 CACHE_NAME = re.compile(r"[0-9a-f]{64}\.(stl|dae|obj)\Z")
 _INCLUDE = re.compile(rb'\b(?:File|Inline)\s*\{[^}]*?\b(?:name|url)\s+(?:\[\s*)?"([^"]+)"')

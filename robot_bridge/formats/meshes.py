@@ -169,12 +169,15 @@ class _Collector:
         self.depth = depth
         self.vertices: list[np.ndarray] = []
         self.triangles: list[np.ndarray] = []
+        self.colours: list[np.ndarray] = []       # per triangle diffuse rgb (NaN: no Material)
         self.count = 0
 
-    def add(self, points: np.ndarray, polygons: list[list[int]], t: np.ndarray) -> None:
+    def add(self, points: np.ndarray, polygons: list[list[int]], t: np.ndarray, colour=None) -> None:
         tris = [(p[0], p[i], p[i + 1]) for p in polygons for i in range(1, len(p) - 1)]
         if not tris:
             return
+        rgb = np.full((1, 3), np.nan) if colour is None else np.asarray(colour, dtype=float).reshape(-1, 3)
+        self.colours.append(np.broadcast_to(rgb if len(rgb) in (1, len(tris)) else rgb[:1], (len(tris), 3)))
         tri = np.asarray(tris, dtype=np.int64)
         if tri.min() < 0 or tri.max() >= len(points):
             raise SchemaError(f"face index {int(tri.max())} out of range ({len(points)} points)",
@@ -184,8 +187,8 @@ class _Collector:
         self.triangles.append(tri + self.count)
         self.count += len(world)
 
-    def add_trimesh(self, mesh, t: np.ndarray) -> None:
-        self.add(np.asarray(mesh.vertices), [list(f) for f in mesh.faces], t)
+    def add_trimesh(self, mesh, t: np.ndarray, colour=None) -> None:
+        self.add(np.asarray(mesh.vertices), [list(f) for f in mesh.faces], t, colour)
 
     # state: dict(t=4x4, coords=array, units=float)
     def walk(self, nodes: list[_Node], state: dict) -> None:
@@ -240,7 +243,7 @@ class _Collector:
                     n = len(state["coords"]) - i
                 polys.append(list(range(i, i + n)))
                 i += n
-            self.add(state["coords"], polys, t)
+            self.add(state["coords"], polys, t, state.get("diffuse"))
         elif kind in ("IndexedFaceSet", "IndexedTriangleStripSet"):
             coords = state["coords"]
             for v in node.fields.get("coord", []) + node.fields.get("vertexProperty", []):
@@ -258,24 +261,25 @@ class _Collector:
             if kind == "IndexedTriangleStripSet":
                 groups = [[g[k], g[k + 1], g[k + 2]] if k % 2 == 0 else [g[k + 1], g[k], g[k + 2]]
                           for g in groups for k in range(len(g) - 2)]
-            self.add(coords, groups, t)
+            self.add(coords, groups, t, state.get("diffuse"))
         elif kind in ("Cube", "Box"):
             if "size" in node.fields:
                 size = _floats(node, "size")
             else:
                 size = np.array([_floats(node, k, [2])[0] for k in ("width", "height", "depth")])
-            self.add_trimesh(trimesh.creation.box(extents=size), t)
+            self.add_trimesh(trimesh.creation.box(extents=size), t, state.get("diffuse"))
         elif kind == "Sphere":
-            self.add_trimesh(trimesh.creation.icosphere(radius=float(_floats(node, "radius", [1])[0])), t)
+            self.add_trimesh(trimesh.creation.icosphere(radius=float(_floats(node, "radius", [1])[0])), t,
+                             state.get("diffuse"))
         elif kind in ("Cylinder", "Cone"):
             h = float(_floats(node, "height", [2])[0])
             y_up = tf.make(tf.rotation_axis_angle([1, 0, 0], -np.pi / 2))       # trimesh z -> Inventor y
             if kind == "Cylinder":
                 mesh = trimesh.creation.cylinder(radius=float(_floats(node, "radius", [1])[0]), height=h)
-                self.add_trimesh(mesh, t @ y_up)
+                self.add_trimesh(mesh, t @ y_up, state.get("diffuse"))
             else:
                 mesh = trimesh.creation.cone(radius=float(_floats(node, "bottomRadius", [1])[0]), height=h)
-                self.add_trimesh(mesh, t @ y_up @ tf.translation([0, 0, -h / 2]))
+                self.add_trimesh(mesh, t @ y_up @ tf.translation([0, 0, -h / 2]), state.get("diffuse"))
         elif kind in ("File", "Inline"):
             name = (node.fields.get("name") or node.fields.get("url") or [""])[0].strip('"')
             if self.depth >= _MAX_INCLUDE_DEPTH:
@@ -283,7 +287,13 @@ class _Collector:
                                   file=str(self.file))
             sub = _Collector(self.file.parent / name, self.depth + 1)
             v, f = sub.read()
-            self.add(v, f.tolist(), t)
+            self.add(v, f.tolist(), t, np.vstack(sub.colours) if sub.colours else None)
+        elif kind == "Material":                 # the first diffuse colour (per-face bindings: approximated)
+            diffuse = _floats(node, "diffuseColor")
+            if diffuse.size >= 3:
+                state["diffuse"] = diffuse[:3]
+        elif kind == "Appearance":               # VRML 2: Shape { appearance Appearance { material ... } }
+            self.walk([v for vs in node.fields.values() for v in vs if isinstance(v, _Node)], state)
         else:
             self.walk(node.children, state)      # materials, normals, hints: no geometry
 
@@ -342,6 +352,28 @@ def read_inventor(path) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (N x 3, metres when the file says its units) and triangles (M x 3) of an
     Inventor/VRML ASCII file, all transforms applied."""
     return _Collector(Path(path)).read()
+
+
+def read_inventor_coloured(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`read_inventor` plus each triangle's diffuse colour (M x 3 rgb, NaN where no Material
+    applies)."""
+    collector = _Collector(Path(path))
+    vertices, triangles = collector.read()
+    colours = np.vstack(collector.colours) if collector.colours else np.zeros((0, 3))
+    return vertices, triangles, colours
+
+
+def dominant_colour(vertices, triangles, colours) -> Optional[tuple[float, float, float]]:
+    """The diffuse colour covering the largest surface area (None when no face has one)."""
+    colours = np.asarray(colours, dtype=float).reshape(-1, 3)
+    coloured = ~np.isnan(colours).any(axis=1)
+    if not coloured.any():
+        return None
+    tri = np.asarray(vertices, dtype=float)[np.asarray(triangles)[coloured]]
+    area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+    unique, index = np.unique(colours[coloured], axis=0, return_inverse=True)
+    best = unique[int(np.argmax(np.bincount(index.reshape(-1), weights=area, minlength=len(unique))))]
+    return tuple(float(c) for c in best)
 
 
 def _inventor_header(path: Path) -> bool:

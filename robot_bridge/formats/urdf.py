@@ -480,6 +480,7 @@ class _MeshWriter:
         self.report = report
         self.done: dict[tuple, Optional[str]] = {}
         self.used: set[str] = set()
+        self.colours: dict[str, tuple[float, float, float]] = {}    # URI -> the converted file's colour
 
     def uri(self, mesh: Mesh, label: str) -> Optional[str]:
         key = (mesh.uri, mesh.path, id(mesh.vertices) if mesh.vertices is not None else None)
@@ -505,7 +506,13 @@ class _MeshWriter:
                 return written
             return self._locate(Path(mesh.path), label)
         out = self._convert(mesh, label)
-        return self._locate(out, label) if out is not None else None
+        if out is None:
+            return None
+        uri = self._locate(out, label)
+        colour = stl_colour(out)
+        if colour is not None:
+            self.colours[uri] = colour
+        return uri
 
     def _locate(self, path: Path, label: str) -> str:
         self.report.mesh_files.append(str(path))
@@ -517,7 +524,7 @@ class _MeshWriter:
         return uri
 
     def _convert(self, mesh: Mesh, label: str) -> Optional[Path]:
-        from . import mesh_cache, meshes
+        from . import mesh_cache
 
         cache = self.target.cache
         if self.mesh_dir is None and cache is None:
@@ -532,10 +539,10 @@ class _MeshWriter:
                 if found is not None:
                     self.report.meshes_cached.append(str(found))
                     return found
-                out = cache.put(key, meshes.stl_bytes(*self._triangles(mesh)))
+                out = cache.put(key, self._stl(mesh))
             else:
                 out = self._named_file(mesh, label)
-                out.write_bytes(meshes.stl_bytes(*self._triangles(mesh)))
+                out.write_bytes(self._stl(mesh))
         except DescriptionError as exc:
             self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: {exc.message}; dropped")
             return None
@@ -547,12 +554,19 @@ class _MeshWriter:
         return out
 
     @staticmethod
-    def _triangles(mesh: Mesh) -> tuple[np.ndarray, np.ndarray]:
+    def _stl(mesh: Mesh) -> bytes:
+        """Binary STL of a mesh; an Inventor/VRML file's main diffuse colour goes into the header."""
         from . import meshes
 
         if mesh.vertices is not None:
-            return mesh.vertices, mesh.triangles
-        return meshes.load_triangles(mesh.path)
+            return meshes.stl_bytes(mesh.vertices, mesh.triangles)
+        if Path(mesh.path).suffix.lower() not in meshes.INVENTOR_SUFFIXES and not meshes._inventor_header(
+                Path(mesh.path)):
+            return meshes.stl_bytes(*meshes.load_triangles(mesh.path))
+        vertices, triangles, colours = meshes.read_inventor_coloured(mesh.path)
+        data = meshes.stl_bytes(vertices, triangles)
+        colour = meshes.dominant_colour(vertices, triangles, colours)
+        return data if colour is None else _STL_COLOUR + _rgba_bytes(colour) + data[10:]
 
     def _named_file(self, mesh: Mesh, label: str) -> Path:
         self.mesh_dir.mkdir(parents=True, exist_ok=True)
@@ -564,6 +578,26 @@ class _MeshWriter:
             name, i = f"{stem}_{i}.stl", i + 1
         self.used.add(name)
         return self.mesh_dir / name
+
+
+# The Materialise/VisCAM binary STL convention: "COLOR=" and RGBA bytes in the 80-byte header
+_STL_COLOUR = b"COLOR="
+
+
+def _rgba_bytes(rgb) -> bytes:
+    return bytes(int(round(min(max(float(c), 0.0), 1.0) * 255)) for c in rgb) + b"\xff"
+
+
+def stl_colour(path) -> Optional[tuple[float, float, float]]:
+    """The colour a binary STL's header names (``COLOR=`` + RGBA bytes), or None."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(80)
+    except OSError:
+        return None
+    if not head.startswith(_STL_COLOUR) or len(head) < 10:
+        return None
+    return tuple(b / 255.0 for b in head[6:9])
 
 
 def _comment_text(text: str) -> str:
@@ -620,10 +654,13 @@ def _inertial_el(parent, inertial: Inertial) -> None:
 def _geometry_el(parent, tag: str, g: Geometry, label: str, meshes: _MeshWriter, materials: dict,
                  report: ConversionReport) -> None:
     s = g.shape
+    m = g.material
     if isinstance(s, Mesh):
         uri = meshes.uri(s, label)
         if uri is None:
             return
+        if m.diffuse is None and uri in meshes.colours:      # the mesh file's own colour
+            m = dataclasses.replace(m, diffuse=meshes.colours[uri])
     el = etree.SubElement(parent, tag, **({"name": g.name} if g.name else {}))
     _origin_el(el, g.origin)
     geom = etree.SubElement(el, "geometry")
@@ -638,7 +675,6 @@ def _geometry_el(parent, tag: str, g: Geometry, label: str, meshes: _MeshWriter,
         if not np.allclose(s.scale, 1.0, rtol=0.0, atol=0.0):
             attrs["scale"] = _fmt(s.scale)
         etree.SubElement(geom, "mesh", **attrs)
-    m = g.material
     if tag == "visual" and (m.diffuse is not None or m.transparency):
         rgba = tuple(round(float(v), 9) for v in m.rgba)
         name = m.name or "color_" + "_".join(f"{v:g}" for v in rgba)

@@ -136,3 +136,44 @@ def test_corpus_package_meshes_kept_as_written(corpus, rel, tmp_path):
     # one warning per mesh file the host cannot resolve (a file used twice is named once)
     missing = {m.get("filename") for m in source.iter("mesh")}
     assert sorted(w.split("'")[1] for w in report.unresolved) == sorted(missing)
+
+
+COLOURED_IV = """#Inventor V2.0 ascii
+Separator {
+  Material { diffuseColor 0.9 0.1 0.1 }
+  Cube { width 2 height 2 depth 2 }
+  Translation { translation 3 0 0 }
+  Material { diffuseColor [ 0.1 0.1 0.9 ] }
+  Cube { width 0.2 height 0.2 depth 0.2 }
+}
+"""
+COLOURED_VRML2 = """#VRML V2.0 utf8
+Transform { children [ Shape {
+  appearance Appearance { material Material { diffuseColor 0.2 0.6 0.3 } }
+  geometry IndexedFaceSet { coord Coordinate { point [ 0 0 0, 1 0 0, 0 1 0 ] } coordIndex [ 0 1 2 -1 ] }
+} ] }
+"""
+
+
+def test_inventor_colours_become_urdf_materials(tmp_path):
+    from robot_bridge.formats import meshes
+
+    iv, wrl = tmp_path / "two.iv", tmp_path / "tri.wrl"
+    iv.write_text(COLOURED_IV)
+    wrl.write_text(COLOURED_VRML2)
+    v, t, c = meshes.read_inventor_coloured(iv)
+    assert len(t) == 24 and np.allclose(c[:12], [0.9, 0.1, 0.1]) and np.allclose(c[12:], [0.1, 0.1, 0.9])
+    assert meshes.dominant_colour(v, t, c) == (0.9, 0.1, 0.1)          # the larger cube's
+    cache = MeshCache(tmp_path / "cache")
+    for attempt in range(2):                                              # converted, then from the cache
+        robot = _robot(Mesh("two.iv", str(iv)), Mesh("tri.wrl", str(wrl)))
+        text, report = urdf.to_urdf(robot, target=urdf.MeshTarget(cache=cache))
+        assert len(report.meshes_cached) == 2 * attempt
+        colours = [[float(x) for x in c.get("rgba").split()]
+                   for c in etree.fromstring(text.encode()).iterfind("link/visual/material/color")]
+        np.testing.assert_allclose(colours, [[0.9, 0.1, 0.1, 1], [0.2, 0.6, 0.3, 1]], atol=1 / 255)
+    # a colour the model gives wins over the file's
+    robot = _robot(Mesh("two.iv", str(iv)))
+    robot.links["a"].visuals[0].material.diffuse = (0.0, 0.0, 0.0)
+    text, _ = urdf.to_urdf(robot, target=urdf.MeshTarget(cache=cache))
+    assert 'rgba="0.0 0.0 0.0 1.0"' in text
