@@ -31,6 +31,7 @@ from trajectory_msgs.msg import JointTrajectory
 from .. import hardware as hw
 from ..control import (ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker, JointControl, Outcome,
                        Tolerances, build_trajectory, move_trajectory, resolve_tolerances)
+from ..control.groups import controller_groups
 from ..hardware.base import Hardware, HardwareError, ModuleState
 from ..model import Robot
 from ..ros import params
@@ -156,66 +157,6 @@ class ActiveGoal:
     controller: object
     feedback: bool = True
     extra: dict = field(default_factory=dict)
-
-
-def controller_groups(robot: Robot, driven: list[str], names: list[str]) -> list[tuple[str, list[str]]]:
-    """(name, driven joints) of each trajectory controller: SRDF groups (chains, joints, subgroups) or
-    manipulators (base to effector chain) named ``names``; none named: one of every driven joint but the
-    manipulators' gripper joints (all of them when that leaves none)."""
-    grippers = {j for m in robot.manipulators.values() for j in m.gripper_joints}
-    if not names:
-        arm = [j for j in driven if j not in grippers] or list(driven)
-        return [("", arm)]
-    out = []
-    for name in names:
-        joints = group_joints(robot, name)
-        chosen = [j for j in driven if j in joints]
-        if not chosen:
-            raise ValueError(f"controller {name!r}: no driven joint in group/manipulator {name!r} "
-                             f"(driven: {driven})")
-        out.append((name, chosen))
-    seen: dict[str, str] = {}
-    for name, joints in out:
-        for j in joints:
-            if j in seen:
-                raise ValueError(f"joint {j!r} is in controllers {seen[j]!r} and {name!r}; each joint "
-                                 "belongs to one controller")
-            seen[j] = name
-    return out
-
-
-def group_joints(robot: Robot, name: str) -> set[str]:
-    """Joints of an SRDF group (with its chains and subgroups) or of a manipulator's arm chain."""
-    groups = robot.semantics.groups if robot.semantics else {}
-    if name in groups:
-        group = groups[name]
-        joints = set(group.joints)
-        for link in group.links:
-            parent = robot.parent_joint(link)
-            if parent is not None:
-                joints.add(parent.name)
-        for base, tip in group.chains:
-            joints |= set(chain_joints(robot, base, tip))
-        for sub in group.subgroups:
-            joints |= group_joints(robot, sub)
-        return joints
-    if name in robot.manipulators:
-        m = robot.manipulators[name]
-        return set(chain_joints(robot, m.base, m.effector)) - set(m.gripper_joints)
-    known = sorted(set(groups) | set(robot.manipulators))
-    raise ValueError(f"controller {name!r} is neither an SRDF group nor a manipulator (known: {known})")
-
-
-def chain_joints(robot: Robot, base: str, tip: str) -> list[str]:
-    """Joints from ``base`` down to ``tip`` (root to tip order)."""
-    out, link = [], tip
-    while link != base:
-        joint = robot.parent_joint(link)
-        if joint is None:
-            raise ValueError(f"link {tip!r} is not below {base!r}")
-        out.append(joint.name)
-        link = joint.parent
-    return out[::-1]
 
 
 class ControllerNode(ContainedNode):

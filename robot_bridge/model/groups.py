@@ -1,0 +1,55 @@
+"""Which joints a planning group, a manipulator or a chain holds (SRDF semantics on the model).
+
+Shared by the controller (its trajectory controllers are groups) and the SRDF / MoveIt writers (group states
+name only a group's driven joints).  A chain may end at a manipulator's tool link (``<name>_tool``, written
+by ``urdf.to_urdf(tool_frames=True)``): it stands for the manipulator's effector link.
+"""
+
+from __future__ import annotations
+
+from .robot import Robot
+
+
+def chain_joints(robot: Robot, base: str, tip: str) -> list[str]:
+    """Joints from ``base`` down to ``tip`` (root to tip order)."""
+    tools = {f"{m.name}_tool": m.effector for m in robot.manipulators.values()}
+    link = tip if tip in robot.links else tools.get(tip, tip)
+    out = []
+    while link != base:
+        joint = robot.parent_joint(link)
+        if joint is None:
+            raise ValueError(f"link {tip!r} is not below {base!r} in robot {robot.name!r}")
+        out.append(joint.name)
+        link = joint.parent
+    return out[::-1]
+
+
+def group_joints(robot: Robot, name: str) -> set[str]:
+    """Joints of an SRDF group (its joints, the parent joints of its links, its chains and subgroups) or,
+    when no group has that name, of a manipulator's arm chain (base to effector, without its gripper
+    joints).  ValueError when neither exists."""
+    groups = robot.semantics.groups if robot.semantics else {}
+    if name in groups:
+        group = groups[name]
+        joints = set(group.joints)
+        for link in group.links:
+            parent = robot.parent_joint(link)
+            if parent is not None:
+                joints.add(parent.name)
+        for base, tip in group.chains:
+            joints |= set(chain_joints(robot, base, tip))
+        for sub in group.subgroups:
+            if sub != name:
+                joints |= group_joints(robot, sub)
+        return joints
+    if name in robot.manipulators:
+        m = robot.manipulators[name]
+        return set(chain_joints(robot, m.base, m.effector)) - set(m.gripper_joints)
+    known = sorted(set(groups) | set(robot.manipulators))
+    raise ValueError(f"{name!r} is neither an SRDF group nor a manipulator of robot {robot.name!r} "
+                     f"(known: {known})")
+
+
+def driven_joints(robot: Robot) -> list[str]:
+    """The joints a controller commands: active (not mimic, not passive) 1-DOF joints, in model order."""
+    return [j.name for j in robot.active_joints if j.dof == 1]
