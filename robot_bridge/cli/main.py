@@ -11,7 +11,7 @@ from .. import __version__
 from ..errors import DescriptionError
 
 PROG = "robot-bridge"
-VERBS = ("inspect", "check", "convert", "render", "run")
+VERBS = ("inspect", "check", "convert", "moveit-config", "render", "run")
 VERB_PACKAGE = "robot_bridge.cli.verbs"
 EXIT_INPUT_ERROR = 2
 
@@ -20,7 +20,7 @@ def load_verbs(names=None) -> dict[str, ModuleType]:
     """Import each listed verb module; a verb whose module does not exist (yet) is skipped."""
     verbs = {}
     for name in VERBS if names is None else names:
-        module_name = f"{VERB_PACKAGE}.{name}"
+        module_name = f"{VERB_PACKAGE}.{name.replace('-', '_')}"
         try:
             verbs[name] = importlib.import_module(module_name)
         except ModuleNotFoundError as err:

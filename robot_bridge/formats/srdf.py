@@ -122,6 +122,7 @@ class SrdfContext:
 
             links, joints = urdf_tree(self.robot)
             self._links = {link.name for link in links}
+            self._links |= {f"{m}_tool" for m in self.robot.manipulators}   # urdf.to_urdf(tool_frames=True)
             self._joints = set(self.robot.joints) | {j.name for j in joints}
         return self._links, self._joints
 
@@ -545,13 +546,75 @@ def write_srdf(semantics: Semantics, path, robot_name: Optional[str] = None) -> 
 
 
 # ---------------------------------------------------------------------------------------------- generation
-def semantics_from_model(robot: Robot) -> Semantics:
+def moveit_semantics(robot: Robot) -> Semantics:
+    """The SRDF written for ``robot``: generated from the model (chains end at the tool links) with the
+    semantics read with it winning; group states name only their group's driven joints, plus ``home``."""
+    generated = semantics_from_model(robot, tool_frames=True)
+    given = robot.semantics
+    if given is not None:                     # semantics read with the model win over generated ones
+        generated.groups.update(given.groups)
+        generated.group_states = given.group_states + [s for s in generated.group_states
+                                                       if given.state(s.name) is None]
+        generated.end_effectors.update(given.end_effectors)
+        generated.virtual_joints.update(given.virtual_joints)
+        generated.passive_joints = list(dict.fromkeys(given.passive_joints + generated.passive_joints))
+        generated.collision_pairs = given.collision_pairs + generated.collision_pairs
+        generated.joint_properties.update(given.joint_properties)
+    driven_group_states(generated, robot)
+    return generated
+
+
+def arm_groups(semantics: Semantics) -> list[str]:
+    """Groups with a chain: the arms a trajectory controller moves (MoveIt's planning groups)."""
+    return [name for name, g in semantics.groups.items() if g.chains]
+
+
+def driven_group_states(semantics: Semantics, robot: Robot) -> None:
+    """Every group state restricted to its group's driven joints (no mimic, passive or other groups'
+    joints; a state left empty is dropped), and a ``home`` state for each arm group that has none: the
+    SRDF's home values where given, else the description's initial values (what controller_node's ~/home
+    moves to)."""
+    import copy
+
+    from ..model.groups import driven_joints, group_joints
+
+    view = copy.copy(robot)
+    view.semantics = semantics
+    driven = driven_joints(robot)
+    members = {}
+    for name in semantics.groups:
+        try:
+            members[name] = [j for j in driven if j in group_joints(view, name)]
+        except ValueError:
+            members[name] = []
+    kept = []
+    for state in semantics.group_states:
+        joints = members.get(state.group, [])
+        values = {j: v for j, v in state.values.items() if j in joints}
+        if values:
+            kept.append(GroupState(state.name, state.group, values))
+    homes = {}
+    for state in kept:
+        if state.name == "home":
+            homes.update(state.values)
+    for group in arm_groups(semantics):
+        if any(s.name == "home" and s.group == group for s in kept):
+            continue
+        values = {j: list(homes[j]) if j in homes else [float(robot.joints[j].initial[0])]
+                  for j in members.get(group, [])}
+        if values:
+            kept.append(GroupState("home", group, values))
+    semantics.group_states = kept
+
+
+def semantics_from_model(robot: Robot, tool_frames: bool = False) -> Semantics:
     """MoveIt/hpp semantics for a model read from OpenRAVE XML or COLLADA.
 
-    Each manipulator becomes a chain group base -> effector and, when it has gripper joints, a group of
-    them plus an end_effector; collision_ignore pairs become disable_collisions; initial joint values
-    become group_state "initial" of a group "all" of every moving joint; existing handles, grippers and
-    contacts are kept.  Joint names are the URDF names (see urdf_tree).
+    Each manipulator becomes a chain group base -> effector (-> its tool link with ``tool_frames``, see
+    ``urdf.to_urdf``) and, when it has gripper joints, a group of them plus an end_effector;
+    collision_ignore pairs become disable_collisions; initial joint values become group_state "initial" of a
+    group "all" of every moving joint, naming only driven joints (no mimic or passive joints); existing
+    handles, grippers and contacts are kept.  Joint names are the URDF names (see urdf_tree).
     """
     from ..kinematics.urdf_tree import urdf_tree
 
@@ -561,8 +624,14 @@ def semantics_from_model(robot: Robot) -> Semantics:
         if tj.dof >= 0:
             urdf_names.setdefault(tj.source, []).append(tj.name)
     s = Semantics(robot_name=robot.name, source=robot.source)
+    tools = {}
+    if tool_frames:
+        from .urdf import tool_link_names
+
+        tools = tool_link_names(robot)
     for m in robot.manipulators.values():
-        s.groups[m.name] = Group(m.name, chains=[(m.base, m.effector)])
+        tip = tools[m.name][0] if m.name in tools else m.effector
+        s.groups[m.name] = Group(m.name, chains=[(m.base, tip)])
         if m.gripper_joints:
             gname = f"{m.name}_gripper"
             joints = [n for j in m.gripper_joints for n in urdf_names.get(j, [j])]
@@ -580,7 +649,8 @@ def semantics_from_model(robot: Robot) -> Semantics:
         initial = KinematicModel(robot).joint_values()          # initial values, mimic DOFs computed
         state = GroupState("initial", "all")
         for tj in moving:
-            state.values[tj.name] = [float(initial[tj.source][tj.dof])]
+            if tj.source in robot.joints and robot.joints[tj.source].is_active:
+                state.values[tj.name] = [float(initial[tj.source][tj.dof])]
         s.group_states.append(state)
     if robot.semantics is not None:
         s.handles.update(robot.semantics.handles)

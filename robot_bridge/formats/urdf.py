@@ -604,11 +604,15 @@ def _comment_text(text: str) -> str:
     return " " + text.replace("--", "- -") + " "
 
 
-def to_urdf(robot: Robot, mesh_dir=None, target: Optional[MeshTarget] = None) -> tuple[str, ConversionReport]:
+def to_urdf(robot: Robot, mesh_dir=None, target: Optional[MeshTarget] = None,
+            tool_frames: bool = False) -> tuple[str, ConversionReport]:
     """The URDF text of ``robot`` and a report of what could not be expressed.
 
     Meshes that need conversion go to ``mesh_dir`` or as ``target`` says (see :class:`MeshTarget`);
-    with neither they are dropped and reported."""
+    with neither they are dropped and reported.  ``tool_frames``: each manipulator's tool frame as a link
+    ``<manipulator>_tool`` on a fixed joint from its effector link (what /tf_static publishes), so an SRDF
+    chain can end at the tool (``convert`` and ``moveit-config``; the description node publishes these
+    frames itself)."""
     from ..kinematics.urdf_tree import urdf_tree
 
     report = ConversionReport()
@@ -632,14 +636,51 @@ def to_urdf(robot: Robot, mesh_dir=None, target: Optional[MeshTarget] = None) ->
                 _geometry_el(el, tag, g, f"{tag} {i} of link {link.name!r}", meshes, materials, report)
     for j in joints:
         _joint_el(root, j, robot, report)
+    tools = _tool_links(root, robot, report) if tool_frames else 0
     for text in robot.extras.get("urdf_elements", []):
         root.append(xmlsafe.parse_bytes(text.encode()).getroot())
     if robot.sensors:
         report.notes.append(f"{len(robot.sensors)} attached sensor frames are not URDF links "
                             "(the description node publishes them)")
-    report.links, report.joints = len(links), len(joints)
+    report.links, report.joints = len(links) + tools, len(joints) + tools
     etree.indent(root, space="  ")
     return etree.tostring(root, encoding="unicode", xml_declaration=False) + "\n", report
+
+
+def tool_link_names(robot: Robot) -> dict[str, tuple[str, str]]:
+    """manipulator -> (its tool link, the URDF link it hangs from) as ``to_urdf(tool_frames=True)`` writes."""
+    from ..kinematics.frames import tool_frame
+    from ..kinematics.urdf_tree import urdf_tree
+
+    links, _ = urdf_tree(robot)
+    urdf_name = {}
+    for tl in links:
+        if tl.source is not None:
+            urdf_name.setdefault(tl.source, tl.name)
+    taken = {tl.name for tl in links}
+    out = {}
+    for m in robot.manipulators.values():
+        name = tool_frame(m)
+        if name not in taken and m.effector in urdf_name:
+            out[m.name] = (name, urdf_name[m.effector])
+            taken.add(name)
+    return out
+
+
+def _tool_links(root, robot: Robot, report: ConversionReport) -> int:
+    tools = tool_link_names(robot)
+    for m in robot.manipulators.values():
+        if m.name not in tools:
+            report.notes.append(f"manipulator {m.name!r}: no tool link written (name taken or effector "
+                                f"{m.effector!r} not a link)")
+            continue
+        name, parent = tools[m.name]
+        etree.SubElement(root, "link", name=name)
+        el = etree.SubElement(root, "joint", name=f"{name}_joint", type="fixed")
+        _origin_el(el, m.tool)
+        etree.SubElement(el, "parent", link=parent)
+        etree.SubElement(el, "child", link=name)
+    return len(tools)
 
 
 def _inertial_el(parent, inertial: Inertial) -> None:
@@ -724,13 +765,13 @@ def _joint_el(root, j, robot: Robot, report: ConversionReport) -> None:
         etree.SubElement(el, "mimic", joint=target, multiplier=repr(mult), offset=repr(off))
 
 
-def write_urdf(robot: Robot, path, mesh_dir=None) -> ConversionReport:
+def write_urdf(robot: Robot, path, mesh_dir=None, tool_frames: bool = False) -> ConversionReport:
     """Write ``robot`` as URDF to ``path``; meshes needing conversion go to ``mesh_dir``
     (default: ``<path stem>_meshes`` beside the file)."""
     path = Path(path)
     if mesh_dir is None:
         mesh_dir = path.parent / f"{path.stem}_meshes"
-    text, report = to_urdf(robot, mesh_dir=mesh_dir)
+    text, report = to_urdf(robot, mesh_dir=mesh_dir, tool_frames=tool_frames)
     path.write_text('<?xml version="1.0"?>\n' + text)
     return report
 

@@ -7,10 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from robot_bridge.cli.verbs import convert
-from robot_bridge.formats import srdf, urdf
+from robot_bridge.formats import load, srdf, urdf
+from robot_bridge.model.groups import chain_joints
 
 
 def _run(argv) -> int:
@@ -35,11 +37,21 @@ def test_convert_barrett_wam(openrave_data, tmp_path, capsys):
     assert sorted(p.name for p in (out.parent / "wam_meshes").iterdir())
     semantics = srdf.read_srdf(tmp_path / "wam.srdf", robot)   # names agree with the URDF
     assert semantics.warnings == []
-    assert semantics.groups["arm"].chains == [("wam0", "wam7")]
+    # the chain ends at the manipulator's tool link, a fixed joint from the effector as /tf_static has it
+    assert semantics.groups["arm"].chains == [("wam0", "arm_tool")]
+    tool = robot.joints["arm_tool_joint"]
+    assert tool.type == "fixed" and tool.parent == "wam7" and tool.child == "arm_tool"
+    model = load(openrave_data / "robots/barrettwam.robot.xml", search_path=[openrave_data])
+    np.testing.assert_allclose(tool.origin, model.manipulators["arm"].tool, atol=1e-9)
     assert set(semantics.groups["arm_gripper"].joints) == {"JF1", "JF2", "JF3", "JF4"}
     assert semantics.end_effectors["arm_end_effector"].parent_link == "wam7"
+    # group states name only driven joints: no mimic (JF1mimic ...) and only the group's own joints
     initial = semantics.state("initial").values
-    assert initial["JF1mimic"] == pytest.approx([0.8727])      # mimic JF1/3+0.8727 at JF1 = 0
+    assert "JF1" in initial and not any("mimic" in j for j in initial)
+    homes = {s.group: s.values for s in semantics.group_states if s.name == "home"}
+    arm = chain_joints(model, "wam0", "wam7")
+    assert len(arm) == 7 and set(homes["arm"]) == set(arm)            # the description's initial values
+    assert homes["arm"] == {j: pytest.approx([model.joints[j].initial[0]]) for j in arm}
     assert len(semantics.collision_pairs) == 13
 
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ...formats import load
-from ...formats.srdf import semantics_from_model, write_srdf
+from ...formats.srdf import moveit_semantics, write_srdf
 from ...formats.urdf import write_urdf
 
 HELP = "Convert a robot description (OpenRAVE XML, COLLADA, URDF) to URDF and, optionally, SRDF."
@@ -24,33 +24,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "searched after these)")
 
 
-def _semantics(robot):
-    generated = semantics_from_model(robot)
-    given = robot.semantics
-    if given is not None:                     # semantics read with the model win over generated ones
-        generated.groups.update(given.groups)
-        generated.group_states = given.group_states + [s for s in generated.group_states
-                                                       if given.state(s.name) is None]
-        generated.end_effectors.update(given.end_effectors)
-        generated.virtual_joints.update(given.virtual_joints)
-        generated.passive_joints = list(dict.fromkeys(given.passive_joints + generated.passive_joints))
-        generated.collision_pairs = given.collision_pairs + generated.collision_pairs
-        generated.joint_properties.update(given.joint_properties)
-    return generated
-
-
 def main(args) -> int:
     robot = load(args.input, search_path=args.search_path)
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    report = write_urdf(robot, output, mesh_dir=args.mesh_dir)
+    report = write_urdf(robot, output, mesh_dir=args.mesh_dir, tool_frames=True)
     print(f"wrote {output}: {report.links} links, {report.joints} joints, "
           f"{len(report.meshes_converted)} meshes converted")
     if args.srdf:
         Path(args.srdf).parent.mkdir(parents=True, exist_ok=True)
-        semantics = _semantics(robot)
-        write_srdf(semantics, args.srdf, robot_name=robot.name)
-        s = semantics
+        s = moveit_semantics(robot)
+        write_srdf(s, args.srdf, robot_name=robot.name)
         print(f"wrote {args.srdf}: {len(s.groups)} groups, {len(s.end_effectors)} end effectors, "
               f"{len(s.collision_pairs)} disabled collision pairs, {len(s.handles)} handles, "
               f"{len(s.grippers)} grippers")
