@@ -22,6 +22,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -277,6 +278,42 @@ def draw(result: dict, out: Path) -> Path:
                                      f"detected {DETECTED_NAME}, {len(hits)} laser hits")
 
 
+MESH_ROBOT = "robots/barrettwam.robot.xml"       # Inventor meshes: converted for rviz by default
+
+
+def openrave_data() -> Optional[Path]:
+    """OpenRAVE's data folder: $OPENRAVE_DATA, else the developer corpus beside the repository."""
+    candidates = [Path(p) for p in os.environ.get("OPENRAVE_DATA", "").split(os.pathsep) if p]
+    candidates.append(Path(__file__).resolve().parents[2] / "shared" / "corpus" / "openrave" / "src")
+    return next((c for c in candidates if (c / MESH_ROBOT).is_file()), None)
+
+
+def draw_mesh_robot(out: Path) -> str:
+    """What rviz shows of a mesh robot: the robot_description description_node publishes for
+    barrettwam.robot.xml with default mesh handling, saved and drawn as ``render --urdf`` draws it."""
+    from .formats.mesh_cache import MeshCache
+    from .formats.urdf import read_published
+    from .nodes.description import DescriptionNode, load_model
+    from .render import render, visuals_only
+
+    data = openrave_data()
+    if data is None:
+        return f"mesh robot: skipped ({MESH_ROBOT} not found: set OPENRAVE_DATA to OpenRAVE's data folder)"
+    cache = MeshCache(out / "mesh_cache")
+    loaded = load_model(str(data / MESH_ROBOT), search_path=[str(data)],
+                        meshes=DescriptionNode._mesh_target("file", cache, None, []))
+    saved = out / "barrettwam_robot_description.urdf"
+    saved.write_text(loaded.urdf, encoding="utf-8")
+    robot = visuals_only(read_published(saved))
+    picture = render(robot, out / "barrettwam_rviz.png", title=f"{robot.name}: robot_description as rviz "
+                     f"shows it ({len(loaded.report.mesh_files)} meshes from {cache.directory.name}/)")
+    visuals = sum(len(link.visuals) for link in robot.links.values())
+    report = loaded.report
+    return (f"mesh robot: {MESH_ROBOT} -> robot_description with {visuals} visuals, "
+            f"{len(report.meshes_converted)} meshes converted, {len(report.meshes_cached)} from the cache; "
+            f"picture: {picture}")
+
+
 def report(result: dict, picture: Path) -> str:
     scan, image = result["scan"], result["image"]
     ranges = np.asarray(scan.ranges, dtype=float)
@@ -368,6 +405,7 @@ def main(argv=None) -> int:
         status = stop(bridge)
     picture = draw(result, out)
     print(report(result, picture))
+    print("  " + draw_mesh_robot(out))
     print(f"robot_bridge demo: bridge stopped (exit status {status}); "
           f"total {time.monotonic() - started:.1f} s")
     if status != 0:

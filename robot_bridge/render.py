@@ -7,6 +7,7 @@ its environment bodies and places them by forward kinematics; primitives are tri
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
@@ -75,6 +76,16 @@ def shape_triangles(shape: Shape, pose: np.ndarray) -> np.ndarray:
 
 def _arrays(mesh) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(mesh.vertices, dtype=float), np.asarray(mesh.faces, dtype=np.int64)
+
+
+def visuals_only(robot: Robot) -> Robot:
+    """A copy of ``robot`` whose links keep only their visuals (with their materials), so that a picture
+    shows what rviz's RobotModel display shows; the scene otherwise draws collision geometry first."""
+    import copy
+
+    out = copy.copy(robot)
+    out.links = {name: dataclasses.replace(link, collisions=[]) for name, link in robot.links.items()}
+    return out
 
 
 def scene_triangles(scene: Scene) -> list[tuple[Shape, np.ndarray]]:

@@ -40,3 +40,7 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "exit status 0" in report
     for picture in ("demo.png", "wrist_camera.png"):
         assert (out / picture).read_bytes().startswith(b"\x89PNG")
+    if (REPO.parent / "shared" / "corpus").is_dir():      # the mesh robot as rviz sees it
+        mesh = re.search(r"mesh robot: \S+ -> robot_description with (\d+) visuals", report)
+        assert mesh and int(mesh.group(1)) == 18, report
+        assert (out / "barrettwam_rviz.png").read_bytes().startswith(b"\x89PNG")

@@ -36,7 +36,9 @@ def main(args: argparse.Namespace) -> int:
     if args.urdf:
         from ...formats.urdf import read_published
 
-        robot = read_published(args.urdf, search_path=args.search_path or None)
+        from ...render import visuals_only
+
+        robot = visuals_only(read_published(args.urdf, search_path=args.search_path or None))
     else:
         robot = load(args.file, search_path=args.search_path or None)
     try:
