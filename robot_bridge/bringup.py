@@ -155,21 +155,26 @@ def flatten(tree: Mapping, prefix: str = "") -> dict:
     return flat
 
 
-def yaml_parameters(path: Path, node_name: str) -> dict:
-    """The ros__parameters of ``node_name`` (or of the ``/**`` wildcard) in a ROS 2 parameter file.
+def yaml_parameters(path: Path, node_name: str, namespace: str = "", must_exist: bool = False) -> dict:
+    """The ros__parameters of ``node_name`` in a ROS 2 parameter file, as rcl matches them: ``/**``, then
+    ``/**/<name>``, then the full name (``/<namespace>/<name>``, the leading slash optional); later wins.
 
     Empty lists are left out: they carry no type, and the nodes declare array parameters without a value.
+    A missing file is no parameters, or a FileNotFoundError with ``must_exist``.
     """
     import yaml
 
     if not path.is_file():
+        if must_exist:
+            raise FileNotFoundError(f"parameters file {path} not found")
         return {}
     with open(path, encoding="utf-8") as stream:
         document = yaml.safe_load(stream) or {}
     if not isinstance(document, Mapping):
         raise ValueError(f"{path}: expected a mapping of node names to ros__parameters")
     params = {}
-    for key in ("/**", "**", node_name, "/" + node_name, "/**/" + node_name):
+    full = f"/{namespace.strip('/')}/{node_name}" if namespace.strip("/") else "/" + node_name
+    for key in ("/**", "**", "/**/" + node_name, full[1:], full):
         section = document.get(key)
         if isinstance(section, Mapping):
             params.update(flatten(section.get("ros__parameters") or {}))

@@ -47,17 +47,29 @@ def _one_line(text: str) -> str:
 
 
 def main(argv=None) -> int:
-    verbs = load_verbs()
-    if not verbs:
-        print(f"{PROG}: no verbs installed", file=sys.stderr)
-        return 1
-    args = build_parser(verbs).parse_args(argv)
     try:
-        return int(args._verb_main(args) or 0)
-    except (DescriptionError, OSError) as err:
-        print(f"{PROG} {args.verb}: error: {_one_line(err)}", file=sys.stderr)
-        return EXIT_INPUT_ERROR
-    except KeyboardInterrupt:
+        verbs = load_verbs()
+        if not verbs:
+            print(f"{PROG}: no verbs installed", file=sys.stderr)
+            return 1
+        args = build_parser(verbs).parse_args(argv)
+        if args.verb == "run":          # from here a Ctrl-C is a recorded stop request (cli/stop.py)
+            from .stop import record_stop_requests
+
+            previous = record_stop_requests()
+        else:
+            previous = {}
+        try:
+            return int(args._verb_main(args) or 0)
+        except (DescriptionError, OSError) as err:
+            print(f"{PROG} {args.verb}: error: {_one_line(err)}", file=sys.stderr)
+            return EXIT_INPUT_ERROR
+        finally:
+            import signal
+
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    except KeyboardInterrupt:           # Ctrl-C before the verb took over: quietly, as a shell expects
         return 130
 
 

@@ -193,10 +193,14 @@ class ControllerNode(ContainedNode):
             if self.hardware is None:
                 self._setup()
             self._setup_controllers()
-            if self._param("auto_init"):
+        except Exception as exc:  # bad description or parameters: keep the node up (diagnostics), report
+            self.load_error = f"controller not set up: {type(exc).__name__}: {exc}"
+            self.get_logger().error(self.load_error)
+        try:
+            if self.hardware is not None and self._param("auto_init"):
                 self.get_logger().info(self.init())
-        except Exception as exc:  # bad description / bus: keep the node up, report, allow ~/init
-            self.get_logger().error(f"controller not ready: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # e.g. no bus: keep the node up, report, allow ~/init
+            self.get_logger().error(f"controller not ready: {_reason(exc)}")
         for rate in TIMERS:
             self._start_timer(rate)
 

@@ -156,8 +156,9 @@ class DescriptionNode(ContainedNode):
 
         ok, error = self.reload()
         if not ok:
-            self.get_logger().error(f"cannot load the robot description: {error}; waiting for a good "
-                                    "~/reload or description_file change")
+            self.load_error = f"cannot load the robot description: {error}"
+            self.get_logger().error(f"{self.load_error}; waiting for a good ~/reload or description_file "
+                                    "change")
 
     # -- parameters ---------------------------------------------------------
     def _param(self, name: str, overrides: dict | None = None):
@@ -193,7 +194,7 @@ class DescriptionNode(ContainedNode):
         except Exception as exc:    # any reader failure must leave the node serving
             return False, f"{type(exc).__name__}: {exc}"
         self._set_mesh_server(server)
-        self.model = model
+        self.model, self.load_error = model, None
         self._publish_model(model)
         elapsed = time.monotonic() - started
         robot, report = model.robot, model.report

@@ -205,14 +205,16 @@ class SensorBridge(ContainedNode):
     def _load(self) -> Optional[Robot]:
         path = self._p("description_file")
         if not path:
-            self.get_logger().error("no description_file given: no sensors to bridge")
+            self.load_error = "no description_file given: no sensors to bridge"
+            self.get_logger().error(self.load_error)
             return None
         from ..formats import load
 
         try:
             return load(path, search_path=list(self._p("search_path") or []))
         except Exception as exc:  # any reader failure: report, stay up without sensors
-            self.get_logger().error(f"cannot read {path}: {exc}")
+            self.load_error = f"cannot read {path}: {exc}"
+            self.get_logger().error(self.load_error)
             return None
 
     def _sensor_params(self, sensor: AttachedSensor) -> dict:

@@ -34,6 +34,8 @@ def callback_name(callback) -> str:
 class ContainedNode(Node):
     """A Node whose callbacks are contained (see the module docstring)."""
 
+    load_error: str | None = None       # why the node could not load its robot (None: loaded)
+
     def __init__(self, *args, **kwargs):
         self.callback_errors = 0            # contained exceptions so far (diagnostics, tests)
         super().__init__(*args, **kwargs)

@@ -18,7 +18,7 @@ SPIN_PERIOD = 0.1          # s: longest wait before a stop request is seen
 
 
 @contextmanager
-def stoppable_rclpy(args=None) -> Iterator[threading.Event]:
+def stoppable_rclpy(args=None, stop: threading.Event | None = None) -> Iterator[threading.Event]:
     """rclpy initialised for this process; the yielded event is set by SIGINT/SIGTERM.
 
     Our own signal handlers only ask the caller's loop to stop; the caller destroys its nodes, then the
@@ -26,7 +26,7 @@ def stoppable_rclpy(args=None) -> Iterator[threading.Event]:
     executor, which raised RCLError from the next wait set (seen under load).  Also applies the
     allocator tuning for large messages."""
     tune_allocator_for_large_messages()
-    stop = threading.Event()
+    stop = threading.Event() if stop is None else stop     # a given one may already be set: never lost
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -49,7 +49,11 @@ def spin_until_stopped(executor, stop: threading.Event, report: Callable[[str], 
 
 def spin_node(make_node: Callable[[], Node], args=None) -> int:
     """Spin the node until SIGINT/SIGTERM or shutdown, then clean up; exit status 0."""
-    with stoppable_rclpy(args) as stop:
+    from ..cli.stop import REQUESTED     # set by a Ctrl-C since the executable started (nodes/__init__.py)
+
+    with stoppable_rclpy(args, stop=REQUESTED) as stop:
+        if stop.is_set():
+            return 0
         node = make_node()
         executor = SingleThreadedExecutor()
         executor.add_node(node)

@@ -86,3 +86,17 @@ def test_sensor_bridge_stops_cleanly_while_images_are_relayed(sig):
         context.try_shutdown()
     assert proc.returncode == 0, output
     assert "Traceback" not in output and "ERROR" not in output, output
+
+
+@pytest.mark.parametrize("delay", [0.8, 2.0])
+def test_node_executable_ctrl_c_during_start_up_stops_without_traceback(delay):
+    """A Ctrl-C while the executable still imports or builds its node: exit 0, no KeyboardInterrupt."""
+    cmd = [sys.executable, "-m", "robot_bridge.nodes.controller", "--ros-args", "-p",
+           f"description_file:={WORLD}"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=dict(os.environ), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, output
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
+from pathlib import Path
 
 from ... import bringup
 
@@ -24,6 +26,15 @@ SHUTDOWN_TIMEOUT = 10.0                  # s: for callbacks still running at a s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--search-path", action="append", default=None, metavar="DIR",
+                        help="Directory searched for included files and meshes (repeatable; before "
+                             "$OPENRAVE_DATA): every node's search_path")
+    parser.add_argument("--params-file", action="append", default=[], metavar="YAML",
+                        help="ROS 2 parameters file (<node name>/ros__parameters, '/**' wildcards, "
+                             "namespaced names) applied to the nodes it names after config/<node>.yaml and "
+                             "the flags, as a launch Node's parameters file (repeatable, later files win)")
+    parser.add_argument("--keep-going", action="store_true",
+                        help="Keep running when a node cannot load the robot (else: exit status 2)")
     for name, default, description in bringup.ARGUMENTS:
         flag = "--" + name.replace("_", "-")
         if name in ("use_sim_time", "rviz"):
@@ -79,34 +90,69 @@ def _wait_for_running_callbacks(executor) -> None:
         time.sleep(0.01)
 
 
+def _specs(args: argparse.Namespace) -> list[bringup.NodeSpec]:
+    """The node set with --search-path and every --params-file applied."""
+    specs = bringup.node_set(options_from_args(args))
+    out = []
+    for spec in specs:
+        parameters = dict(spec.parameters)
+        if args.search_path and spec.factory:
+            parameters["search_path"] = [str(p) for p in args.search_path]
+        for path in args.params_file:
+            parameters.update(bringup.yaml_parameters(Path(path), spec.name, spec.namespace,
+                                                      must_exist=True))
+        out.append(replace(spec, parameters=parameters))
+    return out
+
+
+def _say(text: str) -> None:
+    print(f"robot-bridge run: {text}", flush=True)
+
+
+def _error(text: str) -> None:
+    print(f"robot-bridge run: error: {text}", file=sys.stderr, flush=True)
+
+
 def main(args: argparse.Namespace) -> int:
+    from ..stop import REQUESTED
+
+    options = options_from_args(args)
+    specs = _specs(args)
+    os.environ.update(bringup.dds_environment())      # before the first participant is created
     from rclpy.executors import MultiThreadedExecutor
 
     from ...ros.runner import spin_until_stopped, stoppable_rclpy
 
-    options = options_from_args(args)
-    specs = bringup.node_set(options)
-    os.environ.update(bringup.dds_environment())      # before the first participant is created
-    with stoppable_rclpy() as stop:
+    with stoppable_rclpy(stop=REQUESTED) as stop:
         nodes, processes, executor = [], [], None
         try:
             for spec in specs:
+                if stop.is_set():
+                    break
                 if not spec.factory:
                     processes.append(_external(spec))
                     continue
                 try:
                     nodes.append(create_node(spec))
                 except Exception as exc:     # e.g. a parameter of the wrong type in a YAML file
-                    print(f"robot-bridge run: error: cannot start {spec.name}: {type(exc).__name__}: {exc}",
-                          file=sys.stderr)
+                    _error(f"cannot start {spec.name}: {type(exc).__name__}: {exc}")
                     return EXIT_START_FAILED
-            executor = MultiThreadedExecutor(num_threads=len(nodes) + 1)
-            for node in nodes:
-                executor.add_node(node)
-            print(f"{READY}: {', '.join(n.get_fully_qualified_name() for n in nodes)} ({options.mode} mode, "
-                  f"{options.robot_file})", flush=True)
-            spin_until_stopped(executor, stop, lambda text: print(f"robot-bridge run: error: {text}",
-                                                                  file=sys.stderr, flush=True))
+            failed = [n for n in nodes if getattr(n, "load_error", None)]
+            for node in failed:
+                _error(f"{node.get_fully_qualified_name()}: {node.load_error}")
+            if failed and not args.keep_going:
+                return EXIT_START_FAILED
+            if not stop.is_set():            # a Ctrl-C during start-up: never ready, straight to stopped
+                executor = MultiThreadedExecutor(num_threads=len(nodes) + 1)
+                for node in nodes:
+                    executor.add_node(node)
+                names = ", ".join(n.get_fully_qualified_name() for n in nodes)
+                if failed:
+                    _say(f"running with {len(failed)} of {len(nodes)} nodes without a robot (--keep-going): "
+                         f"{names}")
+                else:
+                    print(f"{READY}: {names} ({options.mode} mode, {options.robot_file})", flush=True)
+                spin_until_stopped(executor, stop, _error)
         finally:
             if executor is not None:
                 _wait_for_running_callbacks(executor)
@@ -116,5 +162,5 @@ def main(args: argparse.Namespace) -> int:
             for process in filter(None, processes):
                 process.terminate()
                 process.wait(timeout=10)
-    print("robot-bridge run: stopped", flush=True)
+    _say("stopped")
     return 0

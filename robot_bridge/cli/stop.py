@@ -1,0 +1,19 @@
+"""A stop request (SIGINT/SIGTERM) that is recorded, never raised and never lost.
+
+``robot-bridge run`` installs it before anything slow is imported or started: a Ctrl-C at any moment of
+start-up sets :data:`REQUESTED` (no KeyboardInterrupt traceback) and the start-up and spin loops check it,
+so the bridge never prints ready and runs on after one.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+REQUESTED = threading.Event()
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def record_stop_requests() -> dict:
+    """From now on SIGINT/SIGTERM set REQUESTED; the previous handlers (to restore them)."""
+    return {sig: signal.signal(sig, lambda *_: REQUESTED.set()) for sig in SIGNALS}
