@@ -165,16 +165,17 @@ class ControllerNode(ContainedNode):
         self.lock = threading.RLock()          # hardware access: executor callbacks and tests
         self.hardware: Hardware | None = hardware
         self.timers_by_rate = {}
+        self.control: JointControl | None = None
+        self.controllers: list[TrajectoryController] = []
+        self.grippers: list[Gripper] = []
         self.params = params.NodeParameters(self, PARAMETERS, apply=self._on_parameters_set)
         self.robot = robot
         self.joints: list[str] = list(hardware.joint_names) if hardware else []
         self.limits = list(hardware.limits) if hardware else []
-        self.control: JointControl | None = self._joint_control(hardware) if hardware else None
+        self.control = self._joint_control(hardware) if hardware else None
         self.last_states: list | None = None
         self.bus_error: str | None = None      # hardware communication failure, until ~/recover
         self.internal_error: str | None = None  # a callback raised: halted, until ~/recover
-        self.controllers: list[TrajectoryController] = []
-        self.grippers: list[Gripper] = []
         self.goals: dict[bytes, ActiveGoal] = {}
         self._scene = None                     # sim: the world the fingers close on (built on first use)
 

@@ -134,7 +134,7 @@ def test_ctrl_c_during_start_up_stops_without_traceback_and_is_never_lost(when):
     output.thread.join(timeout=5)
     text = output.text
     assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
-    assert process.returncode in (0, 130), text
+    assert process.returncode in (0, 130, -signal.SIGINT), text     # -2: before Python's own handler
     if when != "early":
         assert not any(line.startswith(READY) for line in output.lines[sent:]), text
         assert process.returncode == 0 and "robot-bridge run: stopped" in text
