@@ -38,6 +38,7 @@ class Cia402DriveSim:
         self.state = "NOT READY TO SWITCH ON"
         self.controlword = 0
         self.halted = False
+        self.halt_started: tuple[float, float] | None = None   # (position, velocity) when the last halt came
         self.setpoint_ack = False
         self.error_code = 0
         self.lock = threading.RLock()
@@ -171,6 +172,7 @@ class Cia402DriveSim:
             self.setpoint_ack = False
         if cw & CW_HALT and not self.halted:
             self.halted = True
+            self.halt_started = (self.axis.position, self.axis.velocity)
             self.axis.stop(self._od(0x6084) / self.cpr)
         elif not cw & CW_HALT and self.halted:
             self.halted = False

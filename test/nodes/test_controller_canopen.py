@@ -42,7 +42,7 @@ def canopen_harness():
         d.start()
     h = Harness(robot, hardware="canopen", joints=ARM, state_rate=100.0, **{
         "canopen.interface": "virtual", "canopen.channel": channel, "canopen.node_ids": NODE_IDS,
-        "canopen.heartbeat_ms": 50})
+        "canopen.heartbeat_ms": 50, "canopen.heartbeat_timeout": 2.0})     # no false cut cable under load
     yield h, drives
     h.close()
     for d in drives:
