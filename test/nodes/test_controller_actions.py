@@ -271,3 +271,42 @@ def test_ros2_action_send_goal(harness):
     assert "SUCCEEDED" in out.stdout and "error_code: 0" in out.stdout, out.stdout[-2000:]
     assert "Feedback:" in out.stdout
     assert np.max(np.abs(harness.latest_position() - target)) <= 0.01
+
+
+def test_embedded_arm_goal_succeeds():
+    """The same on the embedded LWA3-style arm with its SRDF (the bringup's default robot): the default
+    controller drives j1..j7 (not the gripper), a two-point goal succeeds within the goal tolerance."""
+    from robot_bridge.bringup import DEFAULT_ROBOT, DEFAULT_SRDF
+    from robot_bridge.formats import load
+    from robot_bridge.formats.srdf import attach_semantics, read_srdf
+
+    robot = load(DEFAULT_ROBOT)
+    attach_semantics(robot, read_srdf(DEFAULT_SRDF, robot))
+    h = Harness(robot, state_rate=STATE_RATE)
+    client = None
+    try:
+        arm = [f"j{i}" for i in range(1, 8)]
+        assert [c.joints for c in h.node.controllers] == [arm]
+        since = time.monotonic()
+        target = np.array([0.4, 0.3, -0.2, 0.8, 0.1, 0.5, -0.3])
+        client = Client({"joint_names": arm, "points": [
+            {"positions": list(target / 2), "velocities": list(target / 3.0), "time_from_start": 1.5},
+            {"positions": list(target), "velocities": [0.0] * 7, "time_from_start": 3.0}]})
+        result = client.result()
+        assert result["status"] == SUCCEEDED and result["error_code"] == 0, result
+        index = [h.node.joints.index(j) for j in arm]
+        final_error = float(np.max(np.abs(h.latest_position()[index] - target)))
+        assert final_error <= 0.01
+        limits = [h.node.limits[i] for i in index]
+        vmax = np.array([lim.velocity for lim in limits]) * (1 + 1e-9)
+        for msg in h.snapshot(h.joint_states, since):
+            assert np.all(np.abs(np.array(msg.velocity)[index]) <= vmax)
+        for msg in h.snapshot(h.states, since):
+            accel = np.abs(np.array(msg.feedback.accelerations)[index])
+            assert np.all(accel <= [lim.acceleration * (1 + 1e-6) for lim in limits])
+        assert len(client.of("feedback")) > 50
+        report("fjt_embedded", final_error_rad=final_error, feedback_messages=len(client.of("feedback")))
+    finally:
+        if client is not None:
+            client.close()
+        h.close()
