@@ -165,3 +165,20 @@ def test_forcesensor_and_flash_lidar_are_typed_and_export(tmp_path):
     assert flash.params == {"range_max": 6.0, "scan_time": 0.1, "fx": 16.0, "fy": 12.0, "cx": 15.5,
                             "cy": 11.5, "width": 32, "height": 24}
     assert_export_matches(robot, tmp_path)
+
+
+def test_an_unknown_function_in_a_partial_costs_only_the_partial(tmp_path):
+    text = DUMMIES.read_text().replace(
+        '<equation type="first_partial" target="kmodel1/shoulder"><math xmlns="http://www.w3.org/1998/Math/MathML">'
+        '<cn>0.05</cn></math></equation>',
+        '<equation type="first_partial" target="kmodel1/shoulder"><math xmlns="http://www.w3.org/1998/Math/MathML">'
+        '<apply><csymbol encoding="text/xml" type="function">LAW</csymbol><cn>1</cn></apply>'
+        '</math></equation>')
+    assert "LAW" in text
+    path = tmp_path / "partial.dae"
+    path.write_text(text)
+    robot = load(path)
+    j2 = robot.joints["dummy_jointsid2"]
+    assert j2.mimic[0].position == "(0.05 * shoulder)" and j2.mimic[0].velocity == {}
+    warning = [w for w in robot.warnings if w.startswith("joint 'dummy_jointsid2'")]
+    assert len(warning) == 1 and "first_partial equation not compiled" in warning[0] and "'LAW'" in warning[0]

@@ -488,8 +488,17 @@ class _Reader:
                     math_el = eq.find("math")
                     if math_el is None:
                         continue
-                    text = conv.convert(math_el)
                     etype = eq.get("type")
+                    try:
+                        text = conv.convert(math_el)
+                    except UnknownVariableError:
+                        raise
+                    except ExpressionError as exc:
+                        if etype == "position":
+                            raise
+                        # a partial beyond the engine costs only that partial (they are kept, not evaluated)
+                        self.robot.warn(f"joint {jname!r}: {etype} equation not compiled ({exc}); dropped")
+                        continue
                     if etype == "position":
                         position = text
                     elif etype in ("first_partial", "second_partial"):
