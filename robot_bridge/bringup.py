@@ -36,13 +36,18 @@ ARGUMENTS = [
     ("hardware", "", "Controller hardware, sim or canopen; empty: sim in sim mode, canopen in real mode"),
     ("namespace", "", "Namespace of every node (robot_description, joint_states and sensor topics move "
                       "with it; /tf and /tf_static stay global)"),
-    ("frame_prefix", "", "Prefix of every TF frame and sensor frame_id"),
+    ("frame_prefix", "", "Prefix of the robot's TF frames and sensor frame_ids (world_frame and the "
+                         "environment bodies stay shared)"),
+    ("world_frame", "world", "Frame shared by every robot of one world; each robot's root is placed in it"),
+    ("environment", "true", "Publish the environment bodies of the robot file on /tf_static (false for every "
+                            "robot but one sharing a world)"),
     ("use_sim_time", "false", "Use /clock for every node"),
     ("rviz", "false", "Also start rviz2 with config/robot_bridge.rviz"),
     ("objects", "", "Object mapping YAML (detection class ids -> body files); given: also start world_node, "
                     "which turns vision_msgs/Detection3DArray on `detections` into environment bodies"),
 ]
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
+BOOLEAN_ARGUMENTS = ("use_sim_time", "rviz", "environment")
 
 
 def _flag(name: str, value) -> bool:
@@ -64,6 +69,8 @@ class Options:
     hardware: str = ""
     namespace: str = ""
     frame_prefix: str = ""
+    world_frame: str = "world"
+    environment: bool = True
     use_sim_time: bool = False
     rviz: bool = False
     objects: str = ""
@@ -84,7 +91,7 @@ class Options:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown launch arguments: {', '.join(unknown)}")
-        typed = {k: _flag(k, v) if k in ("use_sim_time", "rviz") else str(v) for k, v in values.items()}
+        typed = {k: _flag(k, v) if k in BOOLEAN_ARGUMENTS else str(v) for k, v in values.items()}
         return cls(**typed)
 
     @property
@@ -202,8 +209,8 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
     specs = [
         NodeSpec(PACKAGE, "description_node", "description_node", ns,
                  params("description_node", "description.yaml", description_file=o.robot_file,
-                        srdf_file=o.srdf_file, frame_prefix=o.frame_prefix,
-                        publish_default_joint_states=False),
+                        srdf_file=o.srdf_file, frame_prefix=o.frame_prefix, world_frame=o.world_frame,
+                        publish_environment=o.environment, publish_default_joint_states=False),
                  factory="robot_bridge.nodes.description:DescriptionNode"),
         NodeSpec(PACKAGE, "sensor_bridge_node", "sensor_bridge", ns, _sensor_modes(sensors, o.mode),
                  factory="robot_bridge.nodes.sensor_bridge:SensorBridge"),

@@ -5,8 +5,9 @@
 - ``static_transforms()``: every fixed transform as ``FrameTransform`` --
   fixed URDF joints (incl. frozen passive joints and generated offsets),
   manipulator tool frames, attached sensor frames (+ camera optical frames),
-  hpp handle / gripper frames, and, for an environment, world -> robot root and
-  world -> every link of the other bodies (posed at their initial values).
+  hpp handle / gripper frames, and, for an environment (or a prefixed robot, one of several), world ->
+  robot root and world -> every link of the other bodies (posed at their initial values); ``world`` and
+  the bodies' frames are shared by all robots: not prefixed.
 - ``update(names, positions)``: apply one JointState (robot_state_publisher
   semantics: the joints named in the message, plus every mimic joint, are
   published); returns a ``MovingTransforms`` batch (translations and xyzw
@@ -135,9 +136,15 @@ class Selection:
 class StatePublisher:
     MAX_SELECTIONS = 64         # distinct name lists remembered (bounded memory)
 
-    def __init__(self, robot: Robot, prefix: str = ""):
+    def __init__(self, robot: Robot, prefix: str = "", world_frame: str = frames.WORLD_FRAME,
+                 environment: bool = True, environment_prefix: str = ""):
         self.robot = robot
         self.prefix = prefix
+        # Shared by every robot in one world (never prefixed by ``prefix``): the world frame the root is
+        # placed in (when the file has an environment, or the robot is prefixed as one of several) and the
+        # environment bodies' frames (``environment``: published by this robot).
+        self.world_frame, self.environment, self.environment_prefix = world_frame, environment, \
+            environment_prefix
         self.links, self.tree = urdf_tree(robot)
         self.kinematics = KinematicModel(robot)
         self.moving = [j for j in self.tree if j.type != "fixed"]
@@ -209,14 +216,15 @@ class StatePublisher:
             for g in sem.grippers.values():
                 out.append(FrameTransform(frames.link_frame(g.link, p), frames.gripper_frame(g.name, p),
                                           g.pose))
-        if robot.environment:
-            world = p + frames.WORLD_FRAME
+        world = self.world_frame
+        if world and (robot.environment or p):
             out.append(FrameTransform(world, frames.link_frame(robot.root, p), robot.placement))
+        if world and self.environment:
             for body in robot.environment.values():
                 poses = KinematicModel(body).link_poses()
                 for link, pose in poses.items():
-                    out.append(FrameTransform(world, body_link_frame(body.name, link, p),
-                                              body.placement @ pose))
+                    frame = body_link_frame(body.name, link, self.environment_prefix)
+                    out.append(FrameTransform(world, frame, body.placement @ pose))
         return out
 
     # -- moving -------------------------------------------------------------

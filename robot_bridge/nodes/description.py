@@ -45,7 +45,16 @@ PARAMETERS = params.schema(
     Param("publish_frequency", 20.0, "Maximum /tf rate per joint in Hz, as robot_state_publisher; "
                                      "0 publishes on every JointState", range=(0.0, 10000.0)),
     Param("ignore_timestamp", False, "Publish every JointState regardless of publish_frequency"),
-    Param("frame_prefix", "", "Prefix added to every published TF frame", rule_text=RELOADS),
+    Param("frame_prefix", "", "Prefix added to the robot's TF frames (not to the shared world_frame and "
+                              "environment bodies)", rule_text=RELOADS),
+    Param("world_frame", "world", "Frame shared by every robot in one world: the robot's root is placed in "
+                                  "it (its file's placement; also without an environment when frame_prefix "
+                                  "is set) and so are the environment bodies; empty: none",
+          rule_text=RELOADS),
+    Param("publish_environment", True, "Publish the environment bodies of the file under world_frame (false "
+                                       "for every robot but one sharing a world)", rule_text=RELOADS),
+    Param("environment_prefix", "", "Prefix of the environment bodies' frames (empty: shared names)",
+          rule_text=RELOADS),
     Param("publish_default_joint_states", False, "Publish the initial configuration on joint_states at "
                                                  "10 Hz while no other node publishes there", read_only=True),
     Param("mesh_dir", "", "Override: directory for meshes converted for the URDF, as named files (empty: the "
@@ -66,7 +75,8 @@ PARAMETERS = params.schema(
                                 "taking and publishing serialized messages (false, or where rclpy lacks what "
                                 "it needs: through the executor)", read_only=True),
 )
-RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_prefix", "mesh_dir",
+RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_prefix", "world_frame",
+                     "publish_environment", "environment_prefix", "mesh_dir",
                      "mesh_cache_dir", "mesh_cache_max_mb", "mesh_uri", "mesh_http_host", "mesh_http_port"}
 DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
 WARN_THROTTLE = 10.0                   # s
@@ -108,12 +118,14 @@ def _semantic_text(robot: Robot, srdf_file: str) -> str | None:
 
 
 def load_model(description_file: str, srdf_file: str = "", search_path=(), frame_prefix: str = "",
-               mesh_dir: str = "", meshes: MeshTarget | None = None) -> LoadedModel:
+               mesh_dir: str = "", meshes: MeshTarget | None = None, shared_frames: dict | None = None
+               ) -> LoadedModel:
     """Read and convert everything; raises (DescriptionError, OSError, ...) without side effects
     (converted meshes aside: they land in the mesh cache, where they belong whatever happens next).
 
     ``meshes`` says where meshes needing conversion go and how files are named (default: the mesh
-    cache, ``file://`` URIs); ``mesh_dir`` overrides the cache with a directory of named files."""
+    cache, ``file://`` URIs); ``mesh_dir`` overrides the cache with a directory of named files.
+    ``shared_frames``: StatePublisher's world_frame / environment / environment_prefix."""
     from ..formats import load
     from ..formats.urdf import to_urdf
 
@@ -123,7 +135,7 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
     srdf_text = _semantic_text(robot, srdf_file)
     urdf_text, report = to_urdf(robot, mesh_dir=mesh_dir or None,
                                 target=meshes if meshes is not None else MeshTarget(cache=MeshCache()))
-    state = StatePublisher(robot, frame_prefix)
+    state = StatePublisher(robot, frame_prefix, **(shared_frames or {}))
     return LoadedModel(robot, state, urdf_text, srdf_text, JointStateTF(state), report)
 
 
@@ -190,7 +202,9 @@ class DescriptionNode(ContainedNode):
             cache = MeshCache(p["mesh_cache_dir"] or None, max_bytes=int(p["mesh_cache_max_mb"]) << 20)
             server, served = self._mesh_server(p, cache), []
             model = load_model(p["description_file"], p["srdf_file"], p["search_path"], p["frame_prefix"],
-                               p["mesh_dir"], self._mesh_target(p["mesh_uri"], cache, server, served))
+                               p["mesh_dir"], self._mesh_target(p["mesh_uri"], cache, server, served),
+                               {"world_frame": p["world_frame"], "environment": p["publish_environment"],
+                                "environment_prefix": p["environment_prefix"]})
         except Exception as exc:    # any reader failure must leave the node serving
             return False, f"{type(exc).__name__}: {exc}"
         self._set_mesh_server(server)

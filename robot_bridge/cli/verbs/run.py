@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         flag = "--" + name.replace("_", "-")
         if name in ("use_sim_time", "rviz"):
             parser.add_argument(flag, dest=name, action="store_true", help=description)
+        elif name in bringup.BOOLEAN_ARGUMENTS:                 # default true: --environment / --no-...
+            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
+                                default=bringup._flag(name, default), help=description)
         elif name in ("mode", "hardware"):
             choices = bringup.MODES if name == "mode" else bringup.HARDWARE     # (defaults are not checked)
             parser.add_argument(flag, dest=name, default=default, choices=choices, help=description)
