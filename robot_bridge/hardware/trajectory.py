@@ -92,6 +92,10 @@ class TrapezoidalAxis:
         if dt <= 0.0:
             return
         v = self.velocity
+        if v == 0.0 and self._stopping is None and self._velocity_command is None \
+                and self.position == self.target and self.feedforward == 0.0:
+            self.acceleration = 0.0                        # at rest on target: what a step computes
+            return
         if self._stopping is not None:
             accel = self._stopping
             desired = 0.0
@@ -105,15 +109,15 @@ class TrapezoidalAxis:
             accel = self.profile_acceleration
             d = self.target - self.position
             speed = min(self.profile_velocity, self._stoppable_speed(abs(d), accel, dt))
-            desired = float(np.clip(self.feedforward + math.copysign(speed, d), -self.profile_velocity,
-                                    self.profile_velocity))
+            desired = _clip(self.feedforward + math.copysign(speed, d), -self.profile_velocity,
+                            self.profile_velocity)
             if abs(v) > self.max_velocity:                 # limits lowered while moving
                 desired = math.copysign(self.max_velocity, v)
-        new_v = float(np.clip(desired, v - accel * dt, v + accel * dt))
+        new_v = _clip(desired, v - accel * dt, v + accel * dt)
         new_p = self.position + new_v * dt
         if not self.lower <= new_p <= self.upper:          # end of the range (rounding or hard stop)
-            new_p = float(np.clip(new_p, self.lower, self.upper))
-            new_v = float(np.clip((new_p - self.position) / dt, v - accel * dt, v + accel * dt))
+            new_p = _clip(new_p, self.lower, self.upper)
+            new_v = _clip((new_p - self.position) / dt, v - accel * dt, v + accel * dt)
         if (self._stopping is not None or self._velocity_command is not None) and new_v == 0.0:
             self.target = new_p
         self.acceleration = (new_v - v) / dt
@@ -166,3 +170,9 @@ class Trajectory:
         v = np.array([s(t, 1) for s in self._splines])
         a = np.array([s(t, 2) for s in self._splines]) if self.order > 1 else np.zeros(n)
         return p, v, a
+
+
+def _clip(value: float, lower: float, upper: float) -> float:
+    """``float(np.clip(value, lower, upper))`` for floats, without numpy's per-call cost (the sim steps
+    every module every 2 ms)."""
+    return min(max(value, lower), upper)

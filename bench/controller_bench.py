@@ -1,0 +1,103 @@
+"""controller_node's CPU at its default rates, embedded arm in sim (prints JSON).
+
+Runs ``controller_node`` (hardware sim, the embedded LWA3 arm, default parameters) in a process of its own
+with a subscriber of /joint_states, ~/state and /diagnostics in another, and reports the node's CPU (% of one
+core, from /proc) over ``--duration`` s while it holds its position, the messages received per topic and
+their rates.  ``--state-rate``/``--control-rate``/``--diagnostics-rate`` override the defaults (e.g.
+``--state-rate 0.1`` isolates the control loop's share).
+
+Usage: .venv/bin/python bench/controller_bench.py [--duration 10] [--burners N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import rclpy  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+ROBOT = REPO / "robot_bridge" / "data" / "lwa3_gripper.robot.xml"
+GOAL_CPU_PERCENT = 5.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--state-rate", type=float)
+    parser.add_argument("--control-rate", type=float)
+    parser.add_argument("--diagnostics-rate", type=float)
+    parser.add_argument("--burners", type=int, default=0, help="busy-loop processes running meanwhile")
+    args = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
+    overrides = {"state_rate": args.state_rate, "control_rate": args.control_rate,
+                 "diagnostics_rate": args.diagnostics_rate}
+    cmd = [sys.executable, "-m", "robot_bridge.nodes.controller", "--ros-args",
+           "-p", f"description_file:={ROBOT}",
+           "--log-level", "warn"]
+    for name, value in overrides.items():
+        if value is not None:
+            cmd[-2:-2] = ["-p", f"{name}:={value}"]
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.burners)]
+    node_proc = subprocess.Popen(cmd, env=env, cwd=REPO)
+    rclpy.init()
+    listener = rclpy.create_node("controller_bench_listener")
+    received: Counter = Counter()
+    for msg_type, topic in ((JointState, "/joint_states"), (JointTrajectory, "/controller_node/state"),
+                            (DiagnosticArray, "/diagnostics")):
+        listener.create_subscription(msg_type, topic, lambda _m, t=topic: received.update([t]), 10, raw=True)
+    try:
+        deadline = time.monotonic() + 60.0
+        while time.monotonic() < deadline and not received["/joint_states"]:
+            rclpy.spin_once(listener, timeout_sec=0.1)
+        end = time.monotonic() + 1.0                 # settle
+        while time.monotonic() < end:
+            rclpy.spin_once(listener, timeout_sec=0.05)
+        received.clear()
+        cpu0, wall0 = _cpu_seconds(node_proc.pid), time.monotonic()
+        end = wall0 + args.duration
+        while time.monotonic() < end:
+            rclpy.spin_once(listener, timeout_sec=0.05)
+        cpu, wall = _cpu_seconds(node_proc.pid) - cpu0, time.monotonic() - wall0
+    finally:
+        node_proc.terminate()
+        try:
+            node_proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            node_proc.kill()
+        listener.destroy_node()
+        rclpy.shutdown()
+        for b in burners:
+            b.kill()
+    percent = round(100.0 * cpu / wall, 2)
+    print(json.dumps({
+        "bench": "controller", "robot": ROBOT.name, "hardware": "sim", "duration_s": round(wall, 1),
+        "rates_hz": {k: v for k, v in overrides.items() if v is not None} or "defaults",
+        "load_average": os.getloadavg(), "cpu_burners": args.burners,
+        "received": dict(received), "received_hz": {k: round(v / wall, 1) for k, v in received.items()},
+        "node_cpu_percent": percent, "goal_cpu_percent": GOAL_CPU_PERCENT, "ok": percent <= GOAL_CPU_PERCENT,
+    }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
