@@ -1,10 +1,12 @@
 """controller_node's CPU at its default rates, embedded arm in sim (prints JSON).
 
 Runs ``controller_node`` (hardware sim, the embedded LWA3 arm, default parameters) in a process of its own
-with a subscriber of /joint_states, ~/state and /diagnostics in another, and reports the node's CPU (% of one
-core, from /proc) over ``--duration`` s while it holds its position, the messages received per topic and
-their rates.  ``--state-rate``/``--control-rate``/``--diagnostics-rate`` override the defaults (e.g.
-``--state-rate 0.1`` isolates the control loop's share).
+with a subscriber of /joint_states, ~/controller_state and /diagnostics in another, and reports the node's
+CPU (% of one core, from /proc) over ``--duration`` s while it holds its position, the messages received
+per topic and their rates.  On a loaded machine the node may not get the CPU to keep its rates; then
+``cpu_percent_at_nominal_rates`` (its CPU per /joint_states message received, times the nominal
+state_rate) is the comparable number.  ``--state-rate``/``--control-rate``/``--diagnostics-rate``
+override the defaults.
 
 Usage: .venv/bin/python bench/controller_bench.py [--duration 10] [--burners N]
 """
@@ -26,7 +28,7 @@ sys.path.insert(0, str(REPO))
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+from control_msgs.msg import JointTrajectoryControllerState  # noqa: E402
 
 ROBOT = REPO / "robot_bridge" / "data" / "lwa3_gripper.robot.xml"
 GOAL_CPU_PERCENT = 5.0
@@ -62,8 +64,10 @@ def main() -> int:
     rclpy.init()
     listener = rclpy.create_node("controller_bench_listener")
     received: Counter = Counter()
-    for msg_type, topic in ((JointState, "/joint_states"), (JointTrajectory, "/controller_node/state"),
-                            (DiagnosticArray, "/diagnostics")):
+    topics = ((JointState, "/joint_states"),
+              (JointTrajectoryControllerState, "/controller_node/controller_state"),
+              (DiagnosticArray, "/diagnostics"))
+    for msg_type, topic in topics:
         listener.create_subscription(msg_type, topic, lambda _m, t=topic: received.update([t]), 10, raw=True)
     try:
         deadline = time.monotonic() + 60.0
@@ -89,12 +93,17 @@ def main() -> int:
         for b in burners:
             b.kill()
     percent = round(100.0 * cpu / wall, 2)
+    state_rate = args.state_rate or 50.0
+    states = received["/joint_states"]
+    nominal = round(100.0 * cpu / (states / state_rate), 2) if states else None
     print(json.dumps({
         "bench": "controller", "robot": ROBOT.name, "hardware": "sim", "duration_s": round(wall, 1),
         "rates_hz": {k: v for k, v in overrides.items() if v is not None} or "defaults",
         "load_average": os.getloadavg(), "cpu_burners": args.burners,
         "received": dict(received), "received_hz": {k: round(v / wall, 1) for k, v in received.items()},
-        "node_cpu_percent": percent, "goal_cpu_percent": GOAL_CPU_PERCENT, "ok": percent <= GOAL_CPU_PERCENT,
+        "node_cpu_percent": percent, "cpu_percent_at_nominal_rates": nominal,
+        "goal_cpu_percent": GOAL_CPU_PERCENT,
+        "ok": percent <= GOAL_CPU_PERCENT and (nominal or 0) <= GOAL_CPU_PERCENT,
     }, indent=2))
     return 0
 
