@@ -6,7 +6,7 @@ publishes (serialized: no decoding in this process), and counts header stamps ov
 (stamps - 1) / (last - first).  The asked rate of each sensor is the one the bridge reports on
 /diagnostics.  CPU = the bridge process's user + system time over the window, in % of one core.
 
-Usage: .venv/bin/python bench/sim_rates.py [ROBOT_FILE] [--run | --node] [--seconds 20]
+Usage: .venv/bin/python bench/sim_rates.py [ROBOT_FILE] [--run | --node [--move]] [--seconds 20]
        [--search-path DIR ...] [-p sensors.camera.width:=320 ...]
 Default robot: ../shared/corpus/openrave/src/data/testwamcamera.env.xml (search path its data directory).
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import struct
 import subprocess
@@ -60,8 +61,16 @@ def start_bridge(robot: Path, search_path: list[str], namespace: str, whole_brin
                             text=True)
 
 
+def moving_joints(robot: Path, search_path: list[str], count: int = 3) -> list[str]:
+    """The first ``count`` one-DOF joints of the robot (swung by --move)."""
+    from robot_bridge.formats import load
+
+    model = load(str(robot), search_path=search_path or None)
+    return [name for name, joint in model.joints.items() if joint.dof == 1][:count]
+
+
 def measure(robot: Path, search_path: list[str], seconds: float, whole_bringup: bool,
-            overrides: list[str], warmup: float = 3.0) -> dict:
+            overrides: list[str], warmup: float = 3.0, move: bool = False) -> dict:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.executors import SingleThreadedExecutor
@@ -91,6 +100,18 @@ def measure(robot: Path, search_path: list[str], seconds: float, whole_bringup: 
                     **{k: values[k] for k in ("mean_frame_ms", "mean_cpu_ms", "late_frames") if k in values}}
 
     node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 50)
+    if move:            # the robot swings all the time: sensors on it never see the same view twice
+        from sensor_msgs.msg import JointState
+
+        names = moving_joints(robot, search_path)
+        joints = node.create_publisher(JointState, f"/{namespace}/joint_states", 10)
+        t0 = time.monotonic()
+
+        def swing():
+            phase = 2 * math.pi * 0.2 * (time.monotonic() - t0)
+            positions = [0.3 * math.sin(phase + k) for k in range(len(names))]
+            joints.publish(JointState(name=names, position=positions))
+        node.create_timer(0.02, swing)
 
     def recorder(topic):
         box = stamps.setdefault(topic, [])
@@ -152,7 +173,8 @@ def measure(robot: Path, search_path: list[str], seconds: float, whole_bringup: 
                 entry["within_5_percent"] = abs(entry["measured_hz"] / asked[sensor] - 1.0) <= 0.05
         topics[topic.removeprefix(f"/{namespace}/")] = entry
     return {"robot": str(robot), "process": "robot-bridge run" if whole_bringup else "sensor_bridge_node",
-            "overrides": overrides, "seconds": seconds, "cpu_percent_of_one_core": round(cpu, 1),
+            "robot_moving": move, "overrides": overrides, "seconds": seconds,
+            "cpu_percent_of_one_core": round(cpu, 1),
             "load_average_1min": round(os.getloadavg()[0], 2), "topics": topics,
             "diagnostics": reported,
             "every_topic_within_5_percent": all(t.get("within_5_percent") for t in topics.values())}
@@ -167,6 +189,8 @@ def main() -> int:
     mode.add_argument("--node", dest="whole", action="store_false", help="the sensor bridge node alone")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--search-path", action="append", default=[])
+    parser.add_argument("--move", action="store_true",
+                        help="(with --node) swing three joints all the time via joint_states at 50 Hz")
     parser.add_argument("-p", dest="overrides", action="append", default=[], metavar="NAME:=VALUE",
                         help="sensor bridge parameter (with --node)")
     args = parser.parse_args()
@@ -175,7 +199,10 @@ def main() -> int:
         print(f"robot file not found: {robot}", file=sys.stderr)
         return 2
     search = args.search_path or ([str(CORPUS_DATA)] if robot.is_relative_to(CORPUS_DATA) else [])
-    print(json.dumps(measure(robot, search, args.seconds, args.whole, args.overrides), indent=2))
+    if args.move and args.whole:
+        parser.error("--move needs --node (under robot-bridge run the controller owns joint_states)")
+    result = measure(robot, search, args.seconds, args.whole, args.overrides, move=args.move)
+    print(json.dumps(result, indent=2))
     return 0
 
 
