@@ -54,7 +54,10 @@ def run(duration: float, joint_rate: float = 1000.0, camera_rate: float = 30.0, 
     original_publish = Publisher.publish
 
     def counting_publish(self, msg):
-        published[self.topic_name] += 1
+        # only what a matched reader must get: the simulated laser publishes from its own thread from the
+        # start, before the listener's subscription exists
+        if self.get_subscription_count():
+            published[self.topic_name] += 1
         return original_publish(self, msg)
 
     Publisher.publish = counting_publish
@@ -74,7 +77,10 @@ def run(duration: float, joint_rate: float = 1000.0, camera_rate: float = 30.0, 
         bridge = SensorBridge(robot=robot, context=context, namespace=ns, parameter_overrides=[
             Parameter("default_mode", value="off"), Parameter("seed", value=1),
             Parameter("sensors.wrist_camera.mode", value="relay"),
-            Parameter("sensors.base_laser.mode", value="sim")])
+            Parameter("sensors.base_laser.mode", value="sim"),
+            # the writers' KEEP_LAST history holds what the (lagging, loaded) reader has not acknowledged yet:
+            # the simulated laser publishes from its own thread, no longer paced by this process's executor
+            Parameter("output_depth", value=1000)])
         driver = rclpy.create_node("soak_driver", context=context, namespace=ns)
         listener = rclpy.create_node("soak_listener", context=context, namespace=ns)
         reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
@@ -171,6 +177,8 @@ def run(duration: float, joint_rate: float = 1000.0, camera_rate: float = 30.0, 
         sender.join()
         for node in (description, bridge, driver):       # publishing stops; what is in flight arrives
             executor.remove_node(node)
+        for sim in bridge.sim_sensors.values():          # simulated sensors publish from threads of their own
+            sim.stop()
         drain_end = time.monotonic() + drain
         while time.monotonic() < drain_end:
             executor.spin_once(timeout_sec=0.01)
