@@ -376,8 +376,11 @@ def dominant_colour(vertices, triangles, colours) -> Optional[tuple[float, float
     return tuple(float(c) for c in best)
 
 
-def _inventor_header(path: Path) -> bool:
-    """Whether a file of another suffix is Inventor/VRML by content (e.g. OpenRAVE's ``x.wrl.or``)."""
+def is_inventor(path) -> bool:
+    """Whether a mesh file is Inventor/VRML: by suffix, else by content (e.g. OpenRAVE's ``x.wrl.or``)."""
+    path = Path(path)
+    if path.suffix.lower() in INVENTOR_SUFFIXES:
+        return True
     try:
         with open(path, "rb") as f:
             return f.read(16).startswith((b"#Inventor", b"#VRML"))
@@ -388,7 +391,7 @@ def _inventor_header(path: Path) -> bool:
 def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
     """Vertices and triangles of any supported mesh file, ``scale`` (per axis) applied."""
     p = Path(path)
-    if p.suffix.lower() in INVENTOR_SUFFIXES or _inventor_header(p):
+    if is_inventor(p):
         vertices, triangles = read_inventor(p)
     else:
         import io

@@ -560,8 +560,7 @@ class _MeshWriter:
 
         if mesh.vertices is not None:
             return meshes.stl_bytes(mesh.vertices, mesh.triangles)
-        if Path(mesh.path).suffix.lower() not in meshes.INVENTOR_SUFFIXES and not meshes._inventor_header(
-                Path(mesh.path)):
+        if not meshes.is_inventor(mesh.path):
             return meshes.stl_bytes(*meshes.load_triangles(mesh.path))
         vertices, triangles, colours = meshes.read_inventor_coloured(mesh.path)
         data = meshes.stl_bytes(vertices, triangles)

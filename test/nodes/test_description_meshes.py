@@ -141,3 +141,29 @@ def test_http_serves_the_cache_read_only_and_stops_with_the_node(openrave_data, 
             urllib.request.urlopen(uris[0], timeout=5)
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_urdf_with_package_meshes_keeps_every_visual_as_written(corpus, tmp_path):
+    """As robot_state_publisher: the corpus panda.urdf's package:// meshes (not installed here) stay."""
+    from rclpy.parameter import Parameter
+
+    from robot_bridge.nodes.description import DescriptionNode
+
+    path = corpus / "example-robot-data" / "robots" / "panda_description" / "urdf" / "panda.urdf"
+    source = etree.parse(str(path)).getroot()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = DescriptionNode(context=context, parameter_overrides=[
+            Parameter("description_file", value=str(path)), Parameter("mesh_cache_dir", value=str(tmp_path))])
+        try:
+            published = etree.fromstring(node.model.urdf.encode())
+            assert len(published.findall("link/visual")) == len(source.findall("link/visual")) == 11
+            assert [m.get("filename") for m in published.iter("mesh")] == \
+                [m.get("filename") for m in source.iter("mesh")]
+            assert len(node.model.report.unresolved) == len({m.get("filename") for m in source.iter("mesh")})
+            assert not node.model.report.meshes_converted and not list(tmp_path.iterdir())
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
