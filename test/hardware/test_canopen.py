@@ -140,6 +140,7 @@ def test_halt_and_quick_stop(bus):
     wait_for(lambda: drives[0].axis.velocity < -0.5, what="moving again")
     hardware.quick_stop()
     wait_for(lambda: drives[0].state == "SWITCH ON DISABLED", what="quick stop complete")
+    wait_for(lambda: hardware.status()[0].state is ModuleState.DISABLED, what="the master sees it (TPDO)")
     assert hardware.status()[0].state is ModuleState.DISABLED and hardware.status()[0].brake
 
 

@@ -69,6 +69,16 @@ class Client:
             time.sleep(0.02)
         raise AssertionError(f"timed out waiting for {count} {kind} events: {self.events[-5:]}")
 
+    def wait_moving(self, joint: int = 0, beyond: float = 0.2, timeout: float = 30.0) -> None:
+        """Until a feedback shows ``joint`` measured beyond ``beyond`` (mid-motion, however loaded)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(f["actual"][joint] > beyond for f in self.of("feedback")):
+                return
+            assert not self.of("result"), self.of("result")
+            time.sleep(0.02)
+        raise AssertionError(f"no feedback with joint {joint} beyond {beyond}")
+
     def result(self, timeout: float = 30.0) -> dict:
         return self.wait("result", 1, timeout)[0]
 
@@ -127,8 +137,14 @@ def test_goal_succeeds_with_feedback_at_the_state_rate(harness):
     stamps = np.array([f["stamp"] for f in feedback])
     span = stamps[-1] - stamps[0]
     rate = (len(stamps) - 1) / span
-    # feedback at the state rate: count per second of the goal's own (hardware-sample) stamps
-    assert span > 1.5 and 0.5 * STATE_RATE <= rate <= 1.05 * STATE_RATE, (rate, span)   # 2 loaded cores
+    # feedback at the state rate: one feedback per controller_state publication while the goal ran (the same
+    # tick publishes both, with the same sample stamp), never faster than state_rate; how many ticks a
+    # loaded machine delivers per second is reported, and only loosely bounded
+    state_stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in h.snapshot(h.states, since)]
+    during = [t for t in state_stamps if stamps[0] <= t <= stamps[-1]]
+    assert set(stamps.tolist()) <= set(state_stamps)
+    assert len(stamps) >= 0.9 * len(during), (len(stamps), len(during))
+    assert span > 1.5 and 0.2 * STATE_RATE <= rate <= 1.05 * STATE_RATE, (rate, span)
     assert feedback[-1]["joint_names"] == JOINTS
     final_error = float(np.max(np.abs(h.latest_position() - target)))
     assert final_error <= 0.01                            # constraints.goal_position
@@ -196,12 +212,12 @@ def test_goal_tolerance_violation_after_goal_time_tolerance(harness):
 def test_cancel_decelerates_within_limits_and_holds(harness):
     h = harness
     since = time.monotonic()
-    client = h.client(goal([2.5] + [0.0] * 6, 4.0), "--cancel-after", "60")
+    client = h.client(goal([2.5] + [0.0] * 6, 5.0), "--cancel-beyond", "0", "0.5")
     assert client.wait("cancel_response")[0]["canceling"] == 1
     result = client.result()
     assert result["status"] == CANCELED and result["error_code"] == 0, result
     q, peak_a = assert_held_within_limits(h, since)
-    assert 0.2 < q[0] < 2.4                                     # stopped on the way
+    assert 0.5 < q[0] < 2.4                                     # stopped on the way
     report("fjt_cancel", stopped_at=float(q[0]), peak_acceleration_fraction=peak_a)
 
 
@@ -211,8 +227,8 @@ def test_new_goal_preempts_the_active_one(harness, tmp_path):
     trigger = tmp_path / "send"
     second = h.client(goal([-0.3] + [0.0] * 6, 2.0), "--send-when", str(trigger))
     second.wait("ready")
-    first = h.client(goal([1.0] + [0.0] * 6, 3.0))
-    first.wait("feedback", 25)
+    first = h.client(goal([1.0] + [0.0] * 6, 4.0))
+    first.wait_moving(0, 0.2)
     trigger.touch()
     result = first.result()
     assert result["status"] == CANCELED and result["error_code"] == -1, result
@@ -225,8 +241,8 @@ def test_new_goal_preempts_the_active_one(harness, tmp_path):
 def test_topic_command_preempts_the_goal(harness):
     h = harness
     since = time.monotonic()
-    client = h.client(goal([1.0] + [0.0] * 6, 3.0))
-    client.wait("feedback", 25)
+    client = h.client(goal([1.0] + [0.0] * 6, 4.0))
+    client.wait_moving(0, 0.2)
     h.commands_pub.publish(Float64MultiArray(data=[0.0] * 7))
     result = client.result()
     assert result["status"] == CANCELED and result["error_code"] == -1, result
@@ -238,8 +254,8 @@ def test_topic_command_preempts_the_goal(harness):
 def test_hardware_fault_aborts_naming_module_and_fault(harness):
     h = harness
     since = time.monotonic()
-    client = h.client(goal([1.0] * 7, 3.0))
-    client.wait("feedback", 25)
+    client = h.client(goal([1.0] * 7, 4.0))
+    client.wait_moving(0, 0.2)
     with h.node.lock:
         h.node.hardware.inject_fault("lwa_joint_3", FaultKind.FOLLOWING_ERROR)
     result = client.result()
