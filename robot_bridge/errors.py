@@ -64,6 +64,10 @@ class SchemaError(DescriptionError):
     """An element or attribute is missing, malformed or out of range."""
 
 
+class SemanticMismatchError(DescriptionError):
+    """An SRDF (or other semantic description) written for another robot."""
+
+
 class UnknownReferenceError(DescriptionError):
     """A name refers to a link/joint/element that does not exist."""
 

@@ -27,7 +27,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 from lxml import etree
 
-from ..errors import DescriptionError, SchemaError, UnsupportedFormatError
+from ..errors import DescriptionError, SchemaError, SemanticMismatchError, UnsupportedFormatError
 from ..model import (CollisionPair, Contact, EndEffector, Gripper, Group, GroupState, Handle, Robot,
                      Semantics, VirtualJoint)
 from ..model import transform as tf
@@ -64,6 +64,8 @@ class SrdfContext:
         self.semantics = semantics
         self._links: Optional[set[str]] = None
         self._joints: Optional[set[str]] = None
+        self.known = 0                                      # link/joint references found in the robot
+        self.unknown: list[str] = []                        # those not found (each skipped)
 
     def error(self, message: str, el) -> SchemaError:
         return SchemaError(message, file=self.file, line=getattr(el, "sourceline", None),
@@ -128,14 +130,16 @@ class SrdfContext:
 
     def known_link(self, name: str, el, what: str) -> bool:
         if self.robot is None or name in self._names()[0]:
+            self.known += self.robot is not None
             return True
-        self.warn(f"{what}: link {name!r} is not in robot {self.robot.name!r}; skipped", el)
+        self.unknown.append(f"link {name}")
         return False
 
     def known_joint(self, name: str, el, what: str) -> bool:
         if self.robot is None or name in self._names()[1] or name in self.semantics.virtual_joints:
+            self.known += self.robot is not None
             return True
-        self.warn(f"{what}: joint {name!r} is not in robot {self.robot.name!r}; skipped", el)
+        self.unknown.append(f"joint {name}")
         return False
 
     def link(self, el, what: str) -> tuple[Optional[str], Any]:
@@ -381,8 +385,6 @@ def parse_srdf(tree, file: Optional[str] = None, robot: Optional[Robot] = None) 
     if holds_urdf(root):
         raise UnsupportedFormatError("this .srdf file holds URDF content (top-level <link>/<joint>), "
                                      "not SRDF", file=file, line=root.sourceline)
-    if robot is not None and semantics.robot_name and semantics.robot_name != robot.name:
-        ctx.warn(f"SRDF is for robot {semantics.robot_name!r}, the model is {robot.name!r}")
     children = _local_children(root)
     # virtual joints first: groups and states may name them
     for el in sorted(children, key=lambda c: xmlsafe.local_name(c) != "virtual_joint"):
@@ -412,7 +414,32 @@ def parse_srdf(tree, file: Optional[str] = None, robot: Optional[Robot] = None) 
             if g is not None and g not in groups:
                 ctx.warn(f"end_effector {name!r}: group {g!r} is not defined; skipped")
                 semantics.end_effectors.pop(name, None)
+    if robot is not None:
+        _check_match(ctx, root)
     return semantics
+
+
+def _check_match(ctx: SrdfContext, root) -> None:
+    """Refuse an SRDF for another robot; one summary warning for a partial match.
+
+    Another robot: its name differs and some of its link/joint references are not in the model, or more
+    of them are unknown than known.  A partial match (fewer unknown than known, or a renamed robot whose
+    references all match) is accepted; the unknown references are skipped, as srdfdom does."""
+    semantics, robot, unknown, known = ctx.semantics, ctx.robot, ctx.unknown, ctx.known
+    renamed = bool(semantics.robot_name) and semantics.robot_name != robot.name
+    total = known + len(unknown)
+    counts = f"{len(unknown)} of {total} link/joint references are not in the model"
+    if (renamed and unknown) or len(unknown) > known:
+        raise SemanticMismatchError(
+            f"SRDF for robot {semantics.robot_name!r} does not match the model {robot.name!r}: {counts} "
+            f"({robot.name!r} has {len(robot.links)} links, {len(robot.joints)} joints); refused",
+            file=ctx.file, line=root.sourceline)
+    if renamed:
+        ctx.warn(f"SRDF is for robot {semantics.robot_name!r}, the model is {robot.name!r} (every "
+                 f"link/joint reference matches)")
+    if unknown:
+        shown = ", ".join(dict.fromkeys(unknown))
+        ctx.warn(f"{counts} (skipped): {shown if len(shown) < 300 else shown[:300] + '...'}")
 
 
 def read_srdf(path, robot: Optional[Robot] = None) -> Semantics:
