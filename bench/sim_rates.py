@@ -52,9 +52,10 @@ def start_bridge(robot: Path, search_path: list[str], namespace: str, whole_brin
         command = [str(Path(sys.executable).parent / "robot-bridge"), "run", "--robot", str(robot),
                    "--mode", "sim", "--namespace", namespace]
     else:
+        # output_depth: a probe that lags on a loaded machine must not lose what the bridge did publish
         command = [sys.executable, "-m", "robot_bridge.nodes.sensor_bridge", "--ros-args",
                    "-r", f"__ns:=/{namespace}", "-p", f"description_file:={robot}",
-                   "-p", "default_mode:=sim"]
+                   "-p", "default_mode:=sim", "-p", "output_depth:=50"]
         for item in overrides:
             command += ["-p", item]
     return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
