@@ -1,4 +1,4 @@
-"""Mesh files: OpenRAVE's Inventor / VRML ASCII subset, everything else through trimesh.
+"""Mesh files: OpenRAVE's Inventor / VRML subset, everything else through trimesh.
 
 rviz and pinocchio cannot load Inventor (.iv) or VRML (.wrl) files, so the URDF
 writer converts them to STL.  The subset read here is what robot model files
@@ -13,8 +13,11 @@ use (see the OpenRAVE corpus models):
 - VRML 2: ``Transform`` with ``children``, ``Shape``/``geometry``,
   ``IndexedFaceSet`` with ``coord Coordinate { point [...] }``, ``DEF``/``USE``.
 
-Everything else (materials, normals, hints) is ignored: only geometry matters
-here.  Binary Inventor files are refused with a clear error.
+- Inventor V2.1 binary (Coin's writer) with the same nodes, ``VertexProperty``
+  included (see :class:`_BinaryParser`); older binary files are refused.
+
+``Material`` diffuse colours are kept per triangle (:func:`read_inventor_coloured`);
+everything else (normals, hints, textures) is ignored: only geometry matters here.
 
 This module is the one mesh loader: the URDF writer, the sensor simulation
 scene and ``robot-bridge render`` all read mesh geometry through
@@ -40,6 +43,7 @@ _UNITS = {"METERS": 1.0, "CENTIMETERS": 0.01, "MILLIMETERS": 0.001, "MICROMETERS
           "FEET_US_SURVEY": 1200.0 / 3937.0, "YARDS": 0.9144, "MILES": 1609.344, "NAUTICAL_MILES": 1852.0}
 _TOKEN = re.compile(r'\s+|#[^\n]*|"(?:[^"\\]|\\.)*"|[{}\[\](),|]|[^\s{}\[\](),|"#]+')
 _MAX_INCLUDE_DEPTH = 16
+_MAX_BINARY_DEPTH = 200
 
 
 class _Node:
@@ -150,6 +154,122 @@ class _Parser:
                     self.pos += 1
             return items
         return [self.take()]
+
+
+class _BinaryParser:
+    """Inventor V2.1 binary (Coin's writer): big-endian int32/float32 words; a string is its length, its
+    characters and zero padding to 4 bytes; a node is its type, an int of flags, an int whose low byte
+    counts the fields that follow (each: name, value, an int of flags), then -- for groups -- a child
+    count and the children; ``DEF name node`` / ``USE name`` as in ASCII.  A field's encoding depends on
+    its type, which the file does not say: the fields robot meshes use are known here by name, anything
+    else is refused naming the node and field."""
+
+    _VEC3 = {"point", "vector", "vertex", "normal", "ambientColor", "diffuseColor", "specularColor",
+             "emissiveColor", "translation", "scaleFactor", "center"}
+    _MULTI_VEC3 = {"point", "vector", "vertex", "normal", "ambientColor", "diffuseColor", "specularColor",
+                   "emissiveColor"}
+    _MULTI_FLOAT = {"shininess", "transparency"}
+    _MULTI_INT = {"coordIndex", "materialIndex", "normalIndex", "textureCoordIndex", "numVertices"}
+    _FLOAT = {"creaseAngle", "radius", "height", "width", "depth", "bottomRadius", "angle"}
+    _INT = {"startIndex"}
+    _ROTATION = {"rotation", "scaleOrientation"}
+    _WORD = {"vertexOrdering", "shapeType", "faceType", "value", "units", "normalBinding", "materialBinding",
+             "axis", "name", "filename"}
+    _NODE = {"vertexProperty"}
+    _GROUPS = {"Separator", "TransformSeparator", "Group", "Switch", "LOD", "LevelOfDetail", "Anchor"}
+
+    def __init__(self, data: bytes, pos: int, file: str):
+        self.data, self.pos, self.file = data, pos, file
+        self.defs: dict[str, _Node] = {}
+        self.depth = 0
+
+    def error(self, message: str) -> SchemaError:
+        return SchemaError(f"binary Inventor: {message} (byte {self.pos})", file=self.file)
+
+    def _take(self, n: int) -> bytes:
+        if self.pos + n > len(self.data):
+            raise self.error("unexpected end of file")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def int32(self) -> int:
+        return int(np.frombuffer(self._take(4), ">i4")[0])
+
+    def floats(self, n: int) -> list[float]:
+        return np.frombuffer(self._take(4 * n), ">f4").astype(float).tolist()
+
+    def string(self) -> str:
+        n = self.int32()
+        if not 0 <= n <= 1 << 20:
+            raise self.error(f"string length {n}")
+        text = self._take(n).decode("latin-1")
+        self._take(-n % 4)
+        return text
+
+    def nodes(self) -> list[_Node]:
+        out = []
+        while self.pos + 4 <= len(self.data):
+            out.append(self.node())
+        return out
+
+    def node(self) -> _Node:
+        kind = self.string()
+        if kind == "USE":
+            name = self.string()
+            if name not in self.defs:
+                raise self.error(f"USE of undefined node {name!r}")
+            return self.defs[name]
+        def_name = None
+        if kind == "DEF":
+            def_name, kind = self.string(), self.string()
+        node = _Node(kind)
+        if def_name is not None:
+            self.defs[def_name] = node
+        flags = self.int32()
+        for _ in range(self.int32() & 0xFF):
+            name = self.string()
+            node.fields[name] = self.value(kind, name)
+            self.int32()                                   # field flags
+        if kind in self._GROUPS or flags & 0x2:
+            count = self.int32()
+            if not 0 <= count <= 1 << 20:
+                raise self.error(f"{kind}: child count {count}")
+            if self.depth >= _MAX_BINARY_DEPTH:
+                raise self.error(f"nodes nested deeper than {_MAX_BINARY_DEPTH}")
+            self.depth += 1
+            node.children = [self.node() for _ in range(count)]
+            self.depth -= 1
+        return node
+
+    def value(self, kind: str, name: str) -> list:
+        if name in self._NODE:
+            return [self.node()]
+        if name in self._WORD:
+            return [self.string()]
+        if name in self._MULTI_INT:
+            return np.frombuffer(self._take(4 * self._count()), ">i4").tolist()
+        if name in self._MULTI_FLOAT:
+            return self.floats(self._count())
+        if name in self._MULTI_VEC3 and not (kind == "Transform" or name in ("translation", "center")):
+            return self.floats(3 * self._count())
+        if name in self._VEC3:
+            return self.floats(3)
+        if name in self._ROTATION:
+            return self.floats(4)
+        if name in self._FLOAT:
+            return self.floats(1)
+        if name in self._INT:
+            return [self.int32()]
+        if name == "matrix":
+            return self.floats(16)
+        raise self.error(f"field {kind}.{name}: encoding not known (convert the file to ASCII)")
+
+    def _count(self) -> int:
+        n = self.int32()
+        if not 0 <= n <= 1 << 26:
+            raise self.error(f"array length {n}")
+        return n
 
 
 def _floats(node: _Node, name: str, default=None) -> np.ndarray:
@@ -309,9 +429,16 @@ class _Collector:
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         data = read_mesh_bytes(self.file)
         head = data[:64].decode("latin-1")
-        if "binary" in head.split("\n", 1)[0]:
-            raise UnsupportedFormatError("binary Inventor files are not supported (convert to ASCII)",
-                                         file=str(self.file))
+        first = head.split("\n", 1)[0]
+        if "binary" in first:
+            if not first.startswith("#Inventor V2"):
+                raise UnsupportedFormatError(f"{first.strip()!r} files are not supported (convert to ASCII)",
+                                             file=str(self.file))
+            self.walk(_BinaryParser(data, data.index(b"\n") + 1, str(self.file)).nodes(),
+                      {"t": np.eye(4), "coords": np.zeros((0, 3)), "units": 1.0})
+            if not self.triangles:
+                return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
+            return np.vstack(self.vertices), np.vstack(self.triangles)
         if not head.startswith(("#Inventor", "#VRML")):
             raise UnsupportedFormatError("not an Inventor/VRML ASCII file (no '#Inventor' / '#VRML' header)",
                                          file=str(self.file))

@@ -143,16 +143,7 @@ def _present(g) -> bool:
     return True
 
 
-# binary Inventor (OpenRAVE reads it through Coin3D): the mesh loader reads ASCII Inventor only
-BINARY_INVENTOR = {"openrave/src/data/sample.kinbody.xml"}
-
-
-def _params(files: list[Path]) -> list:
-    return [pytest.param(p, marks=pytest.mark.xfail(reason="binary Inventor mesh", strict=True))
-            if str(p.relative_to(CORPUS)) in BINARY_INVENTOR else p for p in files]
-
-
-@pytest.mark.parametrize("path", _params(robot_files()), ids=lambda p: str(p.relative_to(CORPUS)))
+@pytest.mark.parametrize("path", robot_files(), ids=lambda p: str(p.relative_to(CORPUS)))
 def test_default_description_shows_every_link(path, cache):
     robot = load_or_skip(path)
     target = DescriptionNode._mesh_target(DEFAULTS["mesh_uri"], cache, None, [])

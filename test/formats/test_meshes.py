@@ -37,8 +37,12 @@ def test_vrml2_transform_children(fixtures):
 
 
 def test_refusals(fixtures, tmp_path):
-    with pytest.raises(UnsupportedFormatError, match="binary Inventor"):
-        meshes.read_inventor(fixtures / "urdf/binary_header.iv")
+    v, t = meshes.read_inventor(fixtures / "urdf/binary_header.iv")      # V2.1 binary without nodes
+    assert len(v) == len(t) == 0
+    old = tmp_path / "v1.iv"
+    old.write_bytes(b"#Inventor V1.0 binary\n\0\0\0\0")
+    with pytest.raises(UnsupportedFormatError, match="binary"):
+        meshes.read_inventor(old)
     with pytest.raises(MissingFileError):
         meshes.read_inventor(tmp_path / "absent.iv")
     bad = tmp_path / "bad.iv"
@@ -87,3 +91,51 @@ def test_urdf_writer_converts_inventor_for_rviz_and_pinocchio(fixtures, tmp_path
     geom = pin.buildGeomFromUrdfString(model, text, pin.GeometryType.VISUAL)
     assert geom.ngeoms == 1 and geom.geometryObjects[0].meshPath == stl
     np.testing.assert_array_equal(geom.geometryObjects[0].meshScale, [1, 2, 1])
+
+
+def _iv_binary(*words) -> bytes:
+    """Inventor V2.1 binary: big-endian int32/float32 words, strings length-prefixed and 4-byte padded."""
+    import struct
+
+    out = [b"#Inventor V2.1 binary  \n"]
+    for w in words:
+        if isinstance(w, str):
+            raw = w.encode()
+            out.append(struct.pack(">i", len(raw)) + raw + b"\0" * (-len(raw) % 4))
+        elif isinstance(w, float):
+            out.append(struct.pack(">f", w))
+        else:
+            out.append(struct.pack(">i", w))
+    return b"".join(out)
+
+
+def test_binary_inventor_strip_with_material(tmp_path):
+    from robot_bridge.formats import meshes
+
+    # Separator { Material { diffuseColor 0.5 0.25 1 }
+    #             Translation { translation 1 0 0 }
+    #             IndexedTriangleStripSet { vertexProperty VertexProperty { vertex [4 points] }
+    #                                       coordIndex [0 1 2 3 -1] } }
+    data = _iv_binary(
+        "Separator", 2, 0, 3,
+        "DEF", "paint", "Material", 0, 1, "diffuseColor", 1, 0.5, 0.25, 1.0, 0,
+        "Translation", 0, 1, "translation", 1.0, 0.0, 0.0, 0,
+        "IndexedTriangleStripSet", 0, 2,
+        "vertexProperty", "VertexProperty", 0, 1, "vertex", 4, *[float(c) for c in
+                                                                 (0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0)], 0, 0,
+        "coordIndex", 5, 0, 1, 2, 3, -1, 0)
+    path = tmp_path / "strip.iv"
+    path.write_bytes(data)
+    v, t, c = meshes.read_inventor_coloured(path)
+    np.testing.assert_allclose(v[:, 0], [1, 2, 1, 2])                        # translated by x + 1
+    assert t.tolist() == [[0, 1, 2], [2, 1, 3]]                               # strip winding alternates
+    np.testing.assert_allclose(c, [[0.5, 0.25, 1.0]] * 2)
+    path.write_bytes(data.replace(b"coordIndex", b"coordIndez"))
+    with pytest.raises(SchemaError, match="IndexedTriangleStripSet.coordIndez"):
+        meshes.read_inventor(path)
+    path.write_bytes(data[:-20])
+    with pytest.raises(SchemaError, match="unexpected end of file"):
+        meshes.read_inventor(path)
+    path.write_bytes(_iv_binary(*["Separator", 0, 0, 1] * 500))           # hostile nesting
+    with pytest.raises(SchemaError, match="nested deeper"):
+        meshes.read_inventor(path)
