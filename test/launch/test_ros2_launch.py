@@ -1,0 +1,289 @@
+"""The bridge driven by the real ros2 tools, as a user drives it: `ros2 launch`, `ros2 run`, `ros2 node/topic/
+service/param`, each a separate process on this run's ROS_DOMAIN_ID with localhost discovery.
+
+Every process started is stopped (SIGINT, as Ctrl-C) and checked gone.  What a rate or a motion is, is read
+from message stamps and positions recorded by a listener, never from wall-clock sleeps.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lxml import etree
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ros2_cli import Ros2Process, alive, ros2, ros2_executable, stop_daemon, wait_until  # noqa: E402
+
+from robot_bridge import bringup  # noqa: E402
+from robot_bridge.formats import load  # noqa: E402
+
+rclpy = pytest.importorskip("rclpy")
+
+NODES = ["/controller_node", "/description_node", "/sensor_bridge"]
+SPIN = ["--no-daemon", "--spin-time", "3"]
+LATCHED = ["--qos-durability", "transient_local", "--qos-reliability", "reliable"]
+PA10 = "openrave/src/robots/pa10schunk.robot.xml"        # an OpenRAVE robot with a camera
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tools():
+    ros2_executable()                                      # skips the module with the reason when absent
+    yield
+    stop_daemon()
+
+
+class Listener:
+    """A hidden rclpy node (own context) in the test process, recording /tf and /joint_states."""
+
+    def __init__(self, namespace: str = ""):
+        from rclpy.executors import SingleThreadedExecutor
+        from sensor_msgs.msg import JointState
+        from tf2_msgs.msg import TFMessage
+
+        from robot_bridge.ros import qos
+
+        self.context = rclpy.Context()
+        self.context.init()
+        self.node = rclpy.create_node("_ros2_tools_test_listener", namespace=namespace, context=self.context)
+        self.lock = threading.Lock()
+        self.tf: list[tuple[str, int]] = []               # (child frame, stamp ns)
+        self.joint_states: list = []
+        self.node.create_subscription(TFMessage, "/tf", self._on_tf, qos.tf_qos())
+        self.node.create_subscription(JointState, "joint_states", self._on_joint_states,
+                                      qos.joint_states_qos())
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def _on_tf(self, msg):
+        with self.lock:
+            self.tf += [(t.child_frame_id, t.header.stamp.sec * 10**9 + t.header.stamp.nanosec)
+                        for t in msg.transforms]
+
+    def _on_joint_states(self, msg):
+        with self.lock:
+            self.joint_states.append(dict(zip(msg.name, msg.position)))
+
+    def tf_stamps(self, frame: str, since: int = 0) -> np.ndarray:
+        with self.lock:
+            return np.array(sorted({s for f, s in self.tf[since:] if f == frame}), dtype=np.int64)
+
+    def latest_positions(self) -> dict | None:
+        with self.lock:
+            return self.joint_states[-1] if self.joint_states else None
+
+    def close(self):
+        if not self.context.ok():
+            return
+        self.executor.shutdown()
+        self.thread.join(10)
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+def wait_for_nodes(expected: list[str], launch: Ros2Process, timeout: float = 120.0) -> list[str]:
+    def listed():
+        if launch.process.poll() is not None:
+            raise AssertionError(f"ros2 launch exited {launch.process.returncode}:\n{launch.log}")
+        names = ros2("node", "list", *SPIN).stdout.split()
+        return names if set(expected) <= set(names) else None
+    return wait_until(listed, timeout, interval=1.0, what=f"nodes {expected}")
+
+
+def echo_once(topic: str, msg_type: str, field: str, *qos: str, timeout: float = 90.0) -> str:
+    out = ros2("topic", "echo", "--once", *qos, "--no-daemon", "--field", field, topic, msg_type,
+               timeout=timeout).stdout
+    return out.rsplit("\n---", 1)[0].strip("\n")
+
+
+def urdf_links(text: str) -> list[str]:
+    root = etree.fromstring(text.encode(), etree.XMLParser(resolve_entities=False, no_network=True))
+    return sorted(link.get("name") for link in root.findall("link"))
+
+
+def assert_stopped_cleanly(launch: Ros2Process, nodes: int = 3) -> None:
+    """SIGINT to ros2 launch: it exits 0, each node exited 0 within 10 s, no traceback, nothing left."""
+    started = launch.started()
+    assert len(started) == nodes, launch.log
+    status = launch.interrupt(timeout=30)
+    assert status == 0, launch.log
+    assert launch.stop_seconds < 10.0, f"stopping took {launch.stop_seconds:.1f} s"
+    assert not [pid for pid in started.values() if alive(pid)], launch.log
+    assert launch.finished() == {pid: 0 for pid in started.values()}, launch.log
+    assert "Traceback" not in launch.log, launch.log
+
+
+# -- ros2 launch on the embedded robot --------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory):
+    launch = Ros2Process(["launch", "robot_bridge", "bridge.launch.py"],
+                         tmp_path_factory.mktemp("launch") / "launch.log")
+    listener = Listener()
+    try:
+        wait_for_nodes(NODES, launch)
+        yield launch, listener
+    finally:
+        listener.close()
+        launch.close()
+        assert not [pid for pid in launch.started().values() if alive(pid)]
+
+
+def test_node_list_shows_the_three_nodes(embedded):
+    assert sorted(ros2("node", "list", *SPIN).stdout.split()) == NODES
+
+
+def test_robot_description_is_a_urdf_with_the_models_links(embedded):
+    urdf = echo_once("/robot_description", "std_msgs/msg/String", "data", *LATCHED)
+    model = load(str(bringup.DEFAULT_ROBOT))
+    assert urdf_links(urdf) == sorted(model.links)
+    assert len(model.links) == 11
+
+
+def test_home_service_brings_joint_states_home(embedded):
+    launch, listener = embedded
+    wait_until(listener.latest_positions, 60, what="/joint_states")
+    names = sorted(listener.latest_positions())
+    away = {name: 0.02 for name in names}                  # within every joint's limits, away from home
+    # a few times: `pub --once` may end before its one message is delivered
+    ros2("topic", "pub", "--times", "3", "--rate", "2", "-w", "1", "/controller_node/joint_trajectory",
+         "trajectory_msgs/msg/JointTrajectory",
+         "{joint_names: [%s], points: [{positions: [%s], time_from_start: {sec: 1}}]}"
+         % (", ".join(names), ", ".join(str(v) for v in away.values())))
+
+    def reach(target: dict, what: str):
+        def there():
+            positions = listener.latest_positions()
+            return all(abs(positions[n] - target[n]) < 1e-3 for n in target)
+        try:
+            wait_until(there, 60, what=f"/joint_states at {what} {target}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last {listener.latest_positions()}\n{launch.log[-3000:]}") from None
+    reach(away, "the trajectory's end")
+
+    result = ros2("service", "call", "/controller_node/home", "std_srvs/srv/Trigger")
+    assert "success=True" in result.stdout, result.stdout
+    model = load(str(bringup.DEFAULT_ROBOT))              # home: the description's initial values (no SRDF)
+    home = {name: float(model.joints[name].initial[0]) for name in names}
+    reach(home, "home")
+
+
+def test_param_set_publish_frequency_changes_the_tf_rate(embedded):
+    """/tf follows /joint_states (50 Hz) through the publish_frequency gate on message stamps: at the
+    default 20 Hz no two /tf stamps of a joint are closer than 50 ms; at 50 Hz they are, and there are
+    more."""
+    _, listener = embedded
+    frame = "link1"                                        # child of the moving joint j1
+
+    def record(count: int) -> np.ndarray:
+        since = len(listener.tf)
+        wait_until(lambda: listener.tf_stamps(frame, since).size >= count, 60,
+                   what=f"{count} /tf messages of {frame}")
+        return listener.tf_stamps(frame, since)
+
+    assert ros2("param", "get", "/description_node", "publish_frequency", *SPIN[:1]).stdout.split()[-1] \
+        == "20.0"
+    before = np.diff(record(21)) / 1e9
+    result = ros2("param", "set", "/description_node", "publish_frequency", "50.0", *SPIN[:1])
+    assert "Set parameter successful" in result.stdout, result.stdout
+    record(5)                                              # what was in flight at the change
+    after = np.diff(record(41)) / 1e9
+    assert before.min() >= 0.05 - 1e-6, before
+    assert after.min() >= 0.02 - 1e-6, after
+    assert np.median(after) < 0.05 and 1.0 / np.mean(after) > 1.2 / np.mean(before), (before, after)
+
+
+def test_param_set_broken_description_file_is_refused_and_the_old_model_kept(embedded, tmp_path):
+    broken = tmp_path / "broken.robot.xml"
+    broken.write_text('<Robot name="broken">\n  <KinBody>\n    <Body name="a">\n  </KinBody>\n</Robot>\n')
+    before = echo_once("/robot_description", "std_msgs/msg/String", "data", *LATCHED)
+    result = ros2("param", "set", "/description_node", "description_file", str(broken), *SPIN[:1],
+                  check=False)
+    (reason,) = result.stderr.strip().splitlines()
+    assert reason.startswith("Setting parameter failed: "), reason
+    assert f"{broken}:4:" in reason and "KinBody" in reason, reason        # the file, line and what is wrong
+    kept = ros2("param", "get", "/description_node", "description_file", *SPIN[:1]).stdout
+    assert str(bringup.DEFAULT_ROBOT) in kept
+    assert echo_once("/robot_description", "std_msgs/msg/String", "data", *LATCHED) == before
+
+
+def test_sigint_to_ros2_launch_stops_every_node_cleanly(embedded):
+    """Last on the shared launch: Ctrl-C, then every node exits 0 within 10 s and nothing is left."""
+    launch, listener = embedded
+    listener.close()                                       # nothing of this launch stays in the domain
+    assert_stopped_cleanly(launch)
+
+
+# -- ros2 launch with a corpus robot, namespaced -------------------------------------------------------
+
+def test_namespaced_real_mode_launch_of_a_corpus_robot_has_the_documented_names(corpus, tmp_path):
+    robot = corpus / PA10
+    model = load(str(robot))
+    cameras = sorted(name for name, sensor in model.sensors.items() if sensor.type == "camera")
+    assert cameras == ["wristcam"]
+    launch = Ros2Process(["launch", "robot_bridge", "bridge.launch.py", f"robot:={robot}", "namespace:=arm1",
+                          "frame_prefix:=arm1/", "mode:=real"], tmp_path / "launch.log")
+    try:
+        wait_for_nodes([f"/arm1{n}" for n in NODES], launch)
+        # README, Bringup: namespace moves robot_description, joint_states and the sensor topics, /tf and
+        # /tf_static stay global; mode real relays driver/<sensor>/<topic> (sensor_bridge_node table)
+        documented = {"/arm1/robot_description", "/arm1/robot_description_semantic", "/arm1/joint_states",
+                      "/tf", "/tf_static", "/diagnostics", "/parameter_events", "/rosout",
+                      "/arm1/description_node/markers", "/arm1/controller_node/joint_trajectory",
+                      "/arm1/controller_node/commands", "/arm1/controller_node/state"}
+        for camera in cameras:
+            for topic in ("image_raw", "camera_info"):
+                documented |= {f"/arm1/{camera}/{topic}", f"/arm1/driver/{camera}/{topic}"}
+
+        def topics():
+            names = set(ros2("topic", "list", *SPIN).stdout.split())
+            return names if documented <= names else None
+        assert wait_until(topics, 60, interval=1.0, what=f"topics {sorted(documented)}") == documented
+
+        transforms = echo_once("/tf_static", "tf2_msgs/msg/TFMessage", "transforms", *LATCHED)
+        frames = set(re.findall(r"frame_id='([^']*)'", transforms))
+        assert frames and all(f.startswith("arm1/") for f in frames), frames
+        on_tf = {f"arm1/{link}" for link in moving_children(model)}
+        assert {f"arm1/{link}" for link in model.links} <= frames | on_tf
+        assert_stopped_cleanly(launch)
+    finally:
+        launch.close()
+
+
+def moving_children(model) -> set[str]:
+    """Links that hang off moving joints: on /tf, not /tf_static."""
+    return {j.child for j in model.joints.values() if j.dof}
+
+
+# -- ros2 run ------------------------------------------------------------------------------------------
+
+def test_ros2_run_description_node_serves_robot_description(tmp_path):
+    robot = bringup.DATA_DIR / "lwa3_gripper.robot.xml"
+    node = Ros2Process(["run", "robot_bridge", "description_node", "--ros-args", "-p",
+                        f"description_file:={robot}"], tmp_path / "run.log")
+    try:
+        urdf = echo_once("/robot_description", "std_msgs/msg/String", "data", *LATCHED)
+        assert urdf_links(urdf) == sorted(load(str(robot)).links)
+        assert node.interrupt(timeout=30, group=True) == 0, node.log          # Ctrl-C
+        assert "Traceback" not in node.log, node.log
+    finally:
+        node.close()
+
+
+def test_ros2_run_robot_bridge_check_works_as_documented(tmp_path):
+    robot = bringup.DATA_DIR / "lwa3_gripper.robot.xml"
+    ok = ros2("run", "robot_bridge", "robot-bridge", "check", str(robot))
+    model = load(str(robot))
+    assert ok.stdout.strip().startswith(f"{robot}: ok ({len(model.links)} links, {len(model.joints)} joints")
+    broken = tmp_path / "broken.robot.xml"
+    broken.write_text('<Robot name="broken">\n  <KinBody>\n    <Body name="a">\n  </KinBody>\n</Robot>\n')
+    bad = ros2("run", "robot_bridge", "robot-bridge", "check", str(broken), check=False)
+    assert bad.returncode == 2, bad
+    (line,) = bad.stderr.strip().splitlines()                  # README: "2 with a one-line reason"
+    assert line.startswith(f"{broken}:4: ") and "KinBody" in line, line    # file, line, what is wrong
