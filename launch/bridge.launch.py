@@ -1,4 +1,5 @@
-"""robot_bridge bringup: description node, sensor bridge and controller (and rviz2 on request).
+"""robot_bridge bringup: description node, sensor bridge and controller (and rviz2 on request; without
+rviz2 installed, rviz:=true warns and starts the bridge alone).
 
     ros2 launch robot_bridge bridge.launch.py robot:=/path/to/robot.xml mode:=sim rviz:=true
 
@@ -6,22 +7,39 @@ The node set is defined once in ``robot_bridge.bringup`` (``robot-bridge run`` s
 without ros2 launch); this file only declares the arguments and turns each NodeSpec into a Node action.
 """
 
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.logging import get_logger
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from robot_bridge import bringup
 
 
+def installed(package: str) -> bool:
+    try:
+        get_package_prefix(package)
+    except (PackageNotFoundError, OSError):      # OSError: no AMENT_PREFIX_PATH at all
+        return False
+    return True
+
+
 def node_actions(context, *args, **kwargs):
     values = {name: LaunchConfiguration(name).perform(context) for name, _, _ in bringup.ARGUMENTS}
-    return [
-        Node(package=spec.package, executable=spec.executable, name=spec.name,
-             namespace=spec.namespace, parameters=[spec.parameters],
-             remappings=list(spec.remappings), arguments=list(spec.arguments), output="screen")
-        for spec in bringup.node_set(bringup.Options.from_strings(values))
-    ]
+    actions = []
+    for spec in bringup.node_set(bringup.Options.from_strings(values)):
+        if spec.optional and not installed(spec.package):     # rviz:=true without rviz2: the bridge alone
+            apt = "ros-$ROS_DISTRO-" + spec.package.replace("_", "-")
+            get_logger("robot_bridge").warning(
+                f"{spec.package} is not installed (no '{spec.package}' in the ament index): starting the "
+                f"bridge without it; install it (apt install {apt}) to get it")
+            continue
+        actions.append(Node(package=spec.package, executable=spec.executable, name=spec.name,
+                            namespace=spec.namespace, parameters=[spec.parameters],
+                            remappings=list(spec.remappings), arguments=list(spec.arguments),
+                            output="screen"))
+    return actions
 
 
 def generate_launch_description():

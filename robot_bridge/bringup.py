@@ -42,7 +42,8 @@ ARGUMENTS = [
     ("environment", "true", "Publish the environment bodies of the robot file on /tf_static (false for every "
                             "robot but one sharing a world)"),
     ("use_sim_time", "false", "Use /clock for every node"),
-    ("rviz", "false", "Also start rviz2 with config/robot_bridge.rviz"),
+    ("rviz", "false", "Also start rviz2 with config/robot_bridge.rviz (when rviz2 is not installed: a "
+                      "warning, the bridge starts without it)"),
     ("objects", "", "Object mapping YAML (detection class ids -> body files); given: also start world_node, "
                     "which turns vision_msgs/Detection3DArray on `detections` into environment bodies"),
 ]
@@ -125,6 +126,8 @@ class NodeSpec:
     remappings: tuple = ()                                 # ((from, to), ...)
     arguments: tuple = ()
     factory: str = ""                                      # "module:Class" to build it in-process
+    optional: bool = False                                 # a viewer: the bridge starts without it when its
+                                                           # package is not installed (with a warning)
 
 
 def share_dir() -> Path:
@@ -228,7 +231,7 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
                               factory="robot_bridge.nodes.world:WorldNode"))
     if o.rviz:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),
-                              arguments=("-d", str(config_file(RVIZ_CONFIG)))))
+                              arguments=("-d", str(config_file(RVIZ_CONFIG))), optional=True))
     return specs
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,28 @@ def as_spec(spec: bringup.NodeSpec) -> dict:
                 parameters=spec.parameters, remappings=list(spec.remappings), arguments=list(spec.arguments))
 
 
+@pytest.fixture
+def rviz_installed(tmp_path, monkeypatch):
+    """An ament prefix that has rviz2 in its index (where the launch file looks for it)."""
+    index = tmp_path / "share" / "ament_index" / "resource_index" / "packages"
+    index.mkdir(parents=True)
+    (index / "rviz2").touch()
+    monkeypatch.setenv("AMENT_PREFIX_PATH", os.pathsep.join(filter(None, [
+        str(tmp_path), os.environ.get("AMENT_PREFIX_PATH", "")])))
+
+
+@pytest.fixture
+def rviz_missing(monkeypatch):
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    monkeypatch.setenv("AMENT_PREFIX_PATH", os.environ.get("AMENT_PREFIX_PATH") or sys.prefix)
+    try:
+        get_package_prefix("rviz2")
+    except PackageNotFoundError:
+        return
+    pytest.skip("rviz2 is installed here")
+
+
 def test_declares_every_bringup_argument_with_its_default():
     declared = {e.name: (e.default_value, e.description) for e in launch_file_description().entities
                 if isinstance(e, DeclareLaunchArgument)}
@@ -104,7 +127,7 @@ def test_declares_every_bringup_argument_with_its_default():
     {"robot": "/robots/other.urdf", "srdf": "/robots/other.srdf", "hardware": "sim", "rviz": "true"},
     {"objects": "/robots/objects.yaml", "namespace": "arm1", "frame_prefix": "arm1/"},     # + world_node
 ])
-def test_nodes_and_parameters_equal_bringup(arguments):
+def test_nodes_and_parameters_equal_bringup(arguments, rviz_installed):
     _, _, nodes = visit(arguments)
     expected = bringup.node_set(bringup.Options.from_strings(arguments))
     assert [as_launched(n) for n in nodes] == [as_spec(s) for s in expected]
@@ -122,7 +145,7 @@ def test_default_launch_is_the_sim_bridge_on_the_embedded_robot():
     assert node_parameters(by_name["/controller_node"])["hardware"] == "sim"
 
 
-def test_rviz_only_on_request_with_the_shipped_config():
+def test_rviz_only_on_request_with_the_shipped_config(rviz_installed):
     _, _, nodes = visit({"rviz": "true"})
     rviz = [n for n in nodes if n.node_executable == "rviz2"]
     assert len(rviz) == 1
@@ -130,6 +153,11 @@ def test_rviz_only_on_request_with_the_shipped_config():
     assert arguments[0] == "-d" and Path(arguments[1]).is_file()
     _, _, nodes = visit({})
     assert not [n for n in nodes if n.node_executable == "rviz2"]
+
+
+def test_rviz_requested_but_not_installed_starts_the_bridge_alone(rviz_missing):
+    _, _, nodes = visit({"rviz": "true"})
+    assert [n.node_executable for n in nodes] == ["description_node", "sensor_bridge_node", "controller_node"]
 
 
 def test_fast_dds_profile_is_exported_unless_one_is_chosen(monkeypatch):

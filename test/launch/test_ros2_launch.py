@@ -187,10 +187,10 @@ def test_param_set_publish_frequency_changes_the_tf_rate(embedded):
                    what=f"{count} /tf messages of {frame}")
         return listener.tf_stamps(frame, since)
 
-    assert ros2("param", "get", "/description_node", "publish_frequency", *SPIN[:1]).stdout.split()[-1] \
+    assert ros2("param", "get", "/description_node", "publish_frequency", *SPIN).stdout.split()[-1] \
         == "20.0"
     before = np.diff(record(21)) / 1e9
-    result = ros2("param", "set", "/description_node", "publish_frequency", "50.0", *SPIN[:1])
+    result = ros2("param", "set", "/description_node", "publish_frequency", "50.0", *SPIN)
     assert "Set parameter successful" in result.stdout, result.stdout
     record(5)                                              # what was in flight at the change
     after = np.diff(record(41)) / 1e9
@@ -203,12 +203,12 @@ def test_param_set_broken_description_file_is_refused_and_the_old_model_kept(emb
     broken = tmp_path / "broken.robot.xml"
     broken.write_text('<Robot name="broken">\n  <KinBody>\n    <Body name="a">\n  </KinBody>\n</Robot>\n')
     before = echo_once("/robot_description", "std_msgs/msg/String", "data", *LATCHED)
-    result = ros2("param", "set", "/description_node", "description_file", str(broken), *SPIN[:1],
+    result = ros2("param", "set", "/description_node", "description_file", str(broken), *SPIN,
                   check=False)
     (reason,) = result.stderr.strip().splitlines()
     assert reason.startswith("Setting parameter failed: "), reason
     assert f"{broken}:4:" in reason and "KinBody" in reason, reason        # the file, line and what is wrong
-    kept = ros2("param", "get", "/description_node", "description_file", *SPIN[:1]).stdout
+    kept = ros2("param", "get", "/description_node", "description_file", *SPIN).stdout
     assert str(bringup.DEFAULT_ROBOT) in kept
     assert echo_once("/robot_description", "std_msgs/msg/String", "data", *LATCHED) == before
 
@@ -218,6 +218,22 @@ def test_sigint_to_ros2_launch_stops_every_node_cleanly(embedded):
     launch, listener = embedded
     listener.close()                                       # nothing of this launch stays in the domain
     assert_stopped_cleanly(launch)
+
+
+def test_rviz_requested_without_rviz2_warns_and_starts_the_bridge_alone(tmp_path):
+    """The decision: rviz:=true where rviz2 is not installed is no reason to lose the bridge."""
+    if ros2("pkg", "prefix", "rviz2", check=False).returncode == 0:
+        pytest.skip("rviz2 is installed here")
+    launch = Ros2Process(["launch", "robot_bridge", "bridge.launch.py", "rviz:=true"],
+                         tmp_path / "launch.log")
+    try:
+        wait_for_nodes(NODES, launch)
+        warning = r"\[WARNING\] \[robot_bridge\]: rviz2 is not installed .*starting the bridge without it"
+        assert re.search(warning, launch.log), launch.log
+        assert sorted(ros2("node", "list", *SPIN).stdout.split()) == NODES
+        assert_stopped_cleanly(launch, nodes=3)
+    finally:
+        launch.close()
 
 
 # -- ros2 launch with a corpus robot, namespaced -------------------------------------------------------
