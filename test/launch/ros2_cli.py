@@ -18,7 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
+from lxml import etree
 
+NODES = ["/controller_node", "/description_node", "/sensor_bridge"]
+SPIN = ["--no-daemon", "--spin-time", "3"]
+LATCHED = ["--qos-durability", "transient_local", "--qos-reliability", "reliable"]
 VENV_ROS2 = Path(sys.prefix) / "bin" / "ros2"
 SHARED_TOOLS = Path(__file__).resolve().parents[2].parent / "shared" / "ros2-tools"
 STARTED = re.compile(r"\[INFO\] \[([\w.-]+)-\d+\]: process started with pid \[(\d+)\]")
@@ -144,3 +148,35 @@ class Ros2Process:
             pass
         self.process.wait(10)
         self.log_file.close()
+
+
+def wait_for_nodes(expected: list[str], launch: Ros2Process, timeout: float = 120.0) -> list[str]:
+    def listed():
+        if launch.process.poll() is not None:
+            raise AssertionError(f"ros2 launch exited {launch.process.returncode}:\n{launch.log}")
+        names = ros2("node", "list", *SPIN).stdout.split()
+        return names if set(expected) <= set(names) else None
+    return wait_until(listed, timeout, interval=1.0, what=f"nodes {expected}")
+
+
+def echo_once(topic: str, msg_type: str, field: str, *qos: str, timeout: float = 90.0) -> str:
+    out = ros2("topic", "echo", "--once", *qos, "--no-daemon", "--field", field, topic, msg_type,
+               timeout=timeout).stdout
+    return out.rsplit("\n---", 1)[0].strip("\n")
+
+
+def urdf_links(text: str) -> list[str]:
+    root = etree.fromstring(text.encode(), etree.XMLParser(resolve_entities=False, no_network=True))
+    return sorted(link.get("name") for link in root.findall("link"))
+
+
+def assert_stopped_cleanly(launch: Ros2Process, nodes: int = 3) -> None:
+    """SIGINT to ros2 launch: it exits 0, each node exited 0 within 10 s, no traceback, nothing left."""
+    started = launch.started()
+    assert len(started) == nodes, launch.log
+    status = launch.interrupt(timeout=30)
+    assert status == 0, launch.log
+    assert launch.stop_seconds < 10.0, f"stopping took {launch.stop_seconds:.1f} s"
+    assert not [pid for pid in started.values() if alive(pid)], launch.log
+    assert launch.finished() == {pid: 0 for pid in started.values()}, launch.log
+    assert "Traceback" not in launch.log, launch.log
