@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lxml import etree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ros2_cli import (LATCHED, NODES, SPIN, Ros2Process, alive, assert_stopped_cleanly, echo_once,  # noqa: E402
@@ -131,8 +132,13 @@ def test_home_service_brings_joint_states_home(embedded):
 
     result = ros2("service", "call", "/controller_node/home", "std_srvs/srv/Trigger")
     assert "success=True" in result.stdout, result.stdout
-    model = load(str(bringup.DEFAULT_ROBOT))              # home: the description's initial values (no SRDF)
-    home = {name: float(model.joints[name].initial[0]) for name in names}
+    # README: home is the SRDF group state 'home' where it names a joint, else the description's initial value
+    model = load(str(bringup.DEFAULT_ROBOT))
+    srdf = etree.parse(str(bringup.DEFAULT_SRDF), etree.XMLParser(resolve_entities=False, no_network=True))
+    in_srdf = {j.get("name"): float(j.get("value"))
+               for j in srdf.getroot().findall("group_state[@name='home']/joint")}
+    home = {name: in_srdf.get(name, float(model.joints[name].initial[0])) for name in names}
+    assert home != away and any(home.values())
     reach(home, "home")
 
 
