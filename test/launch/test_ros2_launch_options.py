@@ -74,7 +74,8 @@ def test_namespaced_real_mode_launch_of_a_corpus_robot_has_the_documented_names(
 
         transforms = echo_once("/tf_static", "tf2_msgs/msg/TFMessage", "transforms", *LATCHED)
         frames = set(re.findall(r"frame_id='([^']*)'", transforms))
-        assert frames and all(f.startswith("arm1/") for f in frames), frames
+        # README: frame_prefix prefixes the robot's frames; world_frame ('world') stays shared
+        assert "world" in frames and all(f.startswith("arm1/") for f in frames - {"world"}), frames
         on_tf = {f"arm1/{link}" for link in moving_children(model)}
         assert {f"arm1/{link}" for link in model.links} <= frames | on_tf
         assert_stopped_cleanly(launch)
