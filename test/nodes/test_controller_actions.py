@@ -320,8 +320,15 @@ def test_embedded_arm_goal_succeeds():
         for msg in h.snapshot(h.states, since):
             accel = np.abs(np.array(msg.feedback.accelerations)[index])
             assert np.all(accel <= [lim.acceleration * (1 + 1e-6) for lim in limits])
-        assert len(client.of("feedback")) > 50
-        report("fjt_embedded", final_error_rad=final_error, feedback_messages=len(client.of("feedback")))
+        stamps = [f["stamp"] for f in client.of("feedback")]
+        states = h.snapshot(h.states, since)
+        state_stamps = [m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 for m in states]
+        during = [t for t in state_stamps if stamps[0] <= t <= stamps[-1]]
+        assert set(stamps) <= set(state_stamps) and len(stamps) >= 0.9 * len(during)   # at the state rate
+        rate = (len(stamps) - 1) / (stamps[-1] - stamps[0])
+        assert 0.2 * STATE_RATE <= rate <= 1.05 * STATE_RATE, rate
+        report("fjt_embedded", final_error_rad=final_error, feedback_messages=len(stamps),
+               feedback_rate_hz=rate)
     finally:
         if client is not None:
             client.close()
