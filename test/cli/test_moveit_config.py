@@ -18,6 +18,7 @@ from robot_bridge.cli.main import main as cli
 from robot_bridge.formats import srdf, urdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nodes"))
 from lwa_fixture import Harness  # noqa: E402
 
 ACTION_TYPES = {"FollowJointTrajectory": "control_msgs/action/FollowJointTrajectory",
@@ -42,9 +43,9 @@ def generate(args, out: Path) -> dict:
     return {"robot": robot, "semantics": semantics, **loaded}
 
 
-def served(files: dict) -> dict:
+def served(files: dict, during=None) -> dict:
     """Start controller_node with the written parameters; what it serves: action -> type, and the
-    joint_names of each named controller's controller_state."""
+    joint_names of each named controller's controller_state (``during(harness)`` runs while it is up)."""
     params = files["controller_node.yaml"]["controller_node"]["ros__parameters"]
     h = Harness(None, **params)
     try:
@@ -68,6 +69,8 @@ def served(files: dict) -> dict:
         while time.monotonic() < deadline and len(actions) < count:
             actions = dict(get_action_server_names_and_types_by_node(h.probe, "controller_node", "/"))
             time.sleep(0.1)
+        if during is not None:
+            during(h)
         return {"actions": {k: v[0] for k, v in actions.items()},
                 "state_joints": {t: list(m.joint_names) for t, m in states.items()},
                 "grippers": {g.prefix: g.joint for g in h.node.grippers},
@@ -104,7 +107,21 @@ def check_names_match(files: dict, running: dict) -> dict:
 @pytest.mark.timeout(180)
 def test_embedded_robot_with_its_srdf(tmp_path):
     files = generate([DEFAULT_ROBOT, "--srdf", DEFAULT_SRDF], tmp_path / "moveit")
-    running = served(files)
+
+    def execute(h):
+        """What MoveIt's controller manager does with the config: a goal on <name>/<action_ns>."""
+        from test_controller_actions import SUCCEEDED, Client
+
+        entry = files["moveit_controllers.yaml"]["moveit_simple_controller_manager"]["controller_node/arm"]
+        client = Client({"joint_names": entry["joints"], "points": [
+            {"positions": [0.2] * 7, "velocities": [0.0] * 7, "time_from_start": 1.5}]},
+            "/controller_node/arm/" + entry["action_ns"])
+        try:
+            result = client.result(timeout=60.0)
+        finally:
+            client.close()
+        assert result["status"] == SUCCEEDED and result["error_code"] == 0, result
+    running = served(files, execute)
     manager = check_names_match(files, running)
     assert manager["controller_node/arm"]["joints"] == [f"j{i}" for i in range(1, 8)]
     assert manager["controller_node"] == {"type": "GripperCommand", "action_ns": "gripper_cmd",
