@@ -4,9 +4,10 @@ trajectories and goals on a Hardware (:mod:`.joint_control`)."""
 
 from .goals import (PREEMPTED, ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker,
                     JointTolerance, Outcome, Tolerances, TrajectoryCommand, TrajectoryPoint, build_trajectory,
-                    move_trajectory, resolve_tolerances, stop_trajectory)
+                    move_trajectory, rate_excess, resolve_tolerances, stop_trajectory)
 from .joint_control import JointControl, Motion
 
 __all__ = ["PREEMPTED", "ErrorCode", "GoalRejected", "GoalState", "GoalTracker", "GripperTracker",
            "JointControl", "JointTolerance", "Motion", "Outcome", "Tolerances", "TrajectoryCommand",
-           "TrajectoryPoint", "build_trajectory", "move_trajectory", "resolve_tolerances", "stop_trajectory"]
+           "TrajectoryPoint", "build_trajectory", "move_trajectory", "rate_excess", "resolve_tolerances",
+           "stop_trajectory"]

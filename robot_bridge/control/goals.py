@@ -131,6 +131,24 @@ def build_trajectory(command: TrajectoryCommand, joints: Sequence[str], limits: 
     return Trajectory(times, pos, vel, acc)
 
 
+RATE_TOLERANCE = 1e-3          # relative: sampling and rounding of a trajectory planned at the limit
+
+
+def rate_excess(trajectory: Trajectory, joints: Sequence[str], limits: Sequence[JointLimits]) -> str | None:
+    """What of a trajectory exceeds its joints' velocity / acceleration limits ("<joint> needs velocity 2,
+    its limit is 1; ..."), or None.  Such a trajectory is accepted, not time-scaled: the modules move at
+    their limits and lag behind it, and the path and goal tolerances judge the result (the caller warns
+    once, naming the values, so the planner can be fixed)."""
+    peak_v, peak_a = trajectory.peak_rates()
+    excess = []
+    for k, joint in enumerate(joints):
+        for what, need, allowed in (("velocity", peak_v[k], limits[k].velocity),
+                                    ("acceleration", peak_a[k], limits[k].acceleration)):
+            if math.isfinite(allowed) and need > allowed * (1.0 + RATE_TOLERANCE):
+                excess.append(f"{joint} needs {what} {need:.4g}, its limit is {allowed:.4g}")
+    return "; ".join(excess) or None
+
+
 COMPONENTS = ("position", "velocity", "acceleration")
 
 

@@ -96,7 +96,8 @@ def load(path: str | os.PathLike, search_path=None, **options):
     p = Path(path)
     try:
         if not p.is_file():
-            raise MissingFileError("file not found", file=str(p))
+            raise MissingFileError("is a directory, not a robot file" if p.is_dir() else "file not found",
+                                   file=str(p))
     except OSError as exc:
         raise MissingFileError(f"the OS refuses this path ({exc.strerror})", file=str(p)[:300]) from None
     if options.get("allowed_roots", 0) is None:

@@ -172,6 +172,19 @@ class Trajectory:
         return p, v, a
 
 
+    def peak_rates(self, samples_per_segment: int = 64) -> tuple[np.ndarray, np.ndarray]:
+        """Largest |velocity| and |acceleration| of each joint along the trajectory (sampled densely; the
+        acceleration of a linear trajectory, infinite at its corners, is reported as 0)."""
+        n = self.positions.shape[1]
+        if self._splines is None:
+            return np.zeros(n), np.zeros(n)
+        t = np.concatenate([np.linspace(a, b, samples_per_segment, endpoint=False)
+                            for a, b in zip(self.times[:-1], self.times[1:])] + [self.times[-1:]])
+        v = np.array([np.max(np.abs(s(t, 1))) for s in self._splines])
+        a = np.array([np.max(np.abs(s(t, 2))) for s in self._splines]) if self.order > 1 else np.zeros(n)
+        return v, a
+
+
 def _clip(value: float, lower: float, upper: float) -> float:
     """``float(np.clip(value, lower, upper))`` for floats, without numpy's per-call cost (the sim steps
     every module every 2 ms)."""

@@ -30,7 +30,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from .. import hardware as hw
 from ..control import (ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker, JointControl, Outcome,
-                       Tolerances, build_trajectory, move_trajectory, resolve_tolerances)
+                       Tolerances, build_trajectory, move_trajectory, rate_excess,
+                       resolve_tolerances)
 from ..control.groups import controller_groups
 from ..hardware.base import Hardware, HardwareError, ModuleState
 from ..model import Robot
@@ -334,8 +335,12 @@ class ControllerNode(ContainedNode):
 
     def halt(self) -> str:
         with self.lock:
-            self._ready().halt()
+            hardware = self._ready()
+            states = hardware.status()
+            hardware.halt()
             self._end_goals("halted (~/halt)")          # reference follows the stopping modules
+            if all(s.state in (ModuleState.DISABLED, ModuleState.OFFLINE, ModuleState.FAULT) for s in states):
+                return f"nothing moving to halt: {_not_operational(states)}"
             return "halting"
 
     def recover(self) -> str:
@@ -384,10 +389,9 @@ class ControllerNode(ContainedNode):
                            "call ~/recover")
         if self.bus_error is not None:
             raise Rejected(f"hardware communication lost ({self.bus_error}); call ~/recover")
-        for s in hardware.status():
-            if s.state in (ModuleState.FAULT, ModuleState.DISABLED, ModuleState.OFFLINE):
-                what = "faulted" if s.state is ModuleState.FAULT else s.state.value
-                raise Rejected(f"{s.joint} is {what} ({s.message}); call ~/recover or ~/init")
+        reason = _not_operational(hardware.status())
+        if reason:
+            raise Rejected(reason)
         return hardware
 
     def _command(self, positions: np.ndarray, reason: str) -> None:
@@ -417,10 +421,18 @@ class ControllerNode(ContainedNode):
                 ref_p, ref_v, _ = self.control.reference(now)
                 trajectory = build_trajectory(trajectory_command(msg), self.joints, self.limits,
                                               (ref_p, ref_v), now, self._param("allow_partial_joints_goal"))
+                self._warn_rates("~/joint_trajectory", trajectory, self.joints, self.limits)
                 self._finish(self.control.start(range(len(self.joints)), trajectory, now,
                                                 reason="preempted by a trajectory on ~/joint_trajectory"))
         except (Rejected, HardwareError, GoalRejected) as exc:
             self.get_logger().warning(f"trajectory rejected: {exc}")
+
+    def _warn_rates(self, source: str, trajectory, joints, limits) -> None:
+        excess = rate_excess(trajectory, joints, limits)
+        if excess:
+            self.get_logger().warning(f"{source}: trajectory accepted beyond the joint limits ({excess}): "
+                                      "the modules move at their limits and lag behind it (no time scaling; "
+                                      "the path and goal tolerances judge the result)")
 
     # -- actions ------------------------------------------------------------------------------
     def _default_tolerances(self, count: int) -> Tolerances:
@@ -446,6 +458,7 @@ class ControllerNode(ContainedNode):
                 trajectory = build_trajectory(trajectory_command(goal.trajectory), ctl.joints, limits,
                                               (ref_p[ctl.index], ref_v[ctl.index]), now,
                                               self._param("allow_partial_joints_goal"))
+                self._warn_rates(ctl.name, trajectory, ctl.joints, limits)
                 tolerances = resolve_tolerances(self._default_tolerances(len(ctl.joints)), ctl.joints,
                                                 joint_tolerances(goal.path_tolerance),
                                                 joint_tolerances(goal.goal_tolerance),
@@ -698,6 +711,20 @@ def _controller_state(header, joints, index, desired, actual, effort, error):
         header=header, joint_names=list(joints), reference=trajectory_point(*desired[:, index]),
         feedback=trajectory_point(*actual[:, index], effort[index]), error=trajectory_point(*error[:, index]),
         output=trajectory_point(desired[0, index]), speed_scaling_factor=1.0)
+
+
+def _not_operational(states) -> str:
+    """What keeps the modules from moving and what the operator must call, or '' when they can move."""
+    def joints(state):
+        return ", ".join(s.joint for s in states if s.state is state)
+    faulted = [s for s in states if s.state is ModuleState.FAULT]
+    if faulted:
+        return (f"modules faulted ({'; '.join(f'{s.joint}: {s.message}' for s in faulted)}): call ~/recover")
+    if any(s.state is ModuleState.OFFLINE for s in states):
+        return f"modules not open ({joints(ModuleState.OFFLINE)}): call ~/init"
+    if any(s.state is ModuleState.DISABLED for s in states):
+        return f"modules disabled, brakes engaged ({joints(ModuleState.DISABLED)}): call ~/enable true"
+    return ""
 
 
 def _reason(exc: Exception) -> str:

@@ -25,7 +25,8 @@ def main(args) -> int:
         robot = load(args.file, search_path=args.search_path)
     except (DescriptionError, OSError) as err:
         reason = " ".join(str(err).split())
-        print(reason if str(args.file) in reason else f"{args.file}: {reason}", file=sys.stderr)
+        reason = reason if str(args.file) in reason else f"{args.file}: {reason}"
+        print(f"robot-bridge check: error: {reason}", file=sys.stderr)
         return EXIT_INVALID
     if not args.quiet:
         print(f"{args.file}: ok ({len(robot.links)} links, {len(robot.joints)} joints, {robot.dof} DOF, "

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ...formats import load
 from ...formats.srdf import moveit_semantics, write_srdf
 from ...formats.urdf import write_urdf
 
+EXIT_USAGE = 2
 HELP = "Convert a robot description (OpenRAVE XML, COLLADA, URDF) to URDF and, optionally, SRDF."
 
 
@@ -25,8 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
-    robot = load(args.input, search_path=args.search_path)
     output = Path(args.output)
+    if output.suffix.lower() != ".urdf":
+        print(f"robot-bridge convert: error: -o {args.output}: the output is URDF, name it *.urdf (use "
+              "--srdf for the semantics)", file=sys.stderr)
+        return EXIT_USAGE
+    robot = load(args.input, search_path=args.search_path)
     output.parent.mkdir(parents=True, exist_ok=True)
     report = write_urdf(robot, output, mesh_dir=args.mesh_dir, tool_frames=True)
     print(f"wrote {output}: {report.links} links, {report.joints} joints, "
