@@ -171,6 +171,7 @@ class ControllerNode(ContainedNode):
         self.grippers: list[Gripper] = []
         self.params = params.NodeParameters(self, PARAMETERS, apply=self._on_parameters_set)
         self.robot = robot
+        self.reads_description = robot is None
         self.joints: list[str] = list(hardware.joint_names) if hardware else []
         self.limits = list(hardware.limits) if hardware else []
         self.control = self._joint_control(hardware) if hardware else None
@@ -246,8 +247,9 @@ class ControllerNode(ContainedNode):
             raise ValueError(f"robot {robot.name!r} has no active 1-DOF joints to drive")
         limits = hw.limits_from_robot(robot, joints, self._param("default_velocity"),
                                       self._param("default_acceleration"))
-        for warning in robot.warnings:
-            self.get_logger().warning(warning)
+        if self.reads_description:          # a Robot handed in was read (and its warnings logged) elsewhere
+            for warning in dict.fromkeys(robot.warnings):
+                self.get_logger().warning(warning)
         initial = [float(np.clip(robot.joints[j].initial[0], lim.lower, lim.upper))
                    for j, lim in zip(joints, limits)]
         kind = self._param("hardware")

@@ -118,8 +118,8 @@ def _semantic_text(robot: Robot, srdf_file: str) -> str | None:
 
 
 def load_model(description_file: str, srdf_file: str = "", search_path=(), frame_prefix: str = "",
-               mesh_dir: str = "", meshes: MeshTarget | None = None, shared_frames: dict | None = None
-               ) -> LoadedModel:
+               mesh_dir: str = "", meshes: MeshTarget | None = None, shared_frames: dict | None = None,
+               robot: Robot | None = None) -> LoadedModel:
     """Read and convert everything; raises (DescriptionError, OSError, ...) without side effects
     (converted meshes aside: they land in the mesh cache, where they belong whatever happens next).
 
@@ -131,7 +131,8 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
 
     if not description_file:
         raise ValueError("parameter description_file is empty")
-    robot = load(description_file, search_path=list(search_path) or None)
+    if robot is None:                                   # else: this file, already read (robot-bridge run)
+        robot = load(description_file, search_path=list(search_path) or None)
     srdf_text = _semantic_text(robot, srdf_file)
     urdf_text, report = to_urdf(robot, mesh_dir=mesh_dir or None,
                                 target=meshes if meshes is not None else MeshTarget(cache=MeshCache()))
@@ -140,8 +141,11 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
 
 
 class DescriptionNode(ContainedNode):
-    def __init__(self, **kwargs):
+    def __init__(self, robot: Robot | None = None, **kwargs):
+        """``robot``: the description_file already read (``robot-bridge run`` reads it once for every node);
+        used by the first load, later reloads read the file again."""
         super().__init__("description_node", **kwargs)
+        self._preloaded = robot
         self.tf_relay = None                                  # the fast path's SerializedRelay
         self.mesh_server: MeshServer | None = None
         self.params = params.NodeParameters(self, PARAMETERS, validate=self._check_parameters,
@@ -204,16 +208,18 @@ class DescriptionNode(ContainedNode):
             model = load_model(p["description_file"], p["srdf_file"], p["search_path"], p["frame_prefix"],
                                p["mesh_dir"], self._mesh_target(p["mesh_uri"], cache, server, served),
                                {"world_frame": p["world_frame"], "environment": p["publish_environment"],
-                                "environment_prefix": p["environment_prefix"]})
+                                "environment_prefix": p["environment_prefix"]}, robot=self._preloaded)
         except Exception as exc:    # any reader failure must leave the node serving
             return False, f"{type(exc).__name__}: {exc}"
+        finally:
+            self._preloaded = None
         self._set_mesh_server(server)
         self.model, self.load_error = model, None
         self._publish_model(model)
         elapsed = time.monotonic() - started
         robot, report = model.robot, model.report
         source = robot.source or p["description_file"]
-        for warning in robot.warnings + report.warnings:     # once per load: nothing dropped silently
+        for warning in dict.fromkeys(robot.warnings + report.warnings):   # once per load, each text once
             self.get_logger().warning(f"{source}: {warning}")
         removed = cache.prune(keep=[Path(f) for f in report.mesh_files] + served)
         self.get_logger().info(f"robot {robot.name!r}: {len(robot.links)} links, {len(model.state.moving)} "

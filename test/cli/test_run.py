@@ -138,3 +138,18 @@ def test_ctrl_c_during_start_up_stops_without_traceback_and_is_never_lost(when):
     if when != "early":
         assert not any(line.startswith(READY) for line in output.lines[sent:]), text
         assert process.returncode == 0 and "robot-bridge run: stopped" in text
+
+
+def test_a_description_warning_appears_once_in_one_process(tmp_path):
+    """The file is read once for the three nodes; its warning is logged by the description node only."""
+    env = tmp_path / "w.env.xml"
+    env.write_text((DATA / "default.env.xml").read_text().replace(
+        '<Robot file="lwa3_gripper.robot.xml"/>', '<Robot file="lwa3_gripper.robot.xml"/><Frobnicate/>'))
+    process = start_run("--robot", str(env), "--search-path", str(DATA))
+    output = Output(process)
+    try:
+        output.wait_for(READY)
+    finally:
+        text = stop(process, output)
+    lines = [line for line in text.splitlines() if "<Frobnicate> in <environment> is not supported" in line]
+    assert len(lines) == 1 and "[description_node]" in lines[0], text

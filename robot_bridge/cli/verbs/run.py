@@ -8,6 +8,7 @@ SIGTERM shut the bridge down cleanly: every node is destroyed and the hardware c
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import os
 import shutil
@@ -53,8 +54,9 @@ def options_from_args(args: argparse.Namespace) -> bringup.Options:
     return bringup.Options.from_strings({name: getattr(args, name) for name, _, _ in bringup.ARGUMENTS})
 
 
-def create_node(spec: bringup.NodeSpec, context=None):
-    """An in-process node for ``spec``: its class with the spec's name, namespace, parameters and remaps."""
+def create_node(spec: bringup.NodeSpec, context=None, robot=None):
+    """An in-process node for ``spec``: its class with the spec's name, namespace, parameters and remaps
+    (and ``robot``, its description_file already read, for the nodes that take one)."""
     from rclpy.parameter import Parameter
 
     module_name, _, class_name = spec.factory.partition(":")
@@ -62,8 +64,29 @@ def create_node(spec: bringup.NodeSpec, context=None):
     cli_args = ["--ros-args", "-r", f"__node:={spec.name}"]
     for source, target in spec.remappings:
         cli_args += ["-r", f"{source}:={target}"]
+    extra = {"robot": robot} if robot is not None and spec.name in READS_ROBOT else {}
+    overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
     return node_class(context=context, namespace=spec.namespace or None, cli_args=cli_args,
-                      parameter_overrides=[Parameter(k, value=v) for k, v in spec.parameters.items()])
+                      parameter_overrides=overrides, **extra)
+
+
+READS_ROBOT = ("description_node", "sensor_bridge", "controller_node")     # take a Robot read once
+
+
+def _read_robot_once(specs: list[bringup.NodeSpec]):
+    """The robot file every node reads, read once (its warnings then appear once, from the description
+    node); None when the nodes disagree on it or it does not load (each node then reports for itself)."""
+    files = {(s.parameters.get("description_file"), tuple(s.parameters.get("search_path") or ()))
+             for s in specs if s.name in READS_ROBOT}
+    if len(files) != 1:
+        return None
+    ((path, search_path),) = files
+    try:
+        from ...formats import load
+
+        return load(path, search_path=list(search_path) or None)
+    except Exception:  # the nodes say why, one error line each
+        return None
 
 
 def _external(spec: bringup.NodeSpec):
@@ -128,6 +151,7 @@ def main(args: argparse.Namespace) -> int:
 
     with stoppable_rclpy(stop=REQUESTED) as stop:
         nodes, processes, executor = [], [], None
+        robot = None if stop.is_set() else _read_robot_once(specs)
         try:
             for spec in specs:
                 if stop.is_set():
@@ -136,7 +160,7 @@ def main(args: argparse.Namespace) -> int:
                     processes.append(_external(spec))
                     continue
                 try:
-                    nodes.append(create_node(spec))
+                    nodes.append(create_node(spec, robot=copy.deepcopy(robot) if robot is not None else None))
                 except Exception as exc:     # e.g. a parameter of the wrong type in a YAML file
                     _error(f"cannot start {spec.name}: {type(exc).__name__}: {exc}")
                     return EXIT_START_FAILED
