@@ -91,11 +91,15 @@ def wait_until(condition, timeout: float, interval: float = 0.2, what: str = "co
 class Ros2Process:
     """A long-running ros2 command (launch, run): output to a log file, stopped with SIGINT like Ctrl-C."""
 
-    def __init__(self, args: list[str], log: Path, **env: str):
+    def __init__(self, args: list[str], log: Path, command: list[str] | None = None,
+                 cwd: Path | None = None, **env: str):
+        """``ros2 *args``, or ``command`` (which must exec the ros2 process, e.g. after sourcing a setup
+        file)."""
         self.args, self.log_path = args, log
         self.log_file = open(log, "w", encoding="utf-8")
-        self.process = subprocess.Popen([ros2_executable(), *args], env=ros2_env(**env), stdout=self.log_file,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(command or [ros2_executable(), *args], env=ros2_env(**env),
+                                        cwd=cwd, stdout=self.log_file, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
         self.stop_seconds: float | None = None
 
     @property
