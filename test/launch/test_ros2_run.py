@@ -46,5 +46,6 @@ def test_ros2_run_robot_bridge_check_works_as_documented(tmp_path):
     broken.write_text('<Robot name="broken">\n  <KinBody>\n    <Body name="a">\n  </KinBody>\n</Robot>\n')
     bad = ros2("run", "robot_bridge", "robot-bridge", "check", str(broken), check=False)
     assert bad.returncode == 2, bad
-    (line,) = bad.stderr.strip().splitlines()                  # README: "2 with a one-line reason"
-    assert line.startswith(f"{broken}:4: ") and "KinBody" in line, line    # file, line, what is wrong
+    # README: one line `robot-bridge <verb>: error: <file>:<line> ...: <what was expected>`, status 2
+    (line,) = bad.stderr.strip().splitlines()
+    assert line.startswith(f"robot-bridge check: error: {broken}:4: ") and "KinBody" in line, line
