@@ -94,7 +94,8 @@ def test_bus_loss_halts_reports_and_recovers(harness):
         time.sleep(0.3)
     finally:
         lost["on"] = False
-    back = time.monotonic()
-    h.wait_for(lambda: h.snapshot(h.joint_states, back), 3.0, "joint_states after the bus came back")
+    back = h.node._now()          # a sample measured after the bus came back (not the last one before it)
+    h.wait_for(lambda: any(m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 > back
+                           for m in h.snapshot(h.joint_states)), 3.0, "joint_states after the bus came back")
     assert _stopped(h)                                            # still halted until told otherwise
     _recover_and_home(h)
