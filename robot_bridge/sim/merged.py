@@ -61,11 +61,16 @@ class MergedTriangles:
                b"".join(np.ascontiguousarray(poses[i]).tobytes() for i in indices))
         with self._lock:
             found = self._sets.get(key)
+        if found is not None:
+            return found
+        # built outside the lock: a camera building its set never holds up a laser using another one
+        built = self._build(shapes, indices, poses)
+        with self._lock:
+            found = self._sets.get(key)
             if found is None:
-                found = self._build(shapes, indices, poses)
                 if len(self._sets) >= CACHED_SETS:
                     self._sets.pop(next(iter(self._sets)))
-                self._sets[key] = found
+                self._sets[key] = found = built
             return found
 
     def _build(self, shapes, indices, poses) -> TriangleSet:
