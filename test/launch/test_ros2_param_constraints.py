@@ -1,0 +1,55 @@
+"""Parameter constraints seen and enforced through the real ``ros2 param`` against ``ros2 launch``:
+describe shows ranges, choices and read-only; out-of-range, wrong-choice and read-only sets are refused
+with the reason and change nothing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ros2_cli import NODES, SPIN, Ros2Process, alive, ros2, ros2_executable, stop_daemon, wait_for_nodes  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def bridge(tmp_path_factory):
+    ros2_executable()                                      # skips with the reason when absent
+    launch = Ros2Process(["launch", "robot_bridge", "bridge.launch.py"],
+                         tmp_path_factory.mktemp("launch") / "launch.log")
+    try:
+        wait_for_nodes(NODES, launch)
+        yield launch
+    finally:
+        launch.close()
+        stop_daemon()
+        assert not [pid for pid in launch.started().values() if alive(pid)]
+
+
+@pytest.mark.parametrize("node, name, shown", [
+    ("/controller_node", "state_rate", ["Min value: 0.1", "Max value: 10000.0"]),
+    ("/controller_node", "hardware", ["Read only: true", "one of: sim, canopen"]),
+    ("/sensor_bridge", "default_mode", ["one of: relay, sim, off"]),
+    ("/sensor_bridge", "output_depth", ["Min value: 1", "Max value: 10000"]),
+    ("/description_node", "publish_frequency", ["Min value: 0.0"]),
+])
+def test_describe_shows_the_constraints(bridge, node, name, shown):
+    out = ros2("param", "describe", node, name, *SPIN).stdout
+    for text in shown:
+        assert text in out, out
+
+
+@pytest.mark.parametrize("node, name, value, reason", [
+    ("/controller_node", "state_rate", "-1.0", "out of range"),
+    ("/controller_node", "sim.fault_rate", "-3.0", "out of range"),
+    ("/controller_node", "hardware", "foo", "read-only"),
+    ("/controller_node", "joints", "[foo]", "read-only"),
+    ("/description_node", "mesh_uri", "ftp", "is not one of"),
+])
+def test_bad_values_are_refused(bridge, node, name, value, reason):
+    before = ros2("param", "get", node, name, *SPIN, check=False).stdout     # joints: "Parameter not set"
+    result = ros2("param", "set", node, name, value, *SPIN, check=False)
+    said = result.stdout + result.stderr
+    assert said.startswith("Setting parameter failed: ") and reason in said.lower(), said
+    assert ros2("param", "get", node, name, *SPIN, check=False).stdout == before
