@@ -227,7 +227,7 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
     if o.objects:
         specs.append(NodeSpec(PACKAGE, "world_node", "world_node", ns,
                               params("world_node", "world.yaml", objects_file=o.objects,
-                                     frame_prefix=o.frame_prefix),
+                                     frame_prefix=o.frame_prefix, world_frame=o.world_frame),
                               factory="robot_bridge.nodes.world:WorldNode"))
     if o.rviz:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),

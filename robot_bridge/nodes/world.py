@@ -49,8 +49,8 @@ PARAMETERS = params.schema(
                                               "meshes (before $OPENRAVE_DATA)", rule_text=RELOADS),
     Param("frame_prefix", "", "Prefix of every published object frame (as the description node's)",
           read_only=True),
-    Param("world_frame", "", "Frame the bodies are placed in; empty: <frame_prefix>world (the description "
-                             "node's)", read_only=True),
+    Param("world_frame", "", "Frame the bodies are placed in; empty: world (the description node's shared "
+                             "world_frame default)", read_only=True),
     Param("publish_rate", 10.0, "Hz: /tf of every body, and how often timeouts are checked",
           range=(0.001, 1000.0)),
     Param("min_score", 0.0, "Hypotheses scoring below this are ignored",
@@ -89,7 +89,7 @@ class WorldNode(ContainedNode):
         self._marker_counts: dict[str, int] = {}          # body -> markers published in its namespace
         self._warned: dict[str, float] = {}                 # warning key -> last time (throttle per kind)
         self.frame_prefix = str(self._p("frame_prefix"))
-        self.world_frame = str(self._p("world_frame")) or self.frame_prefix + frames.WORLD_FRAME
+        self.world_frame = str(self._p("world_frame")) or frames.WORLD_FRAME
 
         self.tf_pub = self.create_publisher(TFMessage, "/tf", qos.tf_qos())
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.description_qos())
