@@ -293,7 +293,7 @@ def draw_mesh_robot(out: Path) -> str:
     barrettwam.robot.xml with default mesh handling, saved and drawn as ``render --urdf`` draws it."""
     from .formats.mesh_cache import MeshCache
     from .formats.urdf import read_published
-    from .nodes.description import DescriptionNode, load_model
+    from .nodes.description import load_model, mesh_target
     from .render import render, visuals_only
 
     data = openrave_data()
@@ -301,7 +301,7 @@ def draw_mesh_robot(out: Path) -> str:
         return f"mesh robot: skipped ({MESH_ROBOT} not found: set OPENRAVE_DATA to OpenRAVE's data folder)"
     cache = MeshCache(out / "mesh_cache")
     loaded = load_model(str(data / MESH_ROBOT), search_path=[str(data)],
-                        meshes=DescriptionNode._mesh_target("file", cache, None, []))
+                        meshes=mesh_target("file", cache))
     saved = out / "barrettwam_robot_description.urdf"
     saved.write_text(loaded.urdf, encoding="utf-8")
     robot = visuals_only(read_published(saved))

@@ -117,6 +117,23 @@ def _semantic_text(robot: Robot, srdf_file: str) -> str | None:
         return None
 
 
+def mesh_target(mode: str, cache: MeshCache, server: MeshServer | None = None,
+                served: list | None = None) -> MeshTarget:
+    """How the URDF names meshes for ``mesh_uri`` ``mode``: converted ones go to ``cache``; ``http``
+    copies every local mesh into the cache ``server`` serves (recorded in ``served``)."""
+    if mode == "package":
+        return MeshTarget(cache=cache, locate=package_uri)
+    if mode == "http":
+        def locate(path: Path) -> str:
+            adopted = cache.adopt(path)          # every served file lives in the cache directory
+            if served is not None:
+                served.append(adopted)
+            return server.url(adopted)
+
+        return MeshTarget(cache=cache, locate=locate, keep_written_uris=False)
+    return MeshTarget(cache=cache, locate=file_uri)
+
+
 def load_model(description_file: str, srdf_file: str = "", search_path=(), frame_prefix: str = "",
                mesh_dir: str = "", meshes: MeshTarget | None = None, shared_frames: dict | None = None,
                robot: Robot | None = None) -> LoadedModel:
@@ -206,7 +223,7 @@ class DescriptionNode(ContainedNode):
             cache = MeshCache(p["mesh_cache_dir"] or None, max_bytes=int(p["mesh_cache_max_mb"]) << 20)
             server, served = self._mesh_server(p, cache), []
             model = load_model(p["description_file"], p["srdf_file"], p["search_path"], p["frame_prefix"],
-                               p["mesh_dir"], self._mesh_target(p["mesh_uri"], cache, server, served),
+                               p["mesh_dir"], mesh_target(p["mesh_uri"], cache, server, served),
                                {"world_frame": p["world_frame"], "environment": p["publish_environment"],
                                 "environment_prefix": p["environment_prefix"]}, robot=self._preloaded)
         except Exception as exc:    # any reader failure must leave the node serving
@@ -249,19 +266,6 @@ class DescriptionNode(ContainedNode):
         if self.mesh_server is not None and self.mesh_server is not server:
             self.mesh_server.stop()
         self.mesh_server = server
-
-    @staticmethod
-    def _mesh_target(mode: str, cache: MeshCache, server: MeshServer | None, served: list) -> MeshTarget:
-        if mode == "package":
-            return MeshTarget(cache=cache, locate=package_uri)
-        if mode == "http":
-            def locate(path: Path) -> str:
-                adopted = cache.adopt(path)      # every served file lives in the cache directory
-                served.append(adopted)
-                return server.url(adopted)
-
-            return MeshTarget(cache=cache, locate=locate, keep_written_uris=False)
-        return MeshTarget(cache=cache, locate=file_uri)
 
     def _publish_model(self, model: LoadedModel) -> None:
         stamp = self.get_clock().now().to_msg()

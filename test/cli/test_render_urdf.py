@@ -27,12 +27,12 @@ VIEW = (25.0, -50.0)
 @pytest.fixture(scope="module")
 def published(openrave_data, tmp_path_factory):
     """(model, robot_description text) of barrettwam as description_node publishes it by default."""
-    from robot_bridge.nodes.description import DescriptionNode, load_model
+    from robot_bridge.nodes.description import load_model, mesh_target
 
     cache = MeshCache(tmp_path_factory.mktemp("cache"))
     loaded = load_model(str(openrave_data / "robots" / "barrettwam.robot.xml"),
                         search_path=[str(openrave_data)],
-                        meshes=DescriptionNode._mesh_target("file", cache, None, []))
+                        meshes=mesh_target("file", cache))
     return loaded.robot, loaded.urdf
 
 

@@ -25,7 +25,7 @@ pin = pytest.importorskip("pinocchio")
 trimesh = pytest.importorskip("trimesh")
 pytest.importorskip("rclpy")
 
-from robot_bridge.nodes.description import PARAMETERS, DescriptionNode, load_model  # noqa: E402
+from robot_bridge.nodes.description import PARAMETERS, load_model, mesh_target  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_corpus_urdf_export import CORPUS, load_or_skip, pinocchio_q  # noqa: E402
@@ -146,7 +146,7 @@ def _present(g) -> bool:
 @pytest.mark.parametrize("path", robot_files(), ids=lambda p: str(p.relative_to(CORPUS)))
 def test_default_description_shows_every_link(path, cache):
     robot = load_or_skip(path)
-    target = DescriptionNode._mesh_target(DEFAULTS["mesh_uri"], cache, None, [])
+    target = mesh_target(DEFAULTS["mesh_uri"], cache)
     loaded = load_model(str(path), search_path=[str(CORPUS / "openrave" / "src")], meshes=target)
     # the node reads the file itself: the same model
     assert set(loaded.robot.links) == set(robot.links)
@@ -177,7 +177,7 @@ def test_restart_converts_nothing(corpus, tmp_path):
     cache = MeshCache(tmp_path / "cache")
     search = [str(corpus / "openrave" / "src")]
     def target():
-        return DescriptionNode._mesh_target("file", cache, None, [])
+        return mesh_target("file", cache)
 
     first = load_model(str(robot), search_path=search, meshes=target())
     assert len(first.report.meshes_converted) > 10 and not first.report.meshes_cached
