@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 MAX_WAIT = 0.1          # s: longest single wait, so a clock that is not wall time (sim time) is re-read
-MAX_CATCH_UP = 0.25     # s: a schedule this far behind (a hiccup) catches up; further behind, it restarts
+MAX_CATCH_UP = 1.0      # s: a schedule this far behind (a hiccup) catches up; further behind, it restarts
 
 
 @dataclass(frozen=True)
