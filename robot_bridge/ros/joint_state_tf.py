@@ -34,7 +34,7 @@ class _Plan:
     """One JointState name list compiled for one model, with its reused TFMessage buffer."""
 
     __slots__ = ("names", "key", "mask", "key_len", "selection", "buffer", "span", "values", "value_index",
-                 "stamps", "stamp_index", "direct_fields", "zeros", "stamp")
+                 "stamps", "stamp_index", "direct_fields", "stamp")
 
     def __init__(self, names: tuple[str, ...], state: StatePublisher):
         self.names = names
@@ -51,7 +51,6 @@ class _Plan:
         self.key_len = len(key)
         self.mask = int.from_bytes(mask, "little")
         self.key = int.from_bytes(key, "little")
-        self.zeros = np.zeros(len(names))
         sel = self.selection = state.selection(names)
         # positions copied straight into the DOF vector when the message lists exactly its slots in order
         self.direct_fields = bool(len(sel.fields)) and len(sel.fields) == len(names) \
@@ -94,7 +93,7 @@ class JointStateTF:
             return None
         if plan is None:
             return None
-        if positions.dot(plan.zeros) != 0.0:      # NaN/inf (x * 0 is NaN) would poison /tf
+        if not np.isfinite(positions).all():      # NaN/inf would poison /tf
             warn("ignored a JointState with non-finite positions")
             return None
         state, sel = self.state, plan.selection
