@@ -60,7 +60,7 @@ def test_callbacks_are_contained(monkeypatch):
             pub.publish(String(data="x"))
             return ("subscription in: on_message", "ValueError") in node.faults
         _spin_until(executor, message_failed)
-        assert ("timer tick", InjectedFault.__name__) in node.faults     # the test hook, once
+        _spin_until(executor, lambda: ("timer tick", InjectedFault.__name__) in node.faults)   # the hook
         ticks = node.ticks
         _spin_until(executor, lambda: node.ticks > ticks + 2)            # the timer goes on
         future = client.call_async(Trigger.Request())
@@ -68,6 +68,7 @@ def test_callbacks_are_contained(monkeypatch):
         assert future.result().message == "half done" and not future.result().success
         assert ("service ~/poke: on_poke", "RuntimeError") in node.faults
         assert node.callback_errors == len(node.faults)
+        assert node.faults.count(("timer tick", InjectedFault.__name__)) == 1               # once
     finally:
         executor.shutdown()
         node.destroy_node()
