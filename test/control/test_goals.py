@@ -176,3 +176,14 @@ def test_linear_from_positions_only():
     traj = build_trajectory(cmd(JOINTS, pt([0.4] * 3, 2.0)), JOINTS, LIMITS, ZERO, 10.0, False)
     p, v, _ = traj.sample(11.0)
     assert p == pytest.approx([0.2] * 3) and v == pytest.approx([0.2] * 3)
+
+
+def test_a_trajectory_beyond_the_rate_limits_names_needed_and_allowed_values():
+    """Accepted, not time-scaled: rate_excess gives the node its one warning (needed vs allowed)."""
+    from robot_bridge.control import rate_excess
+
+    fast = build_trajectory(cmd(JOINTS, pt([0.4] * 3, 0.1)), JOINTS, LIMITS, ZERO, 10.0, False)
+    text = rate_excess(fast, JOINTS, LIMITS)
+    assert text is not None and f"a needs velocity 4, its limit is {LIMITS[0].velocity:.4g}" in text
+    slow = build_trajectory(cmd(JOINTS, pt([0.4] * 3, 2.0)), JOINTS, LIMITS, ZERO, 10.0, False)
+    assert rate_excess(slow, JOINTS, LIMITS) is None
