@@ -20,8 +20,9 @@ INSTALL_REQUIRES = [
     "python-can",
     "canopen",
 ]
-# Optional fast ray casting for the simulated sensors (robot_bridge.sim.raycast falls back without them).
-RAYCAST_REQUIRES = ["embreex", "rtree"]
+# Optional fast ray casting for the simulated sensors (robot_bridge.sim.raycast falls back without them);
+# numba: the camera's z-buffer (robot_bridge.sim.raster; without it the camera casts rays).
+RAYCAST_REQUIRES = ["embreex", "rtree", "numba"]
 TEST_REQUIRES = [
     "pytest",
     "pytest-timeout",

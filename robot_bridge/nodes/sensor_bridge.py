@@ -403,8 +403,23 @@ class SensorBridge(ContainedNode):
         if self.sim_sensors and rate > 0:
             self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
             self.create_timer(1.0 / rate, self._publish_diagnostics)
+        if self.scene.raster and any(s.sensor.type == "camera" for s in self.sim_sensors.values()):
+            self._warm_up_camera_zbuffer()
         for sim in self.sim_sensors.values():       # every sensor on its own thread, once all are set up
             sim.start()
+
+    def _warm_up_camera_zbuffer(self) -> None:
+        """Compile (first run) or load the cached camera z-buffer before the first frame, so frames never
+        pay it; if numba cannot compile it here, cameras cast rays as without numba."""
+        from ..sim import raster
+
+        try:
+            seconds = raster.warm_up()
+        except Exception as exc:  # numba present but unusable on this machine
+            self.scene.raster = False
+            self.get_logger().warning(f"camera z-buffer unavailable ({exc}); cameras cast rays (slower)")
+        else:
+            self.get_logger().debug(f"camera z-buffer ready in {seconds:.2f} s")
 
     def _publish_diagnostics(self) -> None:
         msg = DiagnosticArray()

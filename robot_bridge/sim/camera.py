@@ -15,7 +15,7 @@ from typing import Iterable, Mapping, Optional
 import numpy as np
 
 from ..model import AttachedSensor
-from .scene import Scene
+from .scene import PinholeView, Scene
 
 
 @dataclass
@@ -109,7 +109,9 @@ class PinholeModel:
         dirs = local @ np.ascontiguousarray(pose[:3, :3].T)
         origins = pose[:3, 3] + self.range_min * dirs if self.range_min else pose[:3, 3][None]
         hits = scene.cast(origins, dirs, max_range=self.range_max - self.range_min, exclude=exclude,
-                          apex=pose[:3, 3], normals=False, cosine=color)
+                          apex=pose[:3, 3], normals=False, cosine=color, pinhole=PinholeView(
+                              pose[:3, :3], pose[:3, 3], self.width, self.height, self.fx, self.fy, self.cx,
+                              self.cy, self.range_min))
         distance = hits.distance + self.range_min if self.range_min else hits.distance
         depth = np.multiply(distance, self._optical_z(), dtype=np.float32)
         depth[np.isinf(depth)] = np.nan

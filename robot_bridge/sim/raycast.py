@@ -221,38 +221,49 @@ class TriangleMesh:
         ``origins`` (N, 3), or (1, 3) shared by every ray (a camera: the plane offsets are then taken
         once per triangle instead of once per ray)."""
         tri = self.first_triangle(origins, directions)
-        # Every ray is computed (a miss with the last triangle, mode="wrap", then discarded): cheaper than
-        # compacting the (N, 3) rays to the hits and spreading the results back.
-        nx, ny, nz = (np.take(column, tri, mode="wrap") for column in self._normal_columns)
-        d = directions
-        denom = d[:, 0] * nx
-        denom += d[:, 1] * ny
-        denom += d[:, 2] * nz
-        if len(origins) == 1:
-            num = np.take(self.plane_offset - self.face_normals @ np.asarray(origins[0], dtype=float), tri,
-                          mode="wrap")
-        else:
-            o = origins
-            num = np.take(self.plane_offset, tri, mode="wrap") - (o[:, 0] * nx + o[:, 1] * ny + o[:, 2] * nz)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.divide(num, denom, out=num)
-        # The backend picked the triangle; the distance to its plane is recomputed in float64.
-        missed = ~(t >= 0.0)                   # NaN (degenerate), behind
-        missed |= tri < 0                      # or nothing hit
-        normal = cos = None
+        return plane_hits(self._normal_columns, self.plane_offset, self.face_normals, tri, origins,
+                          directions, normals, cosine)
+
+
+def plane_hits(normal_columns, plane_offset: np.ndarray, face_normals: np.ndarray, tri: np.ndarray,
+               origins: np.ndarray, directions: np.ndarray, normals: bool = True, cosine: bool = False
+               ) -> "MeshHits":
+    """Hits of rays on the planes of the triangles ``tri`` they were found to meet (-1: none), float64.
+
+    Shared by every way of finding the triangle (ray caster backends, the camera's z-buffer), so each
+    returns the same distance."""
+    # Every ray is computed (a miss with the last triangle, mode="wrap", then discarded): cheaper than
+    # compacting the (N, 3) rays to the hits and spreading the results back.
+    nx, ny, nz = (np.take(column, tri, mode="wrap") for column in normal_columns)
+    d = directions
+    denom = d[:, 0] * nx
+    denom += d[:, 1] * ny
+    denom += d[:, 2] * nz
+    if len(origins) == 1:
+        num = np.take(plane_offset - face_normals @ np.asarray(origins[0], dtype=float), tri,
+                      mode="wrap")
+    else:
+        o = origins
+        num = np.take(plane_offset, tri, mode="wrap") - (o[:, 0] * nx + o[:, 1] * ny + o[:, 2] * nz)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.divide(num, denom, out=num)
+    # The backend picked the triangle; the distance to its plane is recomputed in float64.
+    missed = ~(t >= 0.0)                   # NaN (degenerate), behind
+    missed |= tri < 0                      # or nothing hit
+    normal = cos = None
+    if normals:
+        normal = np.stack([nx, ny, nz], axis=1)
+        normal *= -np.sign(denom)[:, None]              # face the ray
+    if cosine:
+        cos = np.abs(denom, out=denom)
+    if missed.any():
+        t[missed] = np.inf
+        tri[missed] = -1
         if normals:
-            normal = np.stack([nx, ny, nz], axis=1)
-            normal *= -np.sign(denom)[:, None]              # face the ray
+            normal[missed] = 0.0
         if cosine:
-            cos = np.abs(denom, out=denom)
-        if missed.any():
-            t[missed] = np.inf
-            tri[missed] = -1
-            if normals:
-                normal[missed] = 0.0
-            if cosine:
-                cos[missed] = 0.0
-        return MeshHits(tri, t, normal, cos)
+            cos[missed] = 0.0
+    return MeshHits(tri, t, normal, cos)
 
 
 @dataclass

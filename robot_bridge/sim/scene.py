@@ -24,7 +24,7 @@ from ..formats import meshes
 from ..kinematics.fk import KinematicModel
 from ..kinematics.frames import optical_offset
 from ..model import AttachedSensor, Box, Cylinder, Geometry, Mesh, Robot, Sphere
-from . import raycast
+from . import raster, raycast
 from .merged import MERGED_KINDS, MIN_RAYS_FOR_ROBOT, MergedTriangles
 
 
@@ -56,6 +56,21 @@ class Hits:
     cosine: Optional[np.ndarray] = None   # (N,) |normal . direction|, 0 where nothing was hit (if asked)
 
 
+@dataclass(frozen=True)
+class PinholeView:
+    """A pinhole camera's pixel grid at its world pose (optical frame: x right, y down, z forward)."""
+
+    rotation: np.ndarray       # (3, 3) optical frame -> world
+    position: np.ndarray       # (3,) optical centre in the world
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    range_min: float = 0.0
+
+
 class Scene:
     """The robot (moving with its joints) and its static environment bodies."""
 
@@ -72,6 +87,9 @@ class Scene:
         self.models = {name: KinematicModel(body) for name, body in self.bodies.items()}
         # Environment boxes and meshes as one Embree triangle set (other backends: one shape at a time)
         self._merged = MergedTriangles(self.backend) if self.backend == "embree" else None
+        # a camera's boxes and meshes by z-buffer (numba) when available: sets only transformed, never built
+        self.raster = raster.AVAILABLE
+        self._raster_sets = MergedTriangles("numpy")
         self.shapes: list[Shape] = []
         self._mesh_cache: dict[tuple, raycast.TriangleMesh] = {}
         for name, body in self.bodies.items():
@@ -206,13 +224,15 @@ class Scene:
     # -- queries -------------------------------------------------------------
     def cast(self, origins: np.ndarray, directions: np.ndarray, max_range: float = np.inf,
              exclude: Iterable[tuple[str, str]] = (), apex: Optional[np.ndarray] = None,
-             normals: bool = True, cosine: bool = False) -> Hits:
+             normals: bool = True, cosine: bool = False, pinhole: Optional["PinholeView"] = None) -> Hits:
         """First hit of each ray (world frame, unit directions) within ``max_range`` of its origin.
 
         ``exclude`` lists (body, link) pairs to ignore, e.g. the sensor's own link.  ``apex``: a point
         every ray's line passes through, behind its origin (a sensor's centre); it allows culling all
         shapes against all rays with one matrix product.  ``cosine``: also ``|normal . direction|`` per
-        ray (what shading needs, cheaper than the normals).
+        ray (what shading needs, cheaper than the normals).  ``pinhole``: the rays are that camera's
+        pixels (row-major, from its optical centre or ``range_min`` along each ray); with :attr:`raster`
+        its boxes and meshes are found by z-buffer instead of one ray at a time (same hits).
         """
         origins = np.asarray(origins, dtype=float).reshape(-1, 3)
         directions = np.ascontiguousarray(directions, dtype=float).reshape(-1, 3)
@@ -227,6 +247,14 @@ class Scene:
         poses = self.shape_poses()
         merged = [i for i in active if self._merged is not None and self.shapes[i].kind in MERGED_KINDS
                   and self.shapes[i].body != self.robot.name]
+        if pinhole is not None and self.raster:
+            merged = []
+            rastered = [i for i in active if self.shapes[i].kind in MERGED_KINDS]
+            if rastered:
+                best, which, normal, cos = self._raster(pinhole, rastered, poses, origins, directions,
+                                                        normals, cosine)
+                done = set(rastered)
+                active = [i for i in active if i not in done]
         if merged and len(directions) >= MIN_RAYS_FOR_ROBOT:
             links = [i for i in active if self.shapes[i].kind in MERGED_KINDS and i not in merged]
             if links and self._merged.settled(self.shapes, links, poses):
@@ -277,6 +305,24 @@ class Scene:
             if cosine:
                 cos[miss] = 0.0
         return Hits(best, which, normal, cos)
+
+    def _raster(self, view: "PinholeView", indices, poses, origins, directions, normals, cosine):
+        """Hits of the pixels' rays on the boxes and meshes ``indices``: the z-buffer finds the triangle,
+        :func:`raycast.plane_hits` the distance (as after any ray caster backend)."""
+        still = [i for i in indices if self.shapes[i].body != self.robot.name]
+        links = [i for i in indices if self.shapes[i].body == self.robot.name]
+        sets = [self._raster_sets.get(self.shapes, group, poses) for group in (still, links) if group]
+        tri = raster.nearest_triangles([(s.mesh.vertices, s.mesh.faces) for s in sets], view.rotation,
+                                       view.position, view.width, view.height, view.fx, view.fy, view.cx,
+                                       view.cy, view.range_min)
+        meshes = [s.mesh for s in sets]
+        columns = [np.concatenate([m._normal_columns[k] for m in meshes]) for k in range(3)]
+        face_normals = np.concatenate([m.face_normals for m in meshes])
+        hits = raycast.plane_hits(columns, np.concatenate([m.plane_offset for m in meshes]), face_normals,
+                                  tri, origins, directions, normals, cosine)
+        owner = np.concatenate([s.owner for s in sets])
+        which = np.where(hits.triangle >= 0, np.take(owner, hits.triangle, mode="wrap"), -1)
+        return hits.distance, which, hits.normal, hits.cosine
 
     def _cone_cull(self, apex, directions, active, poses, max_range) -> dict[int, Optional[np.ndarray]]:
         """Per shape, the rows whose line from ``apex`` passes its bounding sphere (None: all rows)."""

@@ -1,0 +1,155 @@
+"""Primary visibility of a pinhole camera by a z-buffer over triangles (numba), not one ray at a time.
+
+For each pixel the kernel finds the nearest triangle its ray (through the pixel centre) meets, with the
+same test a ray caster makes: barycentric coordinates of the ray's hit on the triangle's plane, each
+``>= -1e-9`` (as :func:`robot_bridge.sim.raycast.moller_trumbore`), in float64, depth compared along the
+ray.  Triangles crossing the camera plane need no clipping: the inside test is on the ray itself (edge
+functions in 3-D), the clipped triangle only bounds the pixels tried.  Only the triangle index leaves the
+kernel: the distance is then computed as for every ray caster backend (plane of that triangle, float64).
+
+numba is optional (``pip install robot_bridge[raycast]``): without it :data:`AVAILABLE` is False and the
+camera casts rays through :meth:`robot_bridge.sim.scene.Scene.cast` as before.  Compiled code is cached
+(``cache=True``: next to this module, or in numba's user cache directory when that is read-only), so only
+the first process pays the compilation (~1-2 s; see ``bench/sensor_bench.py``'s ``raster_jit_seconds``).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+try:
+    import numba
+except ImportError:                    # the camera falls back to ray casting
+    numba = None
+
+AVAILABLE = numba is not None
+_NEAR = 1e-9          # bounds only: hits at depth below this are not looked for
+_TOL = -1e-9          # barycentric tolerance, as the numpy Möller–Trumbore backend
+
+
+def _kernel(tris, width, height, fx, fy, cx, cy, as_, bs, dmin, zbuf, ids, id_offset):  # pragma: no cover
+    """Z-buffer ``tris`` (F, 3, 3) camera-frame vertices (``as_``/``bs``: ``(u - cx) / fx`` per column,
+    ``(v - cy) / fy`` per row) into ``zbuf`` (depth along z, (H*W,)) and ``ids``
+    (triangle index + ``id_offset``, -1 none).  Hits closer than ``dmin`` along the ray are skipped."""
+    px = np.empty(9)
+    py = np.empty(9)
+    for f in range(tris.shape[0]):
+        ax, ay, az = tris[f, 0, 0], tris[f, 0, 1], tris[f, 0, 2]
+        bx, by, bz = tris[f, 1, 0], tris[f, 1, 1], tris[f, 1, 2]
+        qx, qy, qz = tris[f, 2, 0], tris[f, 2, 1], tris[f, 2, 2]
+        if az < _NEAR and bz < _NEAR and qz < _NEAR:
+            continue
+        # plane normal n = (b - a) x (q - a), offset c = n . a
+        e1x, e1y, e1z = bx - ax, by - ay, bz - az
+        e2x, e2y, e2z = qx - ax, qy - ay, qz - az
+        nx = e1y * e2z - e1z * e2y
+        ny = e1z * e2x - e1x * e2z
+        nz = e1x * e2y - e1y * e2x
+        if nx == 0.0 and ny == 0.0 and nz == 0.0:
+            continue
+        c = nx * ax + ny * ay + nz * az
+        # edge functions: r . (b x q), r . (q x a), r . (a x b); their sum is r . n
+        c0x, c0y, c0z = by * qz - bz * qy, bz * qx - bx * qz, bx * qy - by * qx
+        c1x, c1y, c1z = qy * az - qz * ay, qz * ax - qx * az, qx * ay - qy * ax
+        c2x, c2y, c2z = ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx
+        # pixel bounds of the triangle clipped to z >= _NEAR
+        k = 0
+        for i in range(3):
+            ux, uy, uz = tris[f, i, 0], tris[f, i, 1], tris[f, i, 2]
+            j = (i + 1) % 3
+            wx, wy, wz = tris[f, j, 0], tris[f, j, 1], tris[f, j, 2]
+            if uz >= _NEAR:
+                px[k] = fx * ux / uz + cx
+                py[k] = fy * uy / uz + cy
+                k += 1
+            if (uz >= _NEAR) != (wz >= _NEAR):
+                s = (_NEAR - uz) / (wz - uz)
+                px[k] = fx * (ux + s * (wx - ux)) / _NEAR + cx
+                py[k] = fy * (uy + s * (wy - uy)) / _NEAR + cy
+                k += 1
+        umin, umax, vmin, vmax = px[0], px[0], py[0], py[0]
+        for i in range(1, k):
+            umin = min(umin, px[i])
+            umax = max(umax, px[i])
+            vmin = min(vmin, py[i])
+            vmax = max(vmax, py[i])
+        if umax < -1.0 or vmax < -1.0 or umin > width or vmin > height:
+            continue
+        u0 = max(0, int(np.floor(umin)) - 1)
+        u1 = min(width - 1, int(np.ceil(umax)) + 1)
+        v0 = max(0, int(np.floor(vmin)) - 1)
+        v1 = min(height - 1, int(np.ceil(vmax)) + 1)
+        # inside: every barycentric e_i / (r . n) >= _TOL, tested without dividing (sign of r . n)
+        for v in range(v0, v1 + 1):
+            b = bs[v]
+            row = v * width
+            n_row = b * ny + nz
+            e0_row, e1_row, e2_row = b * c0y + c0z, b * c1y + c1z, b * c2y + c2z
+            for u in range(u0, u1 + 1):
+                a = as_[u]
+                rn = a * nx + n_row
+                if rn > 0.0:
+                    limit = _TOL * rn
+                    if (a * c0x + e0_row < limit or a * c1x + e1_row < limit
+                            or a * c2x + e2_row < limit):
+                        continue
+                elif rn < 0.0:
+                    limit = _TOL * rn
+                    if (a * c0x + e0_row > limit or a * c1x + e1_row > limit
+                            or a * c2x + e2_row > limit):
+                        continue
+                else:
+                    continue
+                s = c / rn
+                p = row + u
+                if s <= 0.0 or s >= zbuf[p]:
+                    continue
+                if dmin > 0.0 and s * np.sqrt(a * a + b * b + 1.0) < dmin:
+                    continue
+                zbuf[p] = s
+                ids[p] = f + id_offset
+
+
+_compiled = None
+_lock = threading.Lock()
+
+
+def _rasterizer():
+    global _compiled
+    with _lock:
+        if _compiled is None:
+            _compiled = numba.njit(cache=True, nogil=True)(_kernel)
+        return _compiled
+
+
+def nearest_triangles(triangle_sets, rotation: np.ndarray, position: np.ndarray, width: int, height: int,
+                      fx: float, fy: float, cx: float, cy: float, range_min: float = 0.0) -> np.ndarray:
+    """Per pixel (row-major, (H*W,)), the index of the nearest triangle hit at ``>= range_min`` along
+    the pixel's ray, -1 for none; indices run through ``triangle_sets`` (world-frame (vertices, faces)
+    pairs) one after the other.  The camera's optical frame is at ``rotation``/``position`` in the world."""
+    kernel = _rasterizer()
+    zbuf = np.full(width * height, np.inf)
+    ids = np.full(width * height, -1, dtype=np.int64)
+    offset = 0
+    as_ = (np.arange(width, dtype=float) - cx) / fx
+    bs = (np.arange(height, dtype=float) - cy) / fy
+    rot = np.ascontiguousarray(rotation, dtype=float)
+    for vertices, faces in triangle_sets:
+        if len(faces):
+            local = (np.asarray(vertices, dtype=float) - position) @ rot     # world -> optical frame
+            kernel(np.ascontiguousarray(local[faces]), int(width), int(height), float(fx), float(fy),
+                   float(cx), float(cy), as_, bs, float(range_min), zbuf, ids, offset)
+        offset += len(faces)
+    return ids
+
+
+def warm_up() -> float:
+    """Compile (or load the cached compilation of) the kernel; returns the seconds it took."""
+    import time
+
+    start = time.perf_counter()
+    tri = (np.array([[-1.0, -1.0, 1.0], [1.0, -1.0, 1.0], [0.0, 1.0, 1.0]]), np.array([[0, 1, 2]]))
+    nearest_triangles([tri], np.eye(3), np.zeros(3), 4, 4, 2.0, 2.0, 1.5, 1.5)
+    return time.perf_counter() - start
