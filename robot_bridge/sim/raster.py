@@ -27,6 +27,7 @@ except ImportError:                    # the camera falls back to ray casting
 AVAILABLE = numba is not None
 _NEAR = 1e-9          # bounds only: hits at depth below this are not looked for
 _TOL = -1e-9          # barycentric tolerance, as the numpy Möller–Trumbore backend
+_MARGIN = 1e-3        # pixels: bounds are widened by this
 
 
 def _kernel(tris, width, height, fx, fy, cx, cy, as_, bs, dmin, zbuf, ids, id_offset):  # pragma: no cover
@@ -77,10 +78,11 @@ def _kernel(tris, width, height, fx, fy, cx, cy, as_, bs, dmin, zbuf, ids, id_of
             vmax = max(vmax, py[i])
         if umax < -1.0 or vmax < -1.0 or umin > width or vmin > height:
             continue
-        u0 = max(0, int(np.floor(umin)) - 1)
-        u1 = min(width - 1, int(np.ceil(umax)) + 1)
-        v0 = max(0, int(np.floor(vmin)) - 1)
-        v1 = min(height - 1, int(np.ceil(vmax)) + 1)
+        # pixel centres (integer coordinates) within the bounds, widened by far more than their rounding
+        u0 = max(0, int(np.ceil(umin - _MARGIN)))
+        u1 = min(width - 1, int(np.floor(umax + _MARGIN)))
+        v0 = max(0, int(np.ceil(vmin - _MARGIN)))
+        v1 = min(height - 1, int(np.floor(vmax + _MARGIN)))
         # inside: every barycentric e_i / (r . n) >= _TOL, tested without dividing (sign of r . n)
         for v in range(v0, v1 + 1):
             b = bs[v]
@@ -127,8 +129,9 @@ def _rasterizer():
 def nearest_triangles(triangle_sets, rotation: np.ndarray, position: np.ndarray, width: int, height: int,
                       fx: float, fy: float, cx: float, cy: float, range_min: float = 0.0) -> np.ndarray:
     """Per pixel (row-major, (H*W,)), the index of the nearest triangle hit at ``>= range_min`` along
-    the pixel's ray, -1 for none; indices run through ``triangle_sets`` (world-frame (vertices, faces)
-    pairs) one after the other.  The camera's optical frame is at ``rotation``/``position`` in the world."""
+    the pixel's ray, -1 for none; indices run through ``triangle_sets`` ((vertices, faces, pose) of each:
+    ``pose`` places the vertices in the world, None when they are in the world frame) one after the
+    other.  The camera's optical frame is at ``rotation``/``position`` in the world."""
     kernel = _rasterizer()
     zbuf = np.full(width * height, np.inf)
     ids = np.full(width * height, -1, dtype=np.int64)
@@ -136,9 +139,13 @@ def nearest_triangles(triangle_sets, rotation: np.ndarray, position: np.ndarray,
     as_ = (np.arange(width, dtype=float) - cx) / fx
     bs = (np.arange(height, dtype=float) - cy) / fy
     rot = np.ascontiguousarray(rotation, dtype=float)
-    for vertices, faces in triangle_sets:
+    for vertices, faces, pose in triangle_sets:
         if len(faces):
-            local = (np.asarray(vertices, dtype=float) - position) @ rot     # world -> optical frame
+            vertices = np.asarray(vertices, dtype=float)
+            if pose is None:                                                  # world -> optical frame
+                local = (vertices - position) @ rot
+            else:                                                             # shape -> optical frame
+                local = vertices @ (pose[:3, :3].T @ rot) + (pose[:3, 3] - position) @ rot
             kernel(np.ascontiguousarray(local[faces]), int(width), int(height), float(fx), float(fy),
                    float(cx), float(cy), as_, bs, float(range_min), zbuf, ids, offset)
         offset += len(faces)
@@ -151,5 +158,5 @@ def warm_up() -> float:
 
     start = time.perf_counter()
     tri = (np.array([[-1.0, -1.0, 1.0], [1.0, -1.0, 1.0], [0.0, 1.0, 1.0]]), np.array([[0, 1, 2]]))
-    nearest_triangles([tri], np.eye(3), np.zeros(3), 4, 4, 2.0, 2.0, 1.5, 1.5)
+    nearest_triangles([tri + (None,)], np.eye(3), np.zeros(3), 4, 4, 2.0, 2.0, 1.5, 1.5)
     return time.perf_counter() - start

@@ -25,7 +25,7 @@ from ..kinematics.fk import KinematicModel
 from ..kinematics.frames import optical_offset
 from ..model import AttachedSensor, Box, Cylinder, Geometry, Mesh, Robot, Sphere
 from . import raster, raycast
-from .merged import MERGED_KINDS, MIN_RAYS_FOR_ROBOT, MergedTriangles
+from .merged import MERGED_KINDS, MIN_RAYS_FOR_ROBOT, MergedTriangles, local_triangles
 
 
 @dataclass
@@ -308,21 +308,47 @@ class Scene:
 
     def _raster(self, view: "PinholeView", indices, poses, origins, directions, normals, cosine):
         """Hits of the pixels' rays on the boxes and meshes ``indices``: the z-buffer finds the triangle,
-        :func:`raycast.plane_hits` the distance (as after any ray caster backend)."""
+        :func:`raycast.plane_hits` the distance (as after any ray caster backend).  The still bodies are one
+        cached world-frame set; the robot's links are drawn from their own meshes at their poses (a moving
+        arm rebuilds nothing)."""
         still = [i for i in indices if self.shapes[i].body != self.robot.name]
-        links = [i for i in indices if self.shapes[i].body == self.robot.name]
-        sets = [self._raster_sets.get(self.shapes, group, poses) for group in (still, links) if group]
-        tri = raster.nearest_triangles([(s.mesh.vertices, s.mesh.faces) for s in sets], view.rotation,
+        parts = []                      # (mesh, its pose in the world or None: world frame, owner per face)
+        if still:
+            merged = self._raster_sets.get(self.shapes, still, poses)
+            parts.append((merged.mesh, None, merged.owner))
+        for i in indices:
+            if self.shapes[i].body == self.robot.name:
+                mesh = self._local_mesh(self.shapes[i])
+                parts.append((mesh, poses[i], np.full(len(mesh), i, dtype=np.int64)))
+        tri = raster.nearest_triangles([(m.vertices, m.faces, pose) for m, pose, _ in parts], view.rotation,
                                        view.position, view.width, view.height, view.fx, view.fy, view.cx,
                                        view.cy, view.range_min)
-        meshes = [s.mesh for s in sets]
-        columns = [np.concatenate([m._normal_columns[k] for m in meshes]) for k in range(3)]
-        face_normals = np.concatenate([m.face_normals for m in meshes])
-        hits = raycast.plane_hits(columns, np.concatenate([m.plane_offset for m in meshes]), face_normals,
-                                  tri, origins, directions, normals, cosine)
-        owner = np.concatenate([s.owner for s in sets])
+        face_normals, offsets = [], []
+        for mesh, pose, _ in parts:
+            if pose is None:
+                face_normals.append(mesh.face_normals)
+                offsets.append(mesh.plane_offset)
+            else:                       # n_w = R n, n_w . x_w = n . x + n_w . p
+                n = mesh.face_normals @ pose[:3, :3].T
+                face_normals.append(n)
+                offsets.append(mesh.plane_offset + n @ pose[:3, 3])
+        face_normals = np.concatenate(face_normals)
+        columns = [np.ascontiguousarray(face_normals[:, k]) for k in range(3)]
+        hits = raycast.plane_hits(columns, np.concatenate(offsets), face_normals, tri, origins, directions,
+                                  normals, cosine)
+        owner = np.concatenate([o for _, _, o in parts])
         which = np.where(hits.triangle >= 0, np.take(owner, hits.triangle, mode="wrap"), -1)
         return hits.distance, which, hits.normal, hits.cosine
+
+    def _local_mesh(self, shape: Shape) -> raycast.TriangleMesh:
+        """A box or mesh shape's triangles in its geometry frame (boxes: 12 exact triangles, cached)."""
+        if shape.mesh is not None:
+            return shape.mesh
+        key = ("box", tuple(np.ravel(shape.geometry.shape.half_extents)))
+        mesh = self._mesh_cache.get(key)
+        if mesh is None:
+            mesh = self._mesh_cache[key] = raycast.TriangleMesh(*local_triangles(shape), backend="numpy")
+        return mesh
 
     def _cone_cull(self, apex, directions, active, poses, max_range) -> dict[int, Optional[np.ndarray]]:
         """Per shape, the rows whose line from ``apex`` passes its bounding sphere (None: all rows)."""
