@@ -11,6 +11,10 @@ they agree before timing them, interleaved (so machine load hits both alike):
 - ``batch``: ``link_poses_batch`` over N configurations vs a Python loop of
   the pinocchio calls above.
 
+robot_bridge runs its numba kernel when numba is installed (``fk_kernel``: compile or cache-load
+seconds at the first model, outside the per-call numbers); ``numpy_fallback`` times the numpy path
+(no numba) in the same run.
+
 Usage: .venv/bin/python bench/fk_bench.py [--corpus DIR] [--repeats 7]
 """
 
@@ -31,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from robot_bridge.formats import load  # noqa: E402
 from robot_bridge.formats.urdf import to_urdf  # noqa: E402
+from robot_bridge.kinematics import fk_kernel  # noqa: E402
 from robot_bridge.kinematics.fk import KinematicModel  # noqa: E402
 from robot_bridge.kinematics.urdf_tree import urdf_tree  # noqa: E402
 
@@ -80,6 +85,7 @@ def bench_robot(label: str, path: Path, search_path, repeats: int, batch: int) -
     urdf, _report = to_urdf(robot)
     _links, tree = urdf_tree(robot)
     km = KinematicModel(robot)
+    km_numpy = KinematicModel(robot, compiled=False)
     pfk = PinocchioFK(urdf, robot, tree)
     rng = np.random.default_rng(0)
 
@@ -109,14 +115,17 @@ def bench_robot(label: str, path: Path, search_path, repeats: int, batch: int) -
                            for k, name in zip(idx, robot.links, strict=True)))
 
     number = 500
-    single_ours, single_pin, batch_ours, batch_pin = [], [], [], []
+    single_ours, single_pin, batch_ours, batch_pin, single_np, batch_np = [], [], [], [], [], []
     for _ in range(repeats):     # interleaved, best of each
         single_ours.append(_best(lambda: km.link_poses(positions), number))
+        single_np.append(_best(lambda: km_numpy.link_poses(positions), number))
+        batch_np.append(_best(lambda: km_numpy.link_poses_batch(Q), 1) / batch)
         single_pin.append(_best(lambda: pfk.poses(q), number))
         batch_ours.append(_best(lambda: km.link_poses_batch(Q), 3) / batch)
         batch_pin.append(_best(lambda: [pfk.poses(x) for x in pin_qs], 1) / batch)
     s_ours, s_pin = min(single_ours), min(single_pin)
     b_ours, b_pin = min(batch_ours), min(batch_pin)
+    s_np, b_np = min(single_np), min(batch_np)
     return {
         "robot": label, "file": str(path), "links": len(robot.links), "dof": len(km.dof_names),
         "urdf_joints": len(tree), "max_abs_error": error,
@@ -125,6 +134,10 @@ def bench_robot(label: str, path: Path, search_path, repeats: int, batch: int) -
         "batch": {"configurations": batch, "robot_bridge_us_per_config": round(b_ours * 1e6, 3),
                   "pinocchio_loop_us_per_config": round(b_pin * 1e6, 3), "speedup": round(b_pin / b_ours, 2),
                   "goal_speedup": 3.0, "ok": b_pin >= 3.0 * b_ours},
+        "kernel": "numba" if km._kernel is not None else "numpy",
+        "numpy_fallback": {"single_us": round(s_np * 1e6, 2), "single_ratio": round(s_np / s_pin, 3),
+                           "batch_us_per_config": round(b_np * 1e6, 3),
+                           "batch_speedup": round(b_pin / b_np, 2)},
     }
 
 
@@ -143,7 +156,10 @@ def main() -> int:
             continue
         results.append(bench_robot(label, path, [corpus / search] if search else None, args.repeats,
                                    args.batch))
+    jit = fk_kernel.jit_seconds()
     print(json.dumps({"bench": "fk", "pinocchio": pin.__version__, "load_average": os.getloadavg(),
+                      "fk_kernel": {"numba": fk_kernel.numba.__version__ if fk_kernel.AVAILABLE else None,
+                                    "jit_or_cache_load_seconds": None if jit is None else round(jit, 3)},
                       "results": results}, indent=2))
     return 0
 

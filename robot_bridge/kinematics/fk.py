@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import KinematicsError
 from ..model import Joint, Robot
+from . import fk_kernel
 from .mimic import MimicEvaluator
 
 
@@ -89,11 +90,15 @@ class KinematicModel:
     jumping -- log(depth) batched products -- for large ones).
     """
 
-    def __init__(self, robot: Robot):
+    def __init__(self, robot: Robot, compiled: Optional[bool] = None):
+        """``compiled``: compose with the numba kernel (:mod:`.fk_kernel`; None: when it is available,
+        False: numpy only).  The kernel is compiled or loaded from its cache here, not on the first
+        call."""
         self.robot = robot
         self.order = topological_joints(robot)
         self.roots = [name for name in robot.links if robot.parent_joint(name) is None]
         self.mimic = MimicEvaluator(robot)
+        self._compiled_wanted = compiled
         self._fixed = {j.name: j.origin @ j.child_offset for j in self.order if j.type == "fixed"}
         self._compile()
 
@@ -182,6 +187,14 @@ class KinematicModel:
             self._jumps.append(anc)
             anc = np.append(anc, n)[anc]
         self._jump = n > 24 and len(self._jumps) * 6 < len(self._steps)
+        self._kernel = None
+        if self._compiled_wanted is not False:
+            self._kernel = fk_kernel.kernel()
+            if self._kernel is None and self._compiled_wanted:
+                raise KinematicsError("compiled forward kinematics requested but numba is unavailable")
+        if self._kernel is not None:
+            self._table, self._index = fk_kernel.tables(self._weights, self._row_slot, self._parents,
+                                                        self._link_rows)
 
     # -- configuration vectors -------------------------------------------------
     def _vector(self, positions: Optional[Mapping[str, object]]) -> np.ndarray:
@@ -325,6 +338,10 @@ class KinematicModel:
         as is; ``positions`` gets defaults and mimic formulas applied.
         """
         q = self._vector(positions) if values is None else self._values_vector(values)
+        if self._kernel is not None:
+            out = np.empty((len(self.link_names), 4, 4))
+            self._kernel[0](q, self._table, self._index, out)
+            return dict(zip(self.link_names, out))
         if self._block is not None and len(self._root_names) == 1:        # the small robots' hot path
             poses = list(self._locals(q))           # row -1: the root's identity
             for parent, chain in self._chains:      # ndarray.dot: a third of @'s call overhead
@@ -360,6 +377,10 @@ class KinematicModel:
         ext[:, :-1] = q
         if self._mimic_plan:
             self.apply_mimic(ext)
+        if self._kernel is not None:
+            out = np.empty((m, len(self.link_names), 4, 4))
+            self._kernel[1](ext, self._table, self._index, out)
+            return out
         poses = self._locals(ext)
         for i, p in self._steps:
             poses[:, i] = poses[:, p] @ poses[:, i]

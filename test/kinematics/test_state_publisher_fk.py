@@ -6,9 +6,14 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from robot_bridge.kinematics import fk_kernel
 from robot_bridge.kinematics.fk import KinematicModel, forward_kinematics
 from robot_bridge.model import Joint, Link, Mimic, Robot
 from robot_bridge.model.transform import make, translation
+
+# every FK test on both paths: the numba kernel (when numba is installed) and the numpy composition
+NO_NUMBA = pytest.mark.skipif(not fk_kernel.AVAILABLE, reason="numba not installed")
+PATHS = pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=NO_NUMBA)])
 
 TYPES = ("revolute", "prismatic", "fixed", "universal", "spherical", "continuous", "hinge2")
 
@@ -53,11 +58,13 @@ def _reference(robot: Robot, values: dict) -> dict:
     return {link: pose(link) for link in robot.links}
 
 
+@PATHS
 @pytest.mark.parametrize("n_links", [3, 8, 20, 60])
-def test_single_and_batch_fk_match_reference(n_links):
+def test_single_and_batch_fk_match_reference(n_links, compiled):
     rng = np.random.default_rng(n_links)
     robot = _random_tree(rng, n_links)
-    km = KinematicModel(robot)
+    km = KinematicModel(robot, compiled=compiled)
+    assert (km._kernel is not None) == compiled
     configs = []
     for _ in range(4):
         values = {j.name: rng.uniform(-2, 2, j.dof) for j in robot.joints.values() if j.dof}
@@ -77,7 +84,7 @@ def test_single_and_batch_fk_match_reference(n_links):
 
 def test_both_composition_strategies_agree():
     robot = _random_tree(np.random.default_rng(5), 80, types=("revolute", "prismatic", "fixed"))
-    km = KinematicModel(robot)
+    km = KinematicModel(robot, compiled=False)
     values = {j.name: 0.3 for j in robot.joints.values() if j.dof}
     a = km.link_poses(values)
     km._jump = not km._jump
@@ -86,7 +93,8 @@ def test_both_composition_strategies_agree():
         np.testing.assert_allclose(a[link], b[link], atol=1e-12)
 
 
-def test_hand_derived_prismatic_and_defaults():
+@PATHS
+def test_hand_derived_prismatic_and_defaults(compiled):
     r = Robot("p")
     for n in ("a", "b", "c"):
         r.links[n] = Link(n)
@@ -95,15 +103,16 @@ def test_hand_derived_prismatic_and_defaults():
     r.joints["m"] = Joint("m", "prismatic", "b", "c", axes=[np.array([0.0, 0.0, 1.0])],
                           mimic=[Mimic("2*s+1")])
     pytest.importorskip("robot_bridge.kinematics.expr")
-    poses = forward_kinematics(r)                          # s at its initial value, m = 1.5
+    km = KinematicModel(r, compiled=compiled)
+    poses = km.link_poses()                                # s at its initial value, m = 1.5
     np.testing.assert_allclose(poses["c"][:3, 3], [1, 0.25, 1.5])
-    poses = forward_kinematics(r, {"s": 0.5, "m": 99.0})   # the mimic formula wins
+    poses = km.link_poses({"s": 0.5, "m": 99.0})           # the mimic formula wins
     np.testing.assert_allclose(poses["c"][:3, 3], [1, 0.5, 2.0])
-    km = KinematicModel(r)
+    np.testing.assert_allclose(forward_kinematics(r, {"s": 0.5})["c"][:3, 3], [1, 0.5, 2.0])
     batch = km.link_poses_batch([[0.5, 0.0]])
     np.testing.assert_allclose(batch[0, km.link_names.index("c")][:3, 3], [1, 0.5, 2.0])
     r.joints["m"].mimic = [Mimic("atan2(s, 1) + s^2")]         # nonlinear: evaluated per configuration
-    km = KinematicModel(r)
+    km = KinematicModel(r, compiled=compiled)
     batch = km.link_poses_batch([[0.5, 0.0], [-1.0, 0.0]])
     c = km.link_names.index("c")
     np.testing.assert_allclose(batch[:, c, 2, 3], [np.arctan(0.5) + 0.25, np.arctan(-1.0) + 1.0])
