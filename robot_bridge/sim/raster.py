@@ -15,8 +15,6 @@ the first process pays the compilation (~1-2 s; see ``bench/sensor_bench.py``'s 
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 
 try:
@@ -30,12 +28,34 @@ _TOL = -1e-9          # barycentric tolerance, as the numpy Möller–Trumbore b
 _MARGIN = 1e-3        # pixels: bounds are widened by this
 
 
+def _clip(poly, src, n, a, b, c, d):  # pragma: no cover (numba)
+    """Sutherland–Hodgman: the polygon ``poly[src, :n]`` cut to ``a x + b y + c z + d >= 0``, into
+    ``poly[1 - src]``; returns its vertex count."""
+    dst = 1 - src
+    m = 0
+    for i in range(n):
+        j = (i + 1) % n
+        di = a * poly[src, i, 0] + b * poly[src, i, 1] + c * poly[src, i, 2] + d
+        dj = a * poly[src, j, 0] + b * poly[src, j, 1] + c * poly[src, j, 2] + d
+        if di >= 0.0:
+            for k in range(3):
+                poly[dst, m, k] = poly[src, i, k]
+            m += 1
+        if (di >= 0.0) != (dj >= 0.0):
+            t = di / (di - dj)
+            for k in range(3):
+                poly[dst, m, k] = poly[src, i, k] + t * (poly[src, j, k] - poly[src, i, k])
+            m += 1
+    return m
+
+
 def _kernel(tris, width, height, fx, fy, cx, cy, as_, bs, dmin, zbuf, ids, id_offset):  # pragma: no cover
     """Z-buffer ``tris`` (F, 3, 3) camera-frame vertices (``as_``/``bs``: ``(u - cx) / fx`` per column,
     ``(v - cy) / fy`` per row) into ``zbuf`` (depth along z, (H*W,)) and ``ids``
     (triangle index + ``id_offset``, -1 none).  Hits closer than ``dmin`` along the ray are skipped."""
-    px = np.empty(9)
-    py = np.empty(9)
+    px = np.empty(16)
+    py = np.empty(16)
+    poly = np.empty((2, 16, 3))          # clipping: polygon in poly[src], result in poly[1 - src]
     for f in range(tris.shape[0]):
         ax, ay, az = tris[f, 0, 0], tris[f, 0, 1], tris[f, 0, 2]
         bx, by, bz = tris[f, 1, 0], tris[f, 1, 1], tris[f, 1, 2]
@@ -51,25 +71,35 @@ def _kernel(tris, width, height, fx, fy, cx, cy, as_, bs, dmin, zbuf, ids, id_of
         if nx == 0.0 and ny == 0.0 and nz == 0.0:
             continue
         c = nx * ax + ny * ay + nz * az
+        if c == 0.0:                     # the plane passes through the camera: seen edge-on
+            continue
+        sgn = 1.0 if c > 0.0 else -1.0
         # edge functions: r . (b x q), r . (q x a), r . (a x b); their sum is r . n
         c0x, c0y, c0z = by * qz - bz * qy, bz * qx - bx * qz, bx * qy - by * qx
         c1x, c1y, c1z = qy * az - qz * ay, qz * ax - qx * az, qx * ay - qy * ax
         c2x, c2y, c2z = ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx
-        # pixel bounds of the triangle clipped to z >= _NEAR
-        k = 0
-        for i in range(3):
-            ux, uy, uz = tris[f, i, 0], tris[f, i, 1], tris[f, i, 2]
-            j = (i + 1) % 3
-            wx, wy, wz = tris[f, j, 0], tris[f, j, 1], tris[f, j, 2]
-            if uz >= _NEAR:
-                px[k] = fx * ux / uz + cx
-                py[k] = fy * uy / uz + cy
-                k += 1
-            if (uz >= _NEAR) != (wz >= _NEAR):
-                s = (_NEAR - uz) / (wz - uz)
-                px[k] = fx * (ux + s * (wx - ux)) / _NEAR + cx
-                py[k] = fy * (uy + s * (wy - uy)) / _NEAR + cy
-                k += 1
+        # pixel bounds: of the triangle itself when all of it lies ahead; else of its part inside the view
+        # frustum (one pixel wider) and ahead of z = _NEAR (a sliver reaching behind the camera projects
+        # towards infinity: bounding that by the image edge would test huge areas for nothing)
+        if az >= _NEAR and bz >= _NEAR and qz >= _NEAR:
+            k = 3
+            for i in range(3):
+                px[i] = fx * tris[f, i, 0] / tris[f, i, 2] + cx
+                py[i] = fy * tris[f, i, 1] / tris[f, i, 2] + cy
+        else:
+            for i in range(3):
+                poly[0, i, 0], poly[0, i, 1], poly[0, i, 2] = tris[f, i, 0], tris[f, i, 1], tris[f, i, 2]
+            k = 3
+            k = _clip(poly, 0, k, fx, 0.0, cx + 1.0, 0.0)                # u >= -1
+            k = _clip(poly, 1, k, -fx, 0.0, width - cx, 0.0)             # u <= width
+            k = _clip(poly, 0, k, 0.0, fy, cy + 1.0, 0.0)                # v >= -1
+            k = _clip(poly, 1, k, 0.0, -fy, height - cy, 0.0)            # v <= height
+            k = _clip(poly, 0, k, 0.0, 0.0, 1.0, -_NEAR)                 # z >= _NEAR
+            if k == 0:
+                continue
+            for i in range(k):
+                px[i] = fx * poly[1, i, 0] / poly[1, i, 2] + cx
+                py[i] = fy * poly[1, i, 1] / poly[1, i, 2] + cy
         umin, umax, vmin, vmax = px[0], px[0], py[0], py[0]
         for i in range(1, k):
             umin = min(umin, px[i])
@@ -89,7 +119,32 @@ def _kernel(tris, width, height, fx, fy, cx, cy, as_, bs, dmin, zbuf, ids, id_of
             row = v * width
             n_row = b * ny + nz
             e0_row, e1_row, e2_row = b * c0y + c0z, b * c1y + c1z, b * c2y + c2z
-            for u in range(u0, u1 + 1):
+            # the row's span: a hit has s = c / (r . n) > 0, so sign(r . n) = sign(c) there, and each test
+            # sign(c) (e_i - _TOL r . n) >= 0 is linear in a; the span (one pixel wider) only bounds the loop
+            alo, ahi = -np.inf, np.inf
+            for i in range(4):
+                if i == 0:
+                    k_, m_ = sgn * nx, sgn * n_row
+                elif i == 1:
+                    k_, m_ = sgn * (c0x - _TOL * nx), sgn * (e0_row - _TOL * n_row)
+                elif i == 2:
+                    k_, m_ = sgn * (c1x - _TOL * nx), sgn * (e1_row - _TOL * n_row)
+                else:
+                    k_, m_ = sgn * (c2x - _TOL * nx), sgn * (e2_row - _TOL * n_row)
+                if k_ > 0.0:
+                    alo = max(alo, -m_ / k_)
+                elif k_ < 0.0:
+                    ahi = min(ahi, -m_ / k_)
+                elif m_ < 0.0:
+                    ahi = -np.inf
+            if not alo <= ahi:
+                continue
+            ulo, uhi = alo * fx + cx - 1.0, ahi * fx + cx + 1.0
+            if ulo > u1 or uhi < u0:
+                continue
+            ustart = int(np.ceil(ulo)) if ulo > u0 else u0           # converted only within [u0, u1]
+            uend = int(np.floor(uhi)) if uhi < u1 else u1
+            for u in range(ustart, uend + 1):
                 a = as_[u]
                 rn = a * nx + n_row
                 if rn > 0.0:
@@ -114,16 +169,13 @@ def _kernel(tris, width, height, fx, fy, cx, cy, as_, bs, dmin, zbuf, ids, id_of
                 ids[p] = f + id_offset
 
 
-_compiled = None
-_lock = threading.Lock()
+if AVAILABLE:                 # compiled on first call (or loaded from numba's cache)
+    _clip = numba.njit(cache=True, nogil=True)(_clip)
+    _kernel = numba.njit(cache=True, nogil=True)(_kernel)
 
 
 def _rasterizer():
-    global _compiled
-    with _lock:
-        if _compiled is None:
-            _compiled = numba.njit(cache=True, nogil=True)(_kernel)
-        return _compiled
+    return _kernel
 
 
 def nearest_triangles(triangle_sets, rotation: np.ndarray, position: np.ndarray, width: int, height: int,
