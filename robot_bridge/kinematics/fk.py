@@ -92,8 +92,8 @@ class KinematicModel:
 
     def __init__(self, robot: Robot, compiled: Optional[bool] = None):
         """``compiled``: compose with the numba kernel (:mod:`.fk_kernel`; None: when it is available,
-        False: numpy only).  The kernel is compiled or loaded from its cache here, not on the first
-        call."""
+        loaded by :meth:`warm_up` or the first evaluation -- reading a file never imports numba; True:
+        loaded now, KinematicsError without numba; False: numpy only)."""
         self.robot = robot
         self.order = topological_joints(robot)
         self.roots = [name for name in robot.links if robot.parent_joint(name) is None]
@@ -188,13 +188,22 @@ class KinematicModel:
             anc = np.append(anc, n)[anc]
         self._jump = n > 24 and len(self._jumps) * 6 < len(self._steps)
         self._kernel = None
-        if self._compiled_wanted is not False:
+        self._kernel_pending = self._compiled_wanted is not False  # warm_up() or the first evaluation
+        if self._compiled_wanted:
+            self.warm_up()
+
+    def warm_up(self) -> bool:
+        """Compile (or load from numba's cache) the FK kernel now, not in the first evaluation; True when
+        the kernel is used, False for the numpy path (no numba, or ``compiled=False``)."""
+        if self._kernel_pending:
+            self._kernel_pending = False
             self._kernel = fk_kernel.kernel()
             if self._kernel is None and self._compiled_wanted:
                 raise KinematicsError("compiled forward kinematics requested but numba is unavailable")
-        if self._kernel is not None:
-            self._table, self._index = fk_kernel.tables(self._weights, self._row_slot, self._parents,
-                                                        self._link_rows)
+            if self._kernel is not None:
+                self._table, self._index = fk_kernel.tables(self._weights, self._row_slot, self._parents,
+                                                            self._link_rows)
+        return self._kernel is not None
 
     # -- configuration vectors -------------------------------------------------
     def _vector(self, positions: Optional[Mapping[str, object]]) -> np.ndarray:
@@ -338,6 +347,8 @@ class KinematicModel:
         as is; ``positions`` gets defaults and mimic formulas applied.
         """
         q = self._vector(positions) if values is None else self._values_vector(values)
+        if self._kernel_pending:
+            self.warm_up()
         if self._kernel is not None:
             out = np.empty((len(self.link_names), 4, 4))
             self._kernel[0](q, self._table, self._index, out)
@@ -377,6 +388,8 @@ class KinematicModel:
         ext[:, :-1] = q
         if self._mimic_plan:
             self.apply_mimic(ext)
+        if self._kernel_pending:
+            self.warm_up()
         if self._kernel is not None:
             out = np.empty((m, len(self.link_names), 4, 4))
             self._kernel[1](ext, self._table, self._index, out)

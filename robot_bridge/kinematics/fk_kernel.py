@@ -14,6 +14,7 @@ only the first process pays the compilation; ``bench/fk_bench.py`` reports it (`
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import math
 import threading
@@ -21,12 +22,10 @@ import time
 
 import numpy as np
 
-try:
-    import numba
-except ImportError:                    # KinematicModel composes with numpy
-    numba = None
-
-AVAILABLE = numba is not None
+# numba is imported on the first kernel() call (its import costs ~0.3 s: not for a process that only
+# reads files); without it KinematicModel composes with numpy
+AVAILABLE = importlib.util.find_spec("numba") is not None
+numba = None
 
 _log = logging.getLogger(__name__)
 
@@ -64,8 +63,7 @@ def _link_poses(q, table, index, out):  # pragma: no cover  (compiled; tested th
                     out[link, a, b] = poses[i, 4 * a + b]
 
 
-if AVAILABLE:                           # lazy: compiled (or loaded from the cache) on the first call
-    _single = numba.njit(cache=True, nogil=True)(_link_poses)
+_single = None                          # the compiled _link_poses (the batch kernel calls it)
 
 
 def _link_poses_batch(q, table, index, out):  # pragma: no cover
@@ -83,14 +81,16 @@ _lock = threading.Lock()
 def kernel():
     """``(single, batch)`` compiled functions, compiled (or loaded from the cache) on first use and
     warmed up; None without numba or when compiling fails here (logged once)."""
-    global _compiled, _failed, _jit_seconds
+    global _compiled, _failed, _jit_seconds, _single, numba
     if _compiled is not None or _failed or not AVAILABLE:
         return _compiled
     with _lock:
         if _compiled is None and not _failed:
             t = time.perf_counter()
             try:
-                single = _single
+                import numba
+
+                single = _single = numba.njit(cache=True, nogil=True)(_link_poses)
                 batch = numba.njit(cache=True, nogil=True)(_link_poses_batch)
                 table = np.zeros((1, 4, 12))
                 index = np.array([[0, -1, 1]], dtype=np.int64)

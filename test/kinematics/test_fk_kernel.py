@@ -74,9 +74,9 @@ def test_kernel_hand_derived_planar_arm_prismatic_mimic_and_nan():
 
 
 @needs_numba
-def test_kernel_warm_at_model_load_and_results_independent():
+def test_kernel_warm_up_and_results_independent():
     km = KinematicModel(load(EMBEDDED))
-    assert km._kernel is not None and fk_kernel.jit_seconds() is not None
+    assert km.warm_up() and fk_kernel.jit_seconds() is not None
     first = km.link_poses({})
     second = km.link_poses({name: 0.4 for name, _ in km.dof_names})
     assert not any(np.shares_memory(first[k], second[k]) for k in first)   # fresh arrays per call
@@ -87,8 +87,8 @@ def test_compiled_requested_without_numba_is_an_error(monkeypatch):
     robot = load(EMBEDDED)
     with pytest.raises(KinematicsError, match="numba"):
         KinematicModel(robot, compiled=True)
-    assert KinematicModel(robot)._kernel is None           # default: numpy, same results
     km = KinematicModel(robot)
+    assert not km.warm_up()                                 # default: numpy, same results
     np.testing.assert_allclose(km.link_poses({})[km.link_names[0]], np.eye(4))
 
 
