@@ -1,4 +1,5 @@
-"""Every link pose of a kinematic tree in one compiled call (numba), from the DOF vector.
+"""Every link pose of a kinematic tree in one compiled call (numba), from the DOF vector; and the
+description node's /tf rows the same way (:func:`_tf_rows`).
 
 A :class:`~robot_bridge.kinematics.fk.KinematicModel` row's local transform is linear in
 ``(1, cos q, sin q, q)`` (``table[row]``: (4, 16) weights); the kernel evaluates each row and composes
@@ -63,6 +64,19 @@ def _link_poses(q, table, index, out):  # pragma: no cover  (compiled; tested th
                     out[link, a, b] = poses[i, 4 * a + b]
 
 
+def _tf_rows(q, table, slots, half, dest, dest_index):  # pragma: no cover
+    """/tf rows (x y z, qx qy qz qw) of :class:`~robot_bridge.kinematics.state_publisher.RowEvaluation`:
+    row i is ``table[i] @ (1, cos h, sin h, q)`` with ``q = q[slots[i]]``, ``h = half[i] * q``, written to
+    ``dest[dest_index[7 i + e]]`` (e.g. straight into a serialized TFMessage)."""
+    for i in range(table.shape[0]):
+        v = q[slots[i]]
+        h = half[i] * v
+        c, s = math.cos(h), math.sin(h)
+        for e in range(7):
+            dest[dest_index[7 * i + e]] = table[i, 0, e] + c * table[i, 1, e] + s * table[i, 2, e] \
+                + v * table[i, 3, e]
+
+
 _single = None                          # the compiled _link_poses (the batch kernel calls it)
 
 
@@ -79,7 +93,7 @@ _lock = threading.Lock()
 
 
 def kernel():
-    """``(single, batch)`` compiled functions, compiled (or loaded from the cache) on first use and
+    """``(single, batch, tf_rows)`` compiled functions, compiled (or loaded from the cache) on first use and
     warmed up; None without numba or when compiling fails here (logged once)."""
     global _compiled, _failed, _jit_seconds, _single, numba
     if _compiled is not None or _failed or not AVAILABLE:
@@ -96,12 +110,15 @@ def kernel():
                 index = np.array([[0, -1, 1]], dtype=np.int64)
                 single(np.zeros(2), table, index, np.empty((2, 4, 4)))
                 batch(np.zeros((1, 2)), table, index, np.empty((1, 2, 4, 4)))
+                rows = numba.njit(cache=True, nogil=True)(_tf_rows)
+                rows(np.zeros(2), np.zeros((1, 4, 7)), np.zeros(1, dtype=np.int64), np.zeros(1), np.empty(7),
+                     np.arange(7, dtype=np.int64))
             except Exception as exc:  # numba present but unusable on this machine
                 _failed = True
                 _log.warning("compiled forward kinematics unavailable (%s); using numpy", exc)
                 return None
             _jit_seconds = time.perf_counter() - t
-            _compiled = (single, batch)
+            _compiled = (single, batch, rows)
     return _compiled
 
 

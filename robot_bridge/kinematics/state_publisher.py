@@ -92,8 +92,13 @@ class RowEvaluation:
     CHUNK = 12
 
     def __init__(self, index: np.ndarray, angle: np.ndarray, prismatic_at: np.ndarray,
-                 prismatic_slots: np.ndarray, block: np.ndarray):
+                 prismatic_slots: np.ndarray, block: np.ndarray, kernel=None, table=None):
+        """``kernel``/``table``: the compiled row kernel (:func:`fk_kernel._tf_rows`) and its (k, 4, 7)
+        weights of (1, cos h, sin h, q) -- :meth:`write` then runs it; None: numpy only."""
         k = block.shape[1] // 7
+        self.kernel, self.table = kernel, table
+        self.slots = np.ascontiguousarray(index[1:], dtype=np.int64)
+        self.half = np.ascontiguousarray(angle[1:].imag)
         self.index, self.angle, self.block = index, angle, block
         self.coef = np.zeros(2 * (k + 1))
         self.trig = self.coef.view(np.complex128)
@@ -119,6 +124,14 @@ class RowEvaluation:
             np.add(self.out, self.constant, out=self.out)
         return self.out
 
+    def write(self, q: np.ndarray, dest: np.ndarray, dest_index: np.ndarray) -> None:
+        """``dest[dest_index] = evaluate(q)``, in one compiled call when the kernel is loaded (``dest_index``
+        int64 for it)."""
+        if self.kernel is not None:
+            self.kernel(q, self.table, self.slots, self.half, dest, dest_index)
+        else:
+            dest[dest_index] = self.evaluate(q)
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -137,7 +150,9 @@ class StatePublisher:
     MAX_SELECTIONS = 64         # distinct name lists remembered (bounded memory)
 
     def __init__(self, robot: Robot, prefix: str = "", world_frame: str = frames.WORLD_FRAME,
-                 environment: bool = True, environment_prefix: str = ""):
+                 environment: bool = True, environment_prefix: str = "", compiled: Optional[bool] = None):
+        """``compiled``: the /tf rows and FK by the numba kernel (None: when numba is available; it is
+        loaded here, not on the first message), False: numpy only."""
         self.robot = robot
         self.prefix = prefix
         # Shared by every robot in one world (never prefixed by ``prefix``): the world frame the root is
@@ -146,7 +161,8 @@ class StatePublisher:
         self.world_frame, self.environment, self.environment_prefix = world_frame, environment, \
             environment_prefix
         self.links, self.tree = urdf_tree(robot)
-        self.kinematics = KinematicModel(robot)
+        self.kinematics = KinematicModel(robot, compiled=compiled)
+        self._rows_kernel = self.kinematics._kernel[2] if self.kinematics.warm_up() else None
         self.moving = [j for j in self.tree if j.type != "fixed"]
         self.fixed = [j for j in self.tree if j.type == "fixed"]
         n = len(self.moving)
@@ -272,9 +288,19 @@ class StatePublisher:
             p = int(np.flatnonzero(self._prismatic_rows == rows[i])[0])
             pairs[1 + i, 1] = blocks[1 + 2 * n + p][rows]
         half = np.where(np.isin(rows, self._prismatic_rows), 0.0, 0.5)
+        table = None
+        if self._rows_kernel is not None:                            # (1, cos h, sin h, q) per row
+            table = np.zeros((k, 4, 7))
+            table[:, 0] = blocks[0][rows]
+            table[:, 1] = blocks[1 + rows, rows]
+            table[:, 2] = blocks[1 + n + rows, rows]
+            for i in prismatic_pos:
+                p = int(np.flatnonzero(self._prismatic_rows == rows[i])[0])
+                table[i, 3] = blocks[1 + 2 * n + p][rows[i]]
         return RowEvaluation(np.concatenate([self._row_slots[rows[:1]], self._row_slots[rows]]),
                              1j * np.concatenate([[0.0], half]), 2 * (1 + prismatic_pos) + 1,
-                             self._row_slots[rows[prismatic_pos]], pairs.reshape(2 * (k + 1), 7 * k))
+                             self._row_slots[rows[prismatic_pos]], pairs.reshape(2 * (k + 1), 7 * k),
+                             self._rows_kernel, table)
 
     def selection_values(self, sel: Selection) -> np.ndarray:
         """(len(sel.rows), 7) current rows of ``sel`` (translation, xyzw quaternion)."""

@@ -66,7 +66,7 @@ class _Plan:
         if order == "<" and not ((starts - 4) % 8).any() and not (stamp_idx[:, 0] % 4).any():
             # aligned as CDR aligns them relative to the body (offset 4): typed views, index per value
             self.values = np.frombuffer(data, "<f8", (len(data) - 4) // 8, 4)
-            self.value_index = (starts - 4) // 8
+            self.value_index = ((starts - 4) // 8).astype(np.int64)
             self.stamps = np.frombuffer(data, "<u4", len(data) // 4)
             self.stamp_index = np.stack([stamp_idx[:, 0] // 4, stamp_idx[:, 0] // 4 + 1], axis=1)
         else:                                           # big-endian template: byte scatters
@@ -106,13 +106,13 @@ class JointStateTF:
             warn(f"JointState names unknown joints (ignored): {', '.join(sel.unknown)}")
         if plan.buffer is None or not gate.admit(plan.names, sec * 1_000_000_000 + nanosec):
             return None
-        values = sel.evaluation.evaluate(state.q)            # in its preallocated buffer
         if plan.values is not None:
-            plan.values[plan.value_index] = values
+            sel.evaluation.write(state.q, plan.values, plan.value_index)     # straight into the message
             stamp = plan.stamp
             stamp[0], stamp[1] = sec & 0xFFFFFFFF, nanosec       # int32 sec, uint32 nanosec
             plan.stamps[plan.stamp_index] = stamp
         else:
+            values = sel.evaluation.evaluate(state.q)        # in its preallocated buffer
             plan.buffer[plan.value_index] = values.astype(">f8").view(np.uint8)
             plan.buffer[plan.stamp_index] = np.frombuffer(struct.pack(">iI", sec, nanosec), np.uint8)
         return plan

@@ -53,10 +53,14 @@ from rclpy.serialization import deserialize_message  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from robot_bridge.formats import load  # noqa: E402
+from robot_bridge.kinematics import fk_kernel  # noqa: E402
 from robot_bridge.kinematics.state_publisher import RateGate, RowEvaluation, StatePublisher  # noqa: E402
 from robot_bridge.ros.joint_state_tf import JointStateTF  # noqa: E402
 
 TWO_LINK_NAMES = ["hinge", "ball_axis0", "ball_axis1", "ball_axis2"]
+# the /tf rows by the numba kernel (when numba is installed) and by numpy
+PATHS = pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.skipif(
+    not fk_kernel.AVAILABLE, reason="numba not installed"))])
 
 
 def _as_taken(data: bytes, headroom: int) -> memoryview:
@@ -72,15 +76,18 @@ def _tf_values(tf: TFMessage) -> dict:
             for t in tf.transforms}
 
 
+@PATHS
 @pytest.mark.parametrize("headroom", [0, 13, 64])
 @pytest.mark.parametrize("names,frame_id", [
     (TWO_LINK_NAMES, ""),
     (["ball_axis1", "hinge"], "odd"),                        # a subset, other order: only its rows
     (["nope", "hinge", "ball_axis0", "hinge"], "x" * 9),     # unknown and repeated names (last wins)
 ])
-def test_joint_state_tf_matches_state_publisher(fixtures, names, frame_id, headroom):
+def test_joint_state_tf_matches_state_publisher(fixtures, names, frame_id, headroom, compiled):
     path = fixtures / "description" / "two_link.robot.xml"
-    ours, truth = JointStateTF(StatePublisher(load(path), "p/")), StatePublisher(load(path), "p/")
+    ours = JointStateTF(StatePublisher(load(path), "p/", compiled=compiled))
+    truth = StatePublisher(load(path), "p/", compiled=False)
+    assert (ours.state._rows_kernel is not None) == compiled
     rng = np.random.default_rng(len(names) + headroom)
     warnings = []
     for k in range(3):                                   # the second message reuses the compiled plan
@@ -139,3 +146,10 @@ def test_selection_values_are_the_rows_of_all_values(request, fixtures, robot):
     for subset in (names, names[-1:], names[::-2], []):
         sel = state.selection(subset)
         np.testing.assert_allclose(state.selection_values(sel), state._values()[sel.rows], atol=1e-15)
+        if sel.evaluation is not None and fk_kernel.AVAILABLE:    # the compiled rows, scattered in place
+            assert sel.evaluation.kernel is not None
+            dest = np.full(7 * len(sel.rows) + 3, np.nan)
+            index = rng.permutation(len(dest))[:7 * len(sel.rows)].astype(np.int64)
+            sel.evaluation.write(state.q, dest, index)
+            np.testing.assert_allclose(dest[index], state._values()[sel.rows].reshape(-1), atol=1e-15)
+            assert np.isnan(np.delete(dest, index)).all()
