@@ -13,7 +13,9 @@ they agree before timing them, interleaved (so machine load hits both alike):
 
 robot_bridge runs its numba kernel when numba is installed (``fk_kernel``: compile or cache-load
 seconds at the first model, outside the per-call numbers); ``numpy_fallback`` times the numpy path
-(no numba) in the same run.
+(no numba) in the same run.  ``tf_message_us``: the description node's per-message /tf work
+(``JointStateTF.process`` of a serialized JointState of every moving joint into the serialized
+TFMessage, in this process, no DDS) with the kernel and with numpy, interleaved.
 
 Usage: .venv/bin/python bench/fk_bench.py [--corpus DIR] [--repeats 7]
 """
@@ -80,6 +82,33 @@ def _best(fn, number: int) -> float:
     return (time.thread_time() - t) / number
 
 
+def _tf_message(robot, repeats: int, number: int = 2000) -> dict:
+    """Per-message /tf work with the compiled rows and with numpy (needs rclpy to serialize)."""
+    try:
+        from rclpy.serialization import serialize_message
+        from sensor_msgs.msg import JointState
+
+        from robot_bridge.kinematics.state_publisher import RateGate, StatePublisher
+        from robot_bridge.ros.joint_state_tf import JointStateTF
+    except ImportError as exc:
+        return {"skipped": f"needs rclpy: {exc}"}
+    runs = {}
+    for compiled in (True, False):
+        state = StatePublisher(robot, compiled=compiled)
+        names, initial = state.default_joint_state()
+        data = serialize_message(JointState(name=names, position=[v + 0.1 for v in initial]))
+        tf, gate = JointStateTF(state), RateGate(0.0)
+        if tf.process(data, 0, gate, print) is None:
+            return {"skipped": "no /tf rows"}
+        runs["numba" if state._rows_kernel is not None else "numpy"] = \
+            lambda tf=tf, data=data, gate=gate: tf.process(data, 0, gate, print)
+    best = {key: [] for key in runs}
+    for _ in range(repeats):
+        for key, fn in runs.items():
+            best[key].append(_best(fn, number))
+    return {key: round(min(v) * 1e6, 2) for key, v in best.items()}
+
+
 def bench_robot(label: str, path: Path, search_path, repeats: int, batch: int) -> dict:
     robot = load(path, search_path=search_path)
     urdf, _report = to_urdf(robot)
@@ -136,6 +165,7 @@ def bench_robot(label: str, path: Path, search_path, repeats: int, batch: int) -
                   "pinocchio_loop_us_per_config": round(b_pin * 1e6, 3), "speedup": round(b_pin / b_ours, 2),
                   "goal_speedup": 3.0, "ok": b_pin >= 3.0 * b_ours},
         "kernel": "numba" if compiled else "numpy",
+        "tf_message_us": _tf_message(robot, repeats),
         "numpy_fallback": {"single_us": round(s_np * 1e6, 2), "single_ratio": round(s_np / s_pin, 3),
                            "batch_us_per_config": round(b_np * 1e6, 3),
                            "batch_speedup": round(b_pin / b_np, 2)},
