@@ -267,7 +267,14 @@ class Scene:
             normal, cos = hits.normal, hits.cosine
             done = set(merged)
             active = [i for i in active if i not in done]
-        rows_of = self._cone_cull(apex, directions, active, poses, max_range) if apex is not None else None
+        rows_of = None
+        if pinhole is not None and self.raster and active:     # primitives: pixels of their bounding box
+            rows_of = {i: self._pixel_rect(pinhole, self.shapes[i], poses[i]) for i in active}
+            if apex is not None:
+                rest = [i for i in active if rows_of[i] is None]
+                rows_of.update(self._cone_cull(apex, directions, rest, poses, max_range) if rest else {})
+        elif apex is not None:
+            rows_of = self._cone_cull(apex, directions, active, poses, max_range)
         for index in active:
             shape, pose = self.shapes[index], poses[index]
             if rows_of is not None:
@@ -349,6 +356,25 @@ class Scene:
         if mesh is None:
             mesh = self._mesh_cache[key] = raycast.TriangleMesh(*local_triangles(shape), backend="numpy")
         return mesh
+
+    @staticmethod
+    def _pixel_rect(view: "PinholeView", shape: Shape, pose: np.ndarray) -> Optional[np.ndarray]:
+        """Pixel rows (row-major indices) whose centres lie within the image of the cube about the shape's
+        bounding sphere (it contains the sphere's image); None when the cube reaches behind the camera."""
+        radius = shape.bound_radius
+        if not np.isfinite(radius):
+            return None
+        centre = (shape.world_centre(pose) - view.position) @ view.rotation      # optical frame
+        corners = centre + radius * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+        if corners[:, 2].min() <= 1e-9:
+            return None
+        u = view.fx * corners[:, 0] / corners[:, 2] + view.cx
+        v = view.fy * corners[:, 1] / corners[:, 2] + view.cy
+        u0, u1 = max(0, int(np.ceil(u.min() - 1e-3))), min(view.width - 1, int(np.floor(u.max() + 1e-3)))
+        v0, v1 = max(0, int(np.ceil(v.min() - 1e-3))), min(view.height - 1, int(np.floor(v.max() + 1e-3)))
+        if u0 > u1 or v0 > v1:
+            return np.zeros(0, dtype=np.int64)
+        return (np.arange(v0, v1 + 1)[:, None] * view.width + np.arange(u0, u1 + 1)).ravel()
 
     def _cone_cull(self, apex, directions, active, poses, max_range) -> dict[int, Optional[np.ndarray]]:
         """Per shape, the rows whose line from ``apex`` passes its bounding sphere (None: all rows)."""
