@@ -14,7 +14,7 @@ pytest.importorskip("rclpy")
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 
 from fixtures.bridge_probe import Output, Probe, start_run, stop  # noqa: E402
-from robot_bridge.cli.verbs.run import READY  # noqa: E402
+from robot_bridge.cli.verbs.run import PAUSE_ENV, READY  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "robot_bridge" / "data"
@@ -120,24 +120,26 @@ def test_params_file_with_a_bad_value_is_refused_naming_the_node(tmp_path):
 
 @pytest.mark.parametrize("when", ["early", "description loaded", "sensors set up"])
 def test_ctrl_c_during_start_up_stops_without_traceback_and_is_never_lost(when):
-    process = start_run()
+    """Ctrl-C while importing, or while start-up is held (test hook) right after the description node or the
+    sensor bridge was created: no traceback, never ready, stopped with status 0."""
+    pause = {"description loaded": "sensor_bridge", "sensors set up": "controller_node"}.get(when)
+    process = start_run(env_extra={PAUSE_ENV: pause} if pause else None)
     output = Output(process)
-    if when == "early":             # importing (the interpreter's own start-up is done by then)
+    if pause:
+        output.wait_for(f"paused before {pause}")
+    else:                           # importing (the interpreter's own start-up is done by then)
         time.sleep(0.8)
-    elif when == "description loaded":
-        output.wait_for("[description_node]: robot '")
-    else:
-        output.wait_for("[sensor_bridge]")
-    sent = len(output.lines)
     process.send_signal(signal.SIGINT)
     process.wait(timeout=120)
     output.thread.join(timeout=5)
     text = output.text
     assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
     assert process.returncode in (0, 130, -signal.SIGINT), text     # -2: before Python's own handler
-    if when != "early":
-        assert not any(line.startswith(READY) for line in output.lines[sent:]), text
+    if pause:
+        assert not any(line.startswith(READY) for line in output.lines), text
         assert process.returncode == 0 and "robot-bridge run: stopped" in text
+        if when == "sensors set up":
+            assert "[controller_node]" not in text, text
 
 
 def test_a_description_warning_appears_once_in_one_process(tmp_path):

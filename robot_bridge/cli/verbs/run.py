@@ -22,6 +22,9 @@ from ... import bringup
 
 HELP = "Start the bridge (description, sensor bridge, controller) in one process, without ros2 launch."
 READY = "robot-bridge run: ready"        # printed once every node is up (scripts wait for it)
+# Test hook: ``ROBOT_BRIDGE_PAUSE_BEFORE=<node name>`` holds start-up before that node is created (a line says
+# so) until a stop request or 60 s, so a test can deliver Ctrl-C at a known moment of start-up.
+PAUSE_ENV = "ROBOT_BRIDGE_PAUSE_BEFORE"
 EXIT_START_FAILED = 2
 SHUTDOWN_TIMEOUT = 10.0                  # s: for callbacks still running at a stop request
 
@@ -154,6 +157,9 @@ def main(args: argparse.Namespace) -> int:
         robot = None if stop.is_set() else _read_robot_once(specs)
         try:
             for spec in specs:
+                if os.environ.get(PAUSE_ENV) == spec.name and not stop.is_set():
+                    _say(f"paused before {spec.name} ({PAUSE_ENV})")
+                    stop.wait(60)
                 if stop.is_set():
                     break
                 if not spec.factory:
@@ -169,11 +175,12 @@ def main(args: argparse.Namespace) -> int:
                 _error(f"{node.get_fully_qualified_name()}: {node.load_error}")
             if failed and not args.keep_going:
                 return EXIT_START_FAILED
-            if not stop.is_set():            # a Ctrl-C during start-up: never ready, straight to stopped
+            if not stop.is_set():
                 executor = MultiThreadedExecutor(num_threads=len(nodes) + 1)
                 for node in nodes:
                     executor.add_node(node)
-                names = ", ".join(n.get_fully_qualified_name() for n in nodes)
+            names = ", ".join(n.get_fully_qualified_name() for n in nodes)
+            if not stop.is_set():            # a Ctrl-C during start-up: never ready, straight to stopped
                 if failed:
                     _say(f"running with {len(failed)} of {len(nodes)} nodes without a robot (--keep-going): "
                          f"{names}")
