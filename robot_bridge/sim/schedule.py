@@ -18,6 +18,8 @@ from typing import Callable, Optional
 
 MAX_WAIT = 0.1          # s: longest single wait, so a clock that is not wall time (sim time) is re-read
 MAX_CATCH_UP = 1.0      # s: a schedule this far behind (a hiccup) catches up; further behind, it restarts
+MIN_SPAN = 0.5          # s: a rate is judged over at least this long (a start-up hiccup in 5 frames at 100 Hz
+                        # read as 84 Hz and warned "cannot keep" once for good)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class RateMonitor:
     def __init__(self, rate_hz: float, window_s: float = 2.0, min_frames: int = 5):
         self.rate_hz = float(rate_hz)
         self.window_ns = int(window_s * 1e9)
+        self.min_span_ns = int(min(window_s, MIN_SPAN) * 1e9)
         self.min_frames = min_frames
         self._stamps: deque[int] = deque()
         self._durations: deque[tuple[int, int]] = deque(maxlen=50)      # (wall ns, cpu ns)
@@ -70,7 +73,7 @@ class RateMonitor:
             stamps, durations = list(self._stamps), list(self._durations)
             frames, late = self._frames, self._late
         achieved = None
-        if len(stamps) >= self.min_frames and stamps[-1] > stamps[0]:
+        if len(stamps) >= self.min_frames and stamps[-1] - stamps[0] >= max(self.min_span_ns, 1):
             achieved = (len(stamps) - 1) / ((stamps[-1] - stamps[0]) * 1e-9)
         walls = [w for w, _ in durations]
         cpus = [c for _, c in durations]

@@ -37,6 +37,16 @@ def test_rate_monitor_achieved_rate_from_stamps_and_late_frames():
     assert report.max_frame_ms == pytest.approx(300.0)
 
 
+def test_rate_monitor_judges_no_rate_from_a_start_up_hiccup():
+    monitor = RateMonitor(100.0, window_s=2.0, min_frames=5)
+    for i, t in enumerate([0, 10, 20, 38, 48]):       # 5 frames, one 8 ms late: 84 Hz over 48 ms
+        monitor.record(t * MS, wall_ns=MS)
+    assert monitor.report().achieved_hz is None and monitor.report().keeping_up() is None
+    for i in range(5, 60):                            # then on time for half a second
+        monitor.record((48 + (i - 4) * 10) * MS, wall_ns=MS)
+    assert monitor.report().keeping_up() is True
+
+
 def test_rate_monitor_measures_a_producer_slower_than_its_window():
     monitor = RateMonitor(5.0, window_s=2.0, min_frames=5)
     for i in range(5):                      # one frame per 1.5 s: the window keeps min_frames stamps
