@@ -22,6 +22,8 @@ from lxml import etree
 
 NODES = ["/controller_node", "/description_node", "/sensor_bridge"]
 SPIN = ["--no-daemon", "--spin-time", "3"]
+# param verbs: wait up to 20 s for the node to be discovered (default 1 s misses it on a loaded machine)
+PARAM = [*SPIN, "--timeout", "20"]
 LATCHED = ["--qos-durability", "transient_local", "--qos-reliability", "reliable"]
 VENV_ROS2 = Path(sys.prefix) / "bin" / "ros2"
 SHARED_TOOLS = Path(__file__).resolve().parents[2].parent / "shared" / "ros2-tools"

@@ -34,10 +34,11 @@ def test_rviz_requested_without_rviz2_warns_and_starts_the_bridge_alone(tmp_path
     launch = Ros2Process(["launch", "robot_bridge", "bridge.launch.py", "rviz:=true"],
                          tmp_path / "launch.log")
     try:
-        wait_for_nodes(NODES, launch)
+        # one `ros2 node list` snapshot can miss a participant on a loaded machine: the first listing that
+        # shows all three must show nothing else (no rviz)
+        assert sorted(wait_for_nodes(NODES, launch)) == NODES
         warning = r"\[WARNING\] \[robot_bridge\]: rviz2 is not installed .*starting the bridge without it"
         assert re.search(warning, launch.log), launch.log
-        assert sorted(ros2("node", "list", *SPIN).stdout.split()) == NODES
         assert_stopped_cleanly(launch, nodes=3)
     finally:
         launch.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ros2_cli import NODES, SPIN, Ros2Process, alive, ros2, ros2_executable, stop_daemon, wait_for_nodes  # noqa: E402
+from ros2_cli import NODES, PARAM, Ros2Process, alive, ros2, ros2_executable, stop_daemon, wait_for_nodes  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def bridge(tmp_path_factory):
     ("/description_node", "publish_frequency", ["Min value: 0.0"]),
 ])
 def test_describe_shows_the_constraints(bridge, node, name, shown):
-    out = ros2("param", "describe", node, name, *SPIN).stdout
+    out = ros2("param", "describe", node, name, *PARAM).stdout
     for text in shown:
         assert text in out, out
 
@@ -48,8 +48,8 @@ def test_describe_shows_the_constraints(bridge, node, name, shown):
     ("/description_node", "mesh_uri", "ftp", "is not one of"),
 ])
 def test_bad_values_are_refused(bridge, node, name, value, reason):
-    before = ros2("param", "get", node, name, *SPIN, check=False).stdout     # joints: "Parameter not set"
-    result = ros2("param", "set", node, name, value, *SPIN, check=False)
+    before = ros2("param", "get", node, name, *PARAM, check=False).stdout     # joints: "Parameter not set"
+    result = ros2("param", "set", node, name, value, *PARAM, check=False)
     said = result.stdout + result.stderr
     assert said.startswith("Setting parameter failed: ") and reason in said.lower(), said
-    assert ros2("param", "get", node, name, *SPIN, check=False).stdout == before
+    assert ros2("param", "get", node, name, *PARAM, check=False).stdout == before

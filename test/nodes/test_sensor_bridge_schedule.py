@@ -210,7 +210,8 @@ def test_ros2_param_list_and_get_answer_while_a_sensor_is_slow(slow_camera_bridg
                             capture_output=True, text=True, timeout=90, env=env)
     assert listed.returncode == 0, listed.stderr
     assert "sensors.cam.rate" in listed.stdout
-    got = subprocess.run([ros2, "param", "get", node, "default_mode", "--no-daemon", "--spin-time", "5"],
+    got = subprocess.run([ros2, "param", "get", node, "default_mode", "--no-daemon", "--spin-time", "5",
+                          "--timeout", "20"],
                          capture_output=True, text=True, timeout=90, env=env)
     assert got.returncode == 0, got.stderr
     assert "sim" in got.stdout
