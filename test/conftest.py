@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # discovery stays on this machine.
 os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+# A suite started in the background of a script (`make test &`) inherits SIGINT ignored, and so would
+# every process it starts: the Ctrl-C tests would then see nodes and `ros2 launch` ignore SIGINT.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -141,8 +141,9 @@ class Ros2Process:
             self.stop_seconds = time.monotonic() - start
         return status
 
-    def close(self) -> None:
-        """Whatever happened: nothing of this session stays alive."""
+    def close(self) -> list[int]:
+        """Whatever happened: nothing of this session stays alive.  The started processes that were
+        still alive after the interrupt (and had to be killed)."""
         if self.process.poll() is None:
             try:
                 self.interrupt(30.0)
@@ -152,8 +153,15 @@ class Ros2Process:
             os.killpg(self.process.pid, signal.SIGKILL)         # leftovers of the session, if any
         except ProcessLookupError:
             pass
+        left = [pid for pid in self.started().values() if alive(pid)]
+        for pid in left:            # what launch started, wherever it runs: one stuck stop must not leave
+            try:                    # nodes that disturb every later test
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.process.wait(10)
         self.log_file.close()
+        return left
 
 
 def wait_for_nodes(expected: list[str], launch: Ros2Process, timeout: float = 120.0) -> list[str]:
