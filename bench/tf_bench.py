@@ -157,6 +157,20 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds per thread of ``pid``, keyed "name/tid" (the main thread is "main")."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            head, tail = (task / "stat").read_text().rsplit(")", 1)
+        except OSError:                       # thread ended
+            continue
+        fields = tail.split()
+        name = "main" if task.name == str(pid) else f"{head.split('(', 1)[1]}/{task.name}"
+        out[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def _percentiles(values_ns) -> dict:
     if not len(values_ns):
         return {"p50_us": None, "p99_us": None}
@@ -223,6 +237,7 @@ def run_case(robot: str, rate: float, duration: float, target: str, env: dict, n
                 time.sleep(delay)
             if k == warm:
                 cpu0, wall0 = _cpu_seconds(target_proc.pid), time.monotonic()
+                threads0 = _thread_cpu(target_proc.pid)
             now = time.time_ns()
             data = source.message(k, now)
             pub_joint.publish(data)
@@ -231,6 +246,8 @@ def run_case(robot: str, rate: float, duration: float, target: str, env: dict, n
                 sent.append(now)
         cpu = _cpu_seconds(target_proc.pid) - cpu0
         wall = time.monotonic() - wall0
+        threads = {name: round(100.0 * (t - threads0.get(name, 0.0)) / wall, 1)
+                   for name, t in _thread_cpu(target_proc.pid).items()}
         achieved = len(sent) / (time.perf_counter() - start - WARMUP)
         time.sleep(1.0)                           # in flight arrives
         sink.terminate()
@@ -257,6 +274,7 @@ def run_case(robot: str, rate: float, duration: float, target: str, env: dict, n
         "direct_hop": d, "via": _percentiles([via[s] for s in sent if s in via]), "added": a,
         "added_p50_over_direct_p50": round(a["p50_us"] / d["p50_us"], 3) if paired else None,
         "cpu_percent": round(100.0 * cpu / wall, 1),
+        "thread_cpu_percent": {k: v for k, v in sorted(threads.items(), key=lambda kv: -kv[1]) if v > 0},
     }
 
 

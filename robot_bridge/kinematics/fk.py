@@ -271,6 +271,15 @@ class KinematicModel:
             reads = [(var, slot_of[var]) for var in expr.variables if var in slot_of]
             self._mimic_plan.append((target, None, expr, (env, reads), limits))
 
+    def linear_mimic(self) -> Optional[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`apply_mimic` as arrays when every mimic is linear: ``(index, coef)``, row m meaning
+        ``q[index[m, 0]] = coef[m, 0] * q[index[m, 1]] + coef[m, 1]`` in order; None otherwise."""
+        if any(lin is None for _target, lin, *_ in self._mimic_plan):
+            return None
+        index = np.array([(target, lin[0]) for target, lin, *_ in self._mimic_plan], dtype=np.int64)
+        coef = np.array([(lin[1], lin[2]) for _target, lin, *_ in self._mimic_plan], dtype=float)
+        return index.reshape(-1, 2), coef.reshape(-1, 2)
+
     def apply_mimic(self, q: np.ndarray) -> None:
         """Overwrite mimic DOFs of ``q`` (``dof_names`` layout, shape (dof,) or (m, dof)) from their
         formulas, in dependency order."""

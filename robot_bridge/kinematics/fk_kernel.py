@@ -77,7 +77,76 @@ def _tf_rows(q, table, slots, half, dest, dest_index):  # pragma: no cover
                 + v * table[i, 3, e]
 
 
+# _joint_state_rows results
+JS_WRITTEN, JS_UPDATED, JS_NOT_LE, JS_NEW_NAMES, JS_COUNT_MISMATCH, JS_TRUNCATED, JS_NON_FINITE = range(7)
+
+
+def _u32(msg, at):  # pragma: no cover  (compiled)
+    return np.int64(msg[at]) | (np.int64(msg[at + 1]) << 8) | (np.int64(msg[at + 2]) << 16) \
+        | (np.int64(msg[at + 3]) << 24)
+
+
+def _joint_state_rows(msg, length, start, key, mask, fields, slots, mimic_index,  # pragma: no cover
+                      mimic_coef, q, table, row_slots, half, dest, dest_index, stamps, stamp_index,
+                      publish, header):
+    """A little-endian XCDR1 JointState at ``msg[start:length]`` applied to ``q`` and, with ``publish``,
+    its /tf rows written -- in one compiled call, because per message (a thread woken once a
+    millisecond, caches cold) each separate numpy call costs 5-25 us.
+
+    The message's name sequence must equal ``key`` where ``mask`` is set (its CDR bytes, padding
+    masked); positions ``[fields[i]]`` go to ``q[slots[i]]``, then the linear mimics
+    ``q[mimic_index[m, 0]] = mimic_coef[m, 0] * q[mimic_index[m, 1]] + mimic_coef[m, 1]`` in order; the
+    rows are :func:`_tf_rows` into ``dest[dest_index]`` and the stamp into ``stamps[stamp_index]``.
+    ``header`` receives (stamp sec, nanosec) (or the position count on ``JS_COUNT_MISMATCH``).
+    Returns a ``JS_*`` code: ``JS_WRITTEN`` (rows written),
+    ``JS_UPDATED`` (``q`` updated, ``publish`` false), or why nothing was applied."""
+    if length - start < 16 or msg[start] != 0 or msg[start + 1] != 1:
+        return JS_NOT_LE
+    sec = _u32(msg, start + 4)
+    if sec >= 2 ** 31:
+        sec -= 2 ** 32                                        # int32
+    nanosec = _u32(msg, start + 8)
+    at = 16 + _u32(msg, start + 12)
+    at += -at & 3
+    n_key = key.shape[0]
+    if start + at + n_key > length:
+        return JS_NEW_NAMES
+    for i in range(n_key):
+        if msg[start + at + i] & mask[i] != key[i]:
+            return JS_NEW_NAMES
+    at += n_key
+    at += -at & 3
+    if start + at + 4 > length:
+        return JS_TRUNCATED
+    count = _u32(msg, start + at)
+    at += 4
+    at += -(at - 4) & 7
+    n_names = _u32(key, 0)
+    if count != n_names:
+        header[0] = count
+        return JS_COUNT_MISMATCH
+    if start + at + 8 * count > length:
+        return JS_TRUNCATED
+    positions = msg[start + at:start + at + 8 * count].view(np.float64)
+    for i in range(count):
+        if not math.isfinite(positions[i]):
+            return JS_NON_FINITE
+    for i in range(fields.shape[0]):
+        q[slots[i]] = positions[fields[i]]
+    for m in range(mimic_index.shape[0]):
+        q[mimic_index[m, 0]] = mimic_coef[m, 0] * q[mimic_index[m, 1]] + mimic_coef[m, 1]
+    header[0], header[1] = sec, nanosec
+    if not publish:
+        return JS_UPDATED
+    _tf_rows_inline(q, table, row_slots, half, dest, dest_index)
+    for r in range(stamp_index.shape[0]):
+        stamps[stamp_index[r, 0]] = sec & 0xFFFFFFFF
+        stamps[stamp_index[r, 1]] = nanosec
+    return JS_WRITTEN
+
+
 _single = None                          # the compiled _link_poses (the batch kernel calls it)
+_tf_rows_inline = None                  # the compiled _tf_rows (_joint_state_rows calls it)
 
 
 def _link_poses_batch(q, table, index, out):  # pragma: no cover
@@ -95,7 +164,7 @@ _lock = threading.Lock()
 def kernel():
     """``(single, batch, tf_rows)`` compiled functions, compiled (or loaded from the cache) on first use and
     warmed up; None without numba or when compiling fails here (logged once)."""
-    global _compiled, _failed, _jit_seconds, _single, numba
+    global _compiled, _failed, _jit_seconds, _single, _tf_rows_inline, _u32, numba
     if _compiled is not None or _failed or not AVAILABLE:
         return _compiled
     with _lock:
@@ -110,16 +179,40 @@ def kernel():
                 index = np.array([[0, -1, 1]], dtype=np.int64)
                 single(np.zeros(2), table, index, np.empty((2, 4, 4)))
                 batch(np.zeros((1, 2)), table, index, np.empty((1, 2, 4, 4)))
-                rows = numba.njit(cache=True, nogil=True)(_tf_rows)
+                rows = _tf_rows_inline = numba.njit(cache=True, nogil=True)(_tf_rows)
                 rows(np.zeros(2), np.zeros((1, 4, 7)), np.zeros(1, dtype=np.int64), np.zeros(1), np.empty(7),
                      np.arange(7, dtype=np.int64))
+                _u32 = numba.njit(cache=True, nogil=True, inline="always")(_u32)
+                joint_state = numba.njit(cache=True, nogil=True)(_joint_state_rows)
+                _warm_joint_state(joint_state)
             except Exception as exc:  # numba present but unusable on this machine
                 _failed = True
                 _log.warning("compiled forward kinematics unavailable (%s); using numpy", exc)
                 return None
             _jit_seconds = time.perf_counter() - t
-            _compiled = (single, batch, rows)
+            _compiled = (single, batch, rows, joint_state)
     return _compiled
+
+
+def _warm_joint_state(joint_state) -> None:
+    """Compile (or load) both message buffers' signatures: writable (a relay's take buffer) and
+    read-only (``bytes`` from an executor)."""
+    ints, floats = np.zeros(1, dtype=np.int64), np.zeros(2)
+    for msg in (np.zeros(24, dtype=np.uint8), np.frombuffer(bytes(24), np.uint8)):
+        joint_state(msg, 24, 0, np.zeros(4, np.uint8), np.zeros(4, np.uint8), ints, ints,
+                    np.zeros((0, 2), np.int64), np.zeros((0, 2)), floats, np.zeros((1, 4, 7)), ints,
+                    floats[:1], np.zeros(7), np.arange(7, dtype=np.int64), np.zeros(2, np.uint32),
+                    np.zeros((1, 2), np.int64), True, np.zeros(2, np.int64))
+
+
+def exact_entry(dispatcher, args: tuple):
+    """The compiled entry of ``dispatcher`` for exactly the types of ``args`` (its arguments on every
+    call: the caller guarantees the types), skipping numba's per-call type dispatch -- ~4 us of a call
+    made with cold caches; the dispatcher itself when that entry is not at hand."""
+    try:
+        return dispatcher.overloads[tuple(numba.typeof(a) for a in args)].entry_point
+    except (KeyError, AttributeError, TypeError, ValueError):     # not compiled for them / another numba
+        return dispatcher
 
 
 def jit_seconds():

@@ -295,20 +295,20 @@ class DescriptionNode(ContainedNode):
         try:
             self.tf_relay = SerializedRelay(
                 subscription, self.tf_pub, self._tf_in_place, headroom=0, name="joint_states_to_tf",
-                context=self.context, on_error=self._warn)
+                context=self.context, on_error=self._warn, as_array=True)
         except FastPathUnavailable as exc:
             self.get_logger().info(f"/joint_states -> /tf through the executor ({exc})")
             self.destroy_subscription(subscription)
             return False
         return True
 
-    def _tf_in_place(self, view: memoryview, offset: int):
+    def _tf_in_place(self, view, offset: int):
         """Fast path (its own thread): the taken JointState at ``view[offset:]``; the /tf bytes to publish."""
         self.counts["joint_states"] += 1
         model = self.model                                  # one read: a reload swaps it whole
         if model is None:
             return None
-        plan = model.joint_tf.process(view, offset, self.gate, self._warn)
+        plan = model.joint_tf.process(view, offset, self.gate, self._warn, taken=True)
         if plan is None:
             return None
         self._in_flight = plan                  # published after we return, maybe while a reload swaps

@@ -164,21 +164,34 @@ class _HeadroomBuffer:
         if not self.message.buffer:
             raise MemoryError("serialized message buffer")
         self.message.buffer_capacity = capacity
-        self._viewed, self._full = None, None
+        self._viewed, self._full, self._array = None, None, None
 
-    def view(self) -> memoryview:
-        """Headroom + the taken message, writable (the headroom is offset 0)."""
+    def _rewrap(self) -> None:
         message = self.message
         if (message.buffer, message.buffer_capacity) != self._viewed:     # (re)allocated since
             self._viewed = (message.buffer, message.buffer_capacity)
             size = self.headroom + message.buffer_capacity
             memory = (ctypes.c_ubyte * size).from_address(message.buffer - self.headroom)
             self._full = memoryview(memory).cast("B")
-        return self._full[:self.headroom + message.buffer_length]
+            self._array = None
+
+    def view(self) -> memoryview:
+        """Headroom + the taken message, writable (the headroom is offset 0)."""
+        self._rewrap()
+        return self._full[:self.headroom + self.message.buffer_length]
+
+    def array(self):
+        """:meth:`view` as a numpy uint8 array (wrapped once per allocation)."""
+        self._rewrap()
+        if self._array is None:
+            import numpy as np
+
+            self._array = np.frombuffer(self._full, np.uint8)
+        return self._array[:self.headroom + self.message.buffer_length]
 
     def free(self) -> None:
         if self.message.buffer:
-            self._viewed = self._full = None
+            self._viewed = self._full = self._array = None
             self.message.allocator.deallocate(self.message.buffer, None)
             self.message.buffer = None
 
@@ -280,17 +293,19 @@ class SerializedRelay:
     writable headroom before it; it returns the start of the bytes to publish (a header rewritten
     in place may start before ``offset``), an ``(address, length)`` pair of serialized bytes it wrote
     into memory of its own (kept alive by the handler, e.g. a reused numpy buffer), or None to drop
-    the message.  Without a ``publisher`` the relay only takes (a serialized listener).  It runs on
-    the relay's own thread; ``on_published()`` follows each successful publish; ``on_error(text)``
-    reports take/publish/handler failures (the relay keeps going).  Once ``context`` is shut down
-    (Ctrl-C: rclpy's signal handler shuts the context before the node is destroyed) the relay ends
-    quietly.  ``wake``:
-    "auto" (eventfd where supported, else a wait set) or "wait_set".
+    the message.  With ``as_array`` the handler gets a numpy uint8 array instead of a memoryview (for
+    handlers that hand the bytes to compiled code).  Without a ``publisher`` the relay only takes (a
+    serialized listener).  It runs on the relay's own thread; ``on_published()`` follows each
+    successful publish; ``on_error(text)`` reports take/publish/handler failures (the relay keeps
+    going).  Once ``context`` is shut down (Ctrl-C: rclpy's signal handler shuts the context before the
+    node is destroyed) the relay ends quietly.  ``wake``: "auto" (eventfd where supported, else a wait
+    set) or "wait_set".
     """
 
     def __init__(self, subscription, publisher, handler: Callable[[memoryview, int], Optional[int]], *,
                  context, headroom: int, on_error: Callable[[str], None],
-                 on_published: Callable[[], None] = lambda: None, name: str = "relay", wake: str = "auto"):
+                 on_published: Callable[[], None] = lambda: None, name: str = "relay", wake: str = "auto",
+                 as_array: bool = False):
         libs = _libs()
         self._libs, self._handler, self._on_error, self._on_published = libs, handler, on_error, on_published
         self._context, self._subscription, self._publisher = context, subscription, publisher
@@ -300,6 +315,7 @@ class SerializedRelay:
         except AttributeError as exc:       # an rclpy without the rcl handle addresses
             raise FastPathUnavailable(f"rclpy does not expose rcl handles: {exc}") from None
         self._buffer = _HeadroomBuffer(-(-headroom // 64) * 64)
+        self._bytes = self._buffer.array if as_array else self._buffer.view
         self._out = _SerializedMessage()
         self._info = ctypes.create_string_buffer(1024)    # rmw_message_info_t, not read
         self._closed = self._stopping = False
@@ -343,7 +359,7 @@ class SerializedRelay:
             return False
         headroom = self._buffer.headroom
         try:
-            start = self._handler(self._buffer.view(), headroom)
+            start = self._handler(self._bytes(), headroom)
         except Exception as exc:  # a handler bug must not kill the relay thread
             self._on_error(f"relay handler failed: {exc!r}")
             return True

@@ -101,6 +101,7 @@ def test_joint_state_tf_matches_state_publisher(fixtures, names, frame_id, headr
             assert got[child][:3] == (parent, 10 + k, msg.header.stamp.nanosec)
             np.testing.assert_allclose(got[child][3], values, atol=1e-12)
         assert ours.process(serialize_message(msg), 0, RateGate(0.0), warnings.append).buffer is plan.buffer
+    assert (plan.fused_args is not None) == compiled
     assert bool(unknown) == any("unknown joints (ignored): nope" in w for w in warnings)
 
 
@@ -125,6 +126,41 @@ def test_joint_state_tf_rejects_what_would_poison_tf(fixtures):
     first.header.stamp.nanosec = 50_000_000
     assert ours.process(serialize_message(first), 0, gated, warnings.append) is None
     assert state.q[state.index["hinge"]] == 0.2                # stored even when not published
+
+
+@PATHS
+def test_a_stream_that_turns_bad_keeps_its_last_good_state(fixtures, compiled):
+    """Bad messages with the names of the stream so far (the compiled kernel's case: a known plan)."""
+    state = StatePublisher(load(fixtures / "description" / "two_link.robot.xml"), compiled=compiled)
+    ours, warnings = JointStateTF(state), []
+    names = ["hinge", "ball_axis0"]
+    good = serialize_message(JointState(name=names, position=[0.1, 0.2]))
+    bad = {"a NaN": serialize_message(JointState(name=names, position=[0.3, math.nan])),
+           "an inf": serialize_message(JointState(name=names, position=[math.inf, 0.3])),
+           "one position short": serialize_message(JointState(name=names, position=[0.3])),
+           "truncated": good[:-20],                        # into the positions
+           "empty": b""}
+    expected = ["ignored a JointState with non-finite positions"] * 2 + [
+        "ignored a JointState with 2 names and 1 positions", "ignored an undecodable JointState",
+        "ignored an undecodable JointState"]
+    for (what, data), warning in zip(bad.items(), expected, strict=True):
+        assert ours.process(good, 0, RateGate(0.0), warnings.append) is not None, what
+        q = state.q.copy()
+        assert ours.process(data, 0, RateGate(0.0), warnings.append) is None, what
+        assert np.array_equal(state.q, q), what
+        assert warnings.pop().startswith(warning), what
+    assert warnings == []
+    assert (ours._last.fused_args is not None) == compiled     # the compiled kernel judged them
+    if compiled:
+        # a relay's take buffer: the compiled entry of the warmed types; nothing compiled per message
+        taken = np.frombuffer(bytearray(good), np.uint8)
+        assert ours.process(taken, 0, RateGate(0.0), warnings.append, taken=True) is not None
+        assert ours._last.fused_taken is not ours._fused
+        assert len(ours._fused.overloads) == 2                   # writable and read-only message
+    # the stream goes on: a good message after the bad ones is applied and published
+    plan = ours.process(serialize_message(JointState(name=names, position=[0.5, -0.5])), 0, RateGate(0.0),
+                        warnings.append)
+    assert plan is not None and state.q[state.index["hinge"]] == 0.5 and warnings == []
 
 
 @pytest.mark.parametrize("robot", ["two_link", "lwa3", "pr2"])
