@@ -44,6 +44,7 @@ class JointControl:
         self.hardware = hardware
         self.clock = clock                      # sample_time = clock(sample.stamp), in the caller's time
         self.sample_time = None
+        self.states = None                  # module statuses read by the last step()
         self.joints = list(hardware.joint_names)
         self.limits = list(limits if limits is not None else hardware.limits)
         self.lower = np.array([lim.lower for lim in self.limits])
@@ -151,7 +152,7 @@ class JointControl:
         """One control period: read, supervise faults, stream references, decide goals.
         Returns the goals that ended as (goal, Outcome)."""
         self.read()
-        states = self.hardware.status()
+        self.states = states = self.hardware.status()
         faulted = [s for s in states if s.state is ModuleState.FAULT]
         if faulted:
             if self.fault_reported:

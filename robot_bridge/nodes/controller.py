@@ -40,6 +40,7 @@ from ..ros.conversions import joint_tolerances, seconds, trajectory_command, tra
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
 from ..ros.stamps import MonotonicStamper
+from ..ros.thread_timers import ThreadTimer
 
 RATE = (0.1, 10000.0)          # Hz: accepted range of the loop and publishing rates
 TOLERANCE = (0.0, 1e6)
@@ -120,6 +121,7 @@ WARN_THROTTLE = 5.0
 # rate parameter -> the method its timer runs
 TIMERS = {"control_rate": "_control", "state_rate": "_publish_state",
           "diagnostics_rate": "_publish_diagnostics"}
+THREAD_TIMERS = {"control_rate", "state_rate"}     # hot: on the node's timer thread, not the executor
 _GoalEvent = getattr(action_server, "GoalEvent", None) or action_server._rclpy.GoalEvent
 
 
@@ -180,6 +182,7 @@ class ControllerNode(ContainedNode):
         self.internal_error: str | None = None  # a callback raised: halted, until ~/recover
         self.goals: dict[bytes, ActiveGoal] = {}
         self._scene = None                     # sim: the world the fingers close on (built on first use)
+        self._templates = None                 # (joints, serialized state templates)
 
         self.joint_state_pub = self.create_publisher(JointState, "/joint_states", 10)
         self.state_pub = self.create_publisher(JointTrajectoryControllerState, "~/controller_state", 10)
@@ -213,10 +216,13 @@ class ControllerNode(ContainedNode):
 
     def _start_timer(self, rate_parameter: str) -> None:
         old = self.timers_by_rate.pop(rate_parameter, None)
-        if old is not None:
+        if isinstance(old, ThreadTimer):
+            old.destroy()
+        elif old is not None:
             self.destroy_timer(old)
         callback = getattr(self, TIMERS[rate_parameter])
-        self.timers_by_rate[rate_parameter] = self.create_timer(1.0 / self._param(rate_parameter), callback)
+        create = self.create_thread_timer if rate_parameter in THREAD_TIMERS else self.create_timer
+        self.timers_by_rate[rate_parameter] = create(1.0 / self._param(rate_parameter), callback)
 
     def _on_parameters_set(self, changes: dict) -> None:
         """Accepted changes of dynamic parameters take effect here (read-only ones never get here)."""
@@ -583,7 +589,7 @@ class ControllerNode(ContainedNode):
                 now = self._now()
                 ended = self.control.step(now)
                 self._finish(ended)
-                states = self.hardware.status()
+                states = self.control.states              # read by this period's step
                 for _, outcome in ended:
                     if outcome.message.startswith("hardware fault"):
                         self.get_logger().error(outcome.message)
@@ -621,16 +627,22 @@ class ControllerNode(ContainedNode):
         effort = np.asarray(sample.effort, dtype=float)
         error = desired - actual
         header = Header(stamp=stamp)
-        self.joint_state_pub.publish(JointState(
-            header=header, name=self.joints, position=list(map(float, sample.position)),
-            velocity=list(map(float, sample.velocity)), effort=list(map(float, sample.effort))))
-        everything = np.arange(len(self.joints))
-        self.state_pub.publish(_controller_state(header, self.joints, everything, desired, actual, effort,
-                                                 error))
-        for ctl in self.controllers:
-            if ctl.state_pub is not None:
-                ctl.state_pub.publish(_controller_state(header, ctl.joints, ctl.index, desired, actual,
-                                                        effort, error))
+        templates = self._state_templates()
+        if templates:                          # the messages' numbers written into serialized templates
+            source = np.concatenate([desired.ravel(), actual.ravel(), effort, error.ravel()])
+            for publisher, template, gather in templates:
+                publisher.publish(template.fill(source[gather], stamp.sec, stamp.nanosec))
+        else:
+            self.joint_state_pub.publish(JointState(
+                header=header, name=self.joints, position=list(map(float, sample.position)),
+                velocity=list(map(float, sample.velocity)), effort=list(map(float, sample.effort))))
+            everything = np.arange(len(self.joints))
+            self.state_pub.publish(_controller_state(header, self.joints, everything, desired, actual, effort,
+                                                     error))
+            for ctl in self.controllers:
+                if ctl.state_pub is not None:
+                    ctl.state_pub.publish(_controller_state(header, ctl.joints, ctl.index, desired, actual,
+                                                            effort, error))
         for handle, ctl in goals:
             if isinstance(ctl, TrajectoryController) and handle.is_active:
                 i = ctl.index
@@ -642,6 +654,31 @@ class ControllerNode(ContainedNode):
             elif isinstance(ctl, Gripper) and handle.is_active:
                 handle.publish_feedback(GripperCommand.Feedback(
                     position=float(actual[0, ctl.index]), effort=float(effort[ctl.index])))
+
+    def _state_templates(self) -> list:
+        """(publisher, CdrTemplate, gather) of /joint_states and each controller state, built once per joint
+        list; ``source[gather]`` are a template's doubles, ``source`` = desired (3 x n: position, velocity,
+        acceleration), actual (3 x n), effort (n), error (3 x n), raveled.  Empty: publish messages."""
+        from ..ros.cdr_template import CdrTemplate, TemplateUnavailable
+
+        key = tuple(self.joints)
+        if self._templates is not None and self._templates[0] == key:
+            return self._templates[1]
+        n, built = len(key), []
+        everything = np.arange(n)
+        try:
+            js_gather = np.concatenate([3 * n + everything, 4 * n + everything, 6 * n + everything])
+            built.append((self.joint_state_pub, CdrTemplate(lambda slot, stamp: JointState(
+                header=Header(stamp=stamp()), name=list(key), position=slot(n), velocity=slot(n),
+                effort=slot(n))), js_gather))
+            states = [(self.state_pub, key, everything)]
+            states += [(c.state_pub, c.joints, c.index) for c in self.controllers if c.state_pub is not None]
+            for publisher, joints, index in states:
+                built.append((publisher, *_controller_state_template(joints, index, n)))
+        except TemplateUnavailable:
+            built = []
+        self._templates = (key, built)
+        return built
 
     def on_callback_error(self, where: str, exc: BaseException) -> None:
         """Safe state after a callback raised: no motion (goals aborted, modules halted), ERROR on
@@ -692,6 +729,7 @@ class ControllerNode(ContainedNode):
         self.diagnostics_pub.publish(msg)
 
     def destroy_node(self):
+        self.stop_thread_timers()                # before the lock: a tick may be waiting for it
         with self.lock:
             if self.control is not None:
                 self._end_goals("controller shutting down")
@@ -713,6 +751,32 @@ def _controller_state(header, joints, index, desired, actual, effort, error):
         header=header, joint_names=list(joints), reference=trajectory_point(*desired[:, index]),
         feedback=trajectory_point(*actual[:, index], effort[index]), error=trajectory_point(*error[:, index]),
         output=trajectory_point(desired[0, index]), speed_scaling_factor=1.0)
+
+
+def _controller_state_template(joints, index, n: int):
+    """(CdrTemplate, gather) of :func:`_controller_state` for the joints ``index`` of ``n`` (see
+    ``ControllerNode._state_templates`` for the source layout)."""
+    from ..ros.cdr_template import CdrTemplate
+
+    gather: list[int] = []
+
+    def build(slot, stamp):
+        def take(offsets):
+            gather.extend(offsets)
+            return slot(len(offsets))
+
+        def rows(base):
+            return [take([base + d * n + int(i) for i in index]) for d in range(3)]
+        reference, feedback = rows(0), rows(3 * n)
+        effort = take([6 * n + int(i) for i in index])
+        error = rows(7 * n)
+        output = take([int(i) for i in index])
+        return JointTrajectoryControllerState(
+            header=Header(stamp=stamp()), joint_names=list(joints), reference=trajectory_point(*reference),
+            feedback=trajectory_point(*feedback, effort), error=trajectory_point(*error),
+            output=trajectory_point(output), speed_scaling_factor=1.0)
+    template = CdrTemplate(build)
+    return template, np.array(gather, dtype=np.int64)
 
 
 def _not_operational(states) -> str:

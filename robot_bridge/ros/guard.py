@@ -38,6 +38,7 @@ class ContainedNode(Node):
 
     def __init__(self, *args, **kwargs):
         self.callback_errors = 0            # contained exceptions so far (diagnostics, tests)
+        self._thread_timers = None
         super().__init__(*args, **kwargs)
         self._inject = _injection_target(self.get_name(), self.get_fully_qualified_name())
 
@@ -56,29 +57,63 @@ class ContainedNode(Node):
             try:
                 return callback(*args)
             except Exception as exc:  # the whole point: one callback never ends the process
-                self.callback_errors += 1
-                full = self.get_fully_qualified_name()
-                if not seen:
-                    seen.append(exc)
-                    self.get_logger().error(f"{full}: {where} raised {type(exc).__name__}: {exc}; node in "
-                                            f"its safe state\n{traceback.format_exc().rstrip()}")
-                else:
-                    self.get_logger().error(f"{full}: {where} raised again: {type(exc).__name__}: {exc}",
-                                            throttle_duration_sec=REPEAT_THROTTLE)
-                try:
-                    self.on_callback_error(where, exc)
-                except Exception as inner:  # the safe state itself failed: say so, stay contained
-                    self.get_logger().error(f"{full}: entering the safe state failed: "
-                                            f"{type(inner).__name__}: {inner}")
+                self._contain_error(where, exc, seen)
                 return fallback(*args) if fallback is not None else None
         return contained
 
+    def _contain_error(self, where: str, exc: BaseException, seen: list) -> None:
+        """Log ``exc`` of the callback ``where`` (in full the first time, ``seen`` remembers) and put the
+        node in its safe state."""
+        self.callback_errors += 1
+        full = self.get_fully_qualified_name()
+        if not seen:
+            seen.append(exc)
+            self.get_logger().error(f"{full}: {where} raised {type(exc).__name__}: {exc}; node in "
+                                    f"its safe state\n{traceback.format_exc().rstrip()}")
+        else:
+            self.get_logger().error(f"{full}: {where} raised again: {type(exc).__name__}: {exc}",
+                                    throttle_duration_sec=REPEAT_THROTTLE)
+        try:
+            self.on_callback_error(where, exc)
+        except Exception as inner:  # the safe state itself failed: say so, stay contained
+            self.get_logger().error(f"{full}: entering the safe state failed: "
+                                    f"{type(inner).__name__}: {inner}")
+
     def create_timer(self, timer_period_sec, callback, *args, **kwargs):
+        return super().create_timer(timer_period_sec, self.contain(self._injected(callback), "timer"), *args,
+                                    **kwargs)
+
+    def create_thread_timer(self, timer_period_sec: float, callback):
+        """A periodic callback on the node's timer thread (:mod:`.thread_timers`), contained like a timer's;
+        an executor timer when the node follows ROS time (``use_sim_time``)."""
+        from .thread_timers import ThreadTimers
+
+        if self.get_parameter("use_sim_time").value:
+            return self.create_timer(timer_period_sec, callback)
+        if self._thread_timers is None:
+            seen: dict = {}
+            self._thread_timers = ThreadTimers(
+                self.context, self.get_name(),
+                lambda timer, exc: self._contain_error(f"timer {callback_name(timer.callback)}", exc,
+                                                       seen.setdefault(id(timer.callback), [])))
+        return self._thread_timers.create(timer_period_sec, self._injected(callback))
+
+    def stop_thread_timers(self) -> None:
+        """No thread timer callback runs after this (called by destroy_node; idempotent)."""
+        if self._thread_timers is not None:
+            self._thread_timers.stop()
+
+    def destroy_node(self):
+        self.stop_thread_timers()
+        return super().destroy_node()
+
+    def _injected(self, callback):
+        """``callback``, made to raise once when the ROBOT_BRIDGE_INJECT_FAULT hook names it."""
         if self._inject is not None and self._inject_matches(callback):
             callback = _raise_once(callback, f"injected fault in {self.get_name()}'s timer "
                                              f"{callback_name(callback)} ({INJECT_ENV})")
             self._inject = None
-        return super().create_timer(timer_period_sec, self.contain(callback, "timer"), *args, **kwargs)
+        return callback
 
     def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):
         return super().create_subscription(msg_type, topic, self.contain(callback, f"subscription {topic}:"),

@@ -49,17 +49,20 @@ def spin_until_stopped(executor, stop: threading.Event, report: Callable[[str], 
 
 def spin_node(make_node: Callable[[], Node], args=None) -> int:
     """Spin the node until SIGINT/SIGTERM or shutdown, then clean up; exit status 0."""
-    from ..cli.stop import REQUESTED     # set by a Ctrl-C since the executable started (nodes/__init__.py)
-
-    with stoppable_rclpy(args, stop=REQUESTED) as stop:
-        if stop.is_set():
-            return 0
-        node = make_node()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        try:
-            spin_until_stopped(executor, stop, node.get_logger().error)
-        finally:
-            executor.shutdown()
-            node.destroy_node()
+    from ..cli.stop import REQUESTED, ignore_further_stop_requests   # REQUESTED: set by a Ctrl-C since
+                                                                     # the executable started
+    try:
+        with stoppable_rclpy(args, stop=REQUESTED) as stop:
+            if stop.is_set():
+                return 0
+            node = make_node()
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            try:
+                spin_until_stopped(executor, stop, node.get_logger().error)
+            finally:
+                executor.shutdown()
+                node.destroy_node()
+    finally:
+        ignore_further_stop_requests()        # an executable's last step: exit 0, whatever comes now
     return 0

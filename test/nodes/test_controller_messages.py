@@ -52,3 +52,28 @@ def test_a_trajectory_beyond_the_velocity_limit_is_accepted_with_one_warning(cap
         assert "lwa_joint_1 needs velocity 5, its limit is 1" in text, text
     finally:
         h.close()
+
+
+@pytest.mark.parametrize("index", [[0, 1, 2, 3, 4, 5, 6], [4, 1], [7]])
+def test_state_templates_serialize_what_the_messages_say(index):
+    """The serialized templates of the state publishing equal the messages built field by field."""
+    import numpy as np
+    from rclpy.serialization import deserialize_message
+    from builtin_interfaces.msg import Time
+    from control_msgs.msg import JointTrajectoryControllerState
+    from std_msgs.msg import Header
+
+    from robot_bridge.nodes.controller import _controller_state, _controller_state_template
+
+    n = 8
+    joints = [f"j{i}" for i in range(n)]
+    rng = np.random.default_rng(len(index))
+    desired, actual, effort = rng.normal(size=(3, n)), rng.normal(size=(3, n)), rng.normal(size=n)
+    error = desired - actual
+    index = np.array(index)
+    template, gather = _controller_state_template([joints[i] for i in index], index, n)
+    source = np.concatenate([desired.ravel(), actual.ravel(), effort, error.ravel()])
+    data = template.fill(source[gather], 12, 345)
+    truth = _controller_state(Header(stamp=Time(sec=12, nanosec=345)), [joints[i] for i in index], index,
+                              desired, actual, effort, error)
+    assert deserialize_message(data, JointTrajectoryControllerState) == truth

@@ -38,6 +38,30 @@ def test_node_executable_starts_and_stops_cleanly(module):
     assert "ERROR" not in output, output
 
 
+@pytest.mark.parametrize("module", ["description", "controller"])
+def test_ctrl_c_repeated_until_the_node_is_gone_still_exits_0(module):
+    """ros2 launch forwards Ctrl-C to nodes that got the terminal's own: SIGINTs keep coming while a node
+    shuts down, also while Python finalizes (where it restores the default handlers: exit -2 once)."""
+    cmd = [sys.executable, "-m", f"robot_bridge.nodes.{module}", "--ros-args",
+           "-p", f"description_file:={WORLD}"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=dict(os.environ), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(4.0)
+        assert proc.poll() is None, f"{module} exited early:\n{proc.stdout.read()}"
+        deadline = time.monotonic() + 30.0
+        while proc.poll() is None and time.monotonic() < deadline:
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.002)
+        output, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, output
+    assert "Traceback" not in output, output
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_sensor_bridge_stops_cleanly_while_images_are_relayed(sig):
     """The fast relay thread is mid-stream when the signal comes: detach, join, exit 0."""

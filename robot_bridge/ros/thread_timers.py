@@ -1,0 +1,108 @@
+"""A node's hot periodic callbacks on one thread of its own, not in the executor.
+
+Each tick of an rclpy timer costs the executor a wait-set rebuild over every entity of the node (the
+controller has ~35: services, action servers, publishers' QoS event handlers) and a task round trip:
+at the controller's default 100 + 50 Hz that was two thirds of its CPU (bench/controller_bench.py).
+``ThreadTimers`` runs such callbacks from one thread that sleeps until the next deadline on the steady
+clock (no drift: a deadline is the previous one plus the period, on the grid of multiples of the period
+so that a 100 Hz and a 50 Hz timer share every other wake-up; ticks missed by more than a period are
+skipped, as rclpy's timers do).  A callback that raises is reported through ``on_error`` and the
+timer keeps running; once the node's context is shut down (Ctrl-C) the thread ends quietly.
+
+ROS time (``use_sim_time``) is not followed: nodes keep executor timers then.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from typing import Callable
+
+
+def first_deadline(now: int, period: int) -> int:
+    """The first grid point (a multiple of ``period``, ns) after ``now``: timers whose periods divide
+    each other share wake-ups."""
+    return (now // period + 1) * period
+
+
+def next_deadline(deadline: int, period: int, now: int) -> int:
+    """After a tick due at ``deadline``: the next grid point, or the first one after ``now`` when that one
+    is already past (missed ticks are skipped, not run in a burst)."""
+    later = deadline + period
+    return later if later > now else first_deadline(now, period)
+
+
+class ThreadTimer:
+    """One periodic callback of a :class:`ThreadTimers` (the parts of rclpy's Timer that are used)."""
+
+    def __init__(self, owner: "ThreadTimers", period_sec: float, callback: Callable[[], None]):
+        self._owner, self.callback = owner, callback
+        self.timer_period_ns = int(round(period_sec * 1e9))
+        self.canceled = False
+
+    def is_canceled(self) -> bool:
+        return self.canceled
+
+    def cancel(self) -> None:
+        self.canceled = True
+        self._owner._wake.set()
+
+    destroy = cancel
+
+
+class ThreadTimers:
+    """Periodic callbacks of one node on one thread; ``on_error(timer, exc)`` reports a raising callback
+    (called on the thread, context still up)."""
+
+    def __init__(self, context, name: str, on_error: Callable[[ThreadTimer, BaseException], None]):
+        self._context, self._on_error = context, on_error
+        self._heap: list[tuple[int, int, ThreadTimer]] = []
+        self._order = itertools.count()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name=f"robot_bridge.{name}.timers", daemon=True)
+        self._thread.start()
+
+    def create(self, period_sec: float, callback: Callable[[], None]) -> ThreadTimer:
+        timer = ThreadTimer(self, period_sec, callback)
+        with self._lock:
+            heapq.heappush(self._heap, (first_deadline(time.monotonic_ns(), timer.timer_period_ns),
+                                        next(self._order), timer))
+        self._wake.set()
+        return timer
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """No callback runs after this returns (unless one is stuck past ``timeout``)."""
+        self._stopped = True
+        self._wake.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stopped:
+            with self._lock:
+                while self._heap and self._heap[0][2].canceled:
+                    heapq.heappop(self._heap)
+                due = self._heap[0][0] if self._heap else None
+            wait = None if due is None else (due - time.monotonic_ns()) / 1e9
+            if wait is None or wait > 0:
+                self._wake.wait(wait)
+                self._wake.clear()
+                continue
+            with self._lock:
+                deadline, _, timer = heapq.heappop(self._heap)
+                later = next_deadline(deadline, timer.timer_period_ns, time.monotonic_ns())
+                heapq.heappush(self._heap, (later, next(self._order), timer))
+            if self._stopped or not self._context.ok():
+                return
+            if timer.canceled:
+                continue
+            try:
+                timer.callback()
+            except Exception as exc:  # reported by the node, the timer keeps running
+                if self._stopped or not self._context.ok():
+                    return                                        # shutting down: nothing to report
+                self._on_error(timer, exc)
