@@ -24,19 +24,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 import rclpy  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from control_msgs.msg import JointTrajectoryControllerState  # noqa: E402
+from proc_cpu import cpu_seconds, thread_cpu, thread_percent  # noqa: E402
 
 ROBOT = REPO / "robot_bridge" / "data" / "lwa3_gripper.robot.xml"
 GOAL_CPU_PERCENT = 5.0
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:
@@ -77,11 +74,12 @@ def main() -> int:
         while time.monotonic() < end:
             rclpy.spin_once(listener, timeout_sec=0.05)
         received.clear()
-        cpu0, wall0 = _cpu_seconds(node_proc.pid), time.monotonic()
+        cpu0, wall0, threads0 = cpu_seconds(node_proc.pid), time.monotonic(), thread_cpu(node_proc.pid)
         end = wall0 + args.duration
         while time.monotonic() < end:
             rclpy.spin_once(listener, timeout_sec=0.05)
-        cpu, wall = _cpu_seconds(node_proc.pid) - cpu0, time.monotonic() - wall0
+        cpu, wall = cpu_seconds(node_proc.pid) - cpu0, time.monotonic() - wall0
+        threads = thread_percent(threads0, thread_cpu(node_proc.pid), wall)
     finally:
         node_proc.terminate()
         try:
@@ -101,7 +99,7 @@ def main() -> int:
         "rates_hz": {k: v for k, v in overrides.items() if v is not None} or "defaults",
         "load_average": os.getloadavg(), "cpu_burners": args.burners,
         "received": dict(received), "received_hz": {k: round(v / wall, 1) for k, v in received.items()},
-        "node_cpu_percent": percent, "cpu_percent_at_nominal_rates": nominal,
+        "node_cpu_percent": percent, "cpu_percent_at_nominal_rates": nominal, "thread_cpu_percent": threads,
         "goal_cpu_percent": GOAL_CPU_PERCENT,
         "ok": percent <= GOAL_CPU_PERCENT and (nominal or 0) <= GOAL_CPU_PERCENT,
     }, indent=2))

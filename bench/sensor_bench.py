@@ -64,6 +64,7 @@ from robot_bridge.ros.memory import tune_allocator_for_large_messages  # noqa: E
 from robot_bridge.sim import LaserModel, PinholeModel, Scene  # noqa: E402
 from robot_bridge.sim.scene import PinholeView  # noqa: E402
 from robot_bridge.sim.raycast import BACKENDS, resolve_backend  # noqa: E402
+from proc_cpu import cpu_seconds  # noqa: E402
 
 PROFILE = REPO / "config" / "fastdds_large_messages.xml"
 FIXTURE = REPO / "test" / "fixtures" / "sim" / "pan_laser.env.xml"
@@ -259,11 +260,6 @@ def run_publisher(topic: str, rate: float, seconds: float) -> None:
     rclpy.try_shutdown()
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def bench_relay(seconds: float, profile: Path | None, fast_path: bool, tune_peers: bool,
                 separate_probes: bool) -> dict:
     """One relay run in a fresh process: Fast DDS reads its profile once per process."""
@@ -360,12 +356,12 @@ def run_relay(seconds: float, fast_path: bool, tune_peers: bool, separate_probes
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.01)
         window_start = node.get_clock().now().nanoseconds
-        cpu0, t0 = _cpu_seconds(bridge.pid), time.monotonic()
+        cpu0, t0 = cpu_seconds(bridge.pid), time.monotonic()
         end = t0 + seconds
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.01)
         window_end = node.get_clock().now().nanoseconds
-        bridge_cpu = (_cpu_seconds(bridge.pid) - cpu0) / (time.monotonic() - t0) * 100
+        bridge_cpu = (cpu_seconds(bridge.pid) - cpu0) / (time.monotonic() - t0) * 100
         end = time.monotonic() + 0.2                        # the window's last images arrive
         while time.monotonic() < end:
             executor.spin_once(timeout_sec=0.01)

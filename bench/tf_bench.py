@@ -32,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
@@ -39,6 +40,8 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.serialization import serialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from proc_cpu import cpu_seconds, thread_cpu, thread_percent  # noqa: E402
 
 from robot_bridge.ros import qos  # noqa: E402
 
@@ -152,25 +155,6 @@ def _sink(duration: float, stop) -> int:
 
 
 # -- driver -----------------------------------------------------------------------------------------------
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _thread_cpu(pid: int) -> dict[str, float]:
-    """CPU seconds per thread of ``pid``, keyed "name/tid" (the main thread is "main")."""
-    out = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            head, tail = (task / "stat").read_text().rsplit(")", 1)
-        except OSError:                       # thread ended
-            continue
-        fields = tail.split()
-        name = "main" if task.name == str(pid) else f"{head.split('(', 1)[1]}/{task.name}"
-        out[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return out
-
-
 def _percentiles(values_ns) -> dict:
     if not len(values_ns):
         return {"p50_us": None, "p99_us": None}
@@ -236,18 +220,17 @@ def run_case(robot: str, rate: float, duration: float, target: str, env: dict, n
             if delay > 0:
                 time.sleep(delay)
             if k == warm:
-                cpu0, wall0 = _cpu_seconds(target_proc.pid), time.monotonic()
-                threads0 = _thread_cpu(target_proc.pid)
+                cpu0, wall0 = cpu_seconds(target_proc.pid), time.monotonic()
+                threads0 = thread_cpu(target_proc.pid)
             now = time.time_ns()
             data = source.message(k, now)
             pub_joint.publish(data)
             pub_direct.publish(data)
             if k >= warm:
                 sent.append(now)
-        cpu = _cpu_seconds(target_proc.pid) - cpu0
+        cpu = cpu_seconds(target_proc.pid) - cpu0
         wall = time.monotonic() - wall0
-        threads = {name: round(100.0 * (t - threads0.get(name, 0.0)) / wall, 1)
-                   for name, t in _thread_cpu(target_proc.pid).items()}
+        threads = thread_percent(threads0, thread_cpu(target_proc.pid), wall)
         achieved = len(sent) / (time.perf_counter() - start - WARMUP)
         time.sleep(1.0)                           # in flight arrives
         sink.terminate()
@@ -274,7 +257,7 @@ def run_case(robot: str, rate: float, duration: float, target: str, env: dict, n
         "direct_hop": d, "via": _percentiles([via[s] for s in sent if s in via]), "added": a,
         "added_p50_over_direct_p50": round(a["p50_us"] / d["p50_us"], 3) if paired else None,
         "cpu_percent": round(100.0 * cpu / wall, 1),
-        "thread_cpu_percent": {k: v for k, v in sorted(threads.items(), key=lambda kv: -kv[1]) if v > 0},
+        "thread_cpu_percent": threads,
     }
 
 

@@ -150,6 +150,11 @@ class Hardware(abc.ABC):
 
     # -- helpers for implementations -----------------------------------------
     @property
+    def online(self) -> bool:
+        """Open (modules reachable); implementations may answer without building every status."""
+        return self.status()[0].state is not ModuleState.OFFLINE
+
+    @property
     def faulted(self) -> bool:
         return any(s.state is ModuleState.FAULT for s in self.status())
 

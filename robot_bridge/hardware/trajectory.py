@@ -78,6 +78,12 @@ class TrapezoidalAxis:
             return False
         return self._stopping is not None or (self._velocity_command is None and self.position == self.target)
 
+    @property
+    def idle(self) -> bool:
+        """At rest on its target with nothing commanded: a step only zeroes the acceleration."""
+        return self.velocity == 0.0 and self._stopping is None and self._velocity_command is None \
+            and self.position == self.target and self.feedforward == 0.0
+
     @staticmethod
     def _stoppable_speed(distance: float, accel: float, dt: float) -> float:
         """Largest speed for this step after which steps of ``accel * dt`` less speed stop exactly
@@ -91,11 +97,10 @@ class TrapezoidalAxis:
     def step(self, dt: float) -> None:
         if dt <= 0.0:
             return
-        v = self.velocity
-        if v == 0.0 and self._stopping is None and self._velocity_command is None \
-                and self.position == self.target and self.feedforward == 0.0:
+        if self.idle:
             self.acceleration = 0.0                        # at rest on target: what a step computes
             return
+        v = self.velocity
         if self._stopping is not None:
             accel = self._stopping
             desired = 0.0

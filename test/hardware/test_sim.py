@@ -132,3 +132,29 @@ def test_random_faults_reproducible_with_seed():
     a, b, c = faults(1), faults(1), faults(2)
     assert a == b and a != c
     assert any(f is not None for f in a[-1])
+
+
+def test_idle_modules_skipped_by_advance_read_exactly_as_stepped_ones():
+    """advance() steps only the modules that can change; the samples equal stepping every module."""
+    fast, clock_a = make_sim()
+    full, clock_b = make_sim()
+
+    def step_all(dt):                                   # the reference: every module, every sub-step
+        steps = max(1, int(np.ceil(dt / full.period - 1e-9)))
+        for _ in range(steps):
+            for m in full.modules:
+                m.step(dt / steps)
+    full.advance = step_all
+    script = [(0.3, lambda s: s.enable(True)),
+              (0.6, lambda s: s.command_position([0.2, 0, 0, 0, 0, 0, 0.1])),     # two move, five rest
+              (0.4, lambda s: s.set_obstacle(JOINTS[1], 0.05)),
+              (0.5, lambda s: s.command_position([0.2, 0.3, 0, 0, 0, 0, 0.1])),   # presses on the obstacle
+              (0.7, lambda s: s.inject_fault(JOINTS[6], FaultKind.FOLLOWING_ERROR)),
+              (0.5, lambda s: s.recover())]
+    for seconds, action in script:
+        action(fast)
+        action(full)
+        for a, b in zip(run(fast, clock_a, seconds), run(full, clock_b, seconds), strict=True):
+            for field in ("position", "velocity", "acceleration", "effort"):
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+        assert [s.state for s in fast.status()] == [s.state for s in full.status()]
