@@ -119,25 +119,26 @@ class SimHardware(Hardware):
         """Advance every module by ``dt`` seconds in steps of at most ``period``."""
         steps = max(1, math.ceil(dt / self.period - 1e-9))
         h = dt / steps
-        if self.fault_rate == 0.0:                 # no random faults: an idle module stays idle this dt
-            moving = []
-            for m in self.modules:
-                if m.enabled and (m.fault is not None or m.obstacle is not None or not m.axis.idle):
-                    moving.append(m)
-                elif m.enabled:
-                    m.axis.acceleration, m.blocked = 0.0, False        # what its steps would do
-            for _ in range(steps):
-                for m in moving:
-                    m.step(h)
-            return
+        # without random faults an idle module stays idle for this dt: only the others are stepped
+        moving = self.modules if self.fault_rate > 0.0 else self._settle_idle()
         for _ in range(steps):
             if self.fault_rate > 0.0:
                 hits = self.rng.random(len(self.modules)) < self.fault_rate * h
                 for index in np.flatnonzero(hits):
                     kinds = list(FaultKind)
                     self.inject_fault(self.joint_names[index], kinds[self.rng.integers(len(kinds))])
-            for m in self.modules:
+            for m in moving:
                 m.step(h)
+
+    def _settle_idle(self) -> list:
+        """The enabled modules that can change; the idle ones get what their steps would do."""
+        moving = []
+        for m in self.modules:
+            if m.enabled and (m.fault is not None or m.obstacle is not None or not m.axis.idle):
+                moving.append(m)
+            elif m.enabled:
+                m.axis.acceleration, m.blocked = 0.0, False
+        return moving
 
     def set_obstacle(self, joint: str, position: float | None, effort: float = math.inf) -> None:
         """A body ``joint`` cannot move past: at ``position`` (from the side it is on now) it stops and

@@ -43,7 +43,10 @@ class _Plan:
     __slots__ = ("names", "key", "mask", "key_len", "selection", "buffer", "span", "values", "value_index",
                  "stamps", "stamp_index", "direct_fields", "stamp", "fused_args", "fused_taken")
 
-    def __init__(self, names: tuple[str, ...], state: StatePublisher, fused=None, header=None):
+    def __init__(self, names: tuple[str, ...], state: StatePublisher, fused=None, header=None, mimic=None):
+        """``fused``: the compiled kernel (None: numpy only), ``header`` its (sec, nanosec) output,
+        ``mimic``: the model's linear mimics as arrays (``KinematicModel.linear_mimic``, None: some are
+        nonlinear)."""
         self.names = names
         # the name sequence's CDR bytes as an int, alignment padding masked out
         key, mask = bytearray(_UINT32.pack(len(names))), bytearray(b"\xff" * 4)
@@ -79,7 +82,7 @@ class _Plan:
         else:                                           # big-endian template: byte scatters
             self.values = self.stamps = None
             self.value_index, self.stamp_index = value_idx, stamp_idx
-        evaluation, mimic = sel.evaluation, state.kinematics.linear_mimic()
+        evaluation = sel.evaluation
         if fused is not None and self.values is not None and evaluation.kernel is not None:
             no_mimic = (np.zeros((0, 2), np.int64), np.zeros((0, 2)))
             self.fused_args = (
@@ -102,7 +105,8 @@ class JointStateTF:
         self._last: Optional[_Plan] = None
         compiled = fk_kernel.kernel() if state._rows_kernel is not None else None
         self._fused = compiled[3] if compiled else None
-        self._nonlinear_mimic = state.kinematics.linear_mimic() is None
+        self._mimic = state.kinematics.linear_mimic()
+        self._nonlinear_mimic = self._mimic is None
         self._header = np.zeros(2, np.int64)
 
     def process(self, data, start: int, gate: RateGate, warn: Callable[[str], None],
@@ -212,7 +216,7 @@ class JointStateTF:
         if plan is None:
             if len(self._plans) >= MAX_PLANS:
                 self._plans.clear()
-            plan = self._plans[names] = _Plan(names, self.state, self._fused, self._header)
+            plan = self._plans[names] = _Plan(names, self.state, self._fused, self._header, self._mimic)
         self._last = plan
         return plan
 

@@ -18,15 +18,22 @@ REPO = Path(__file__).resolve().parents[2]
 WORLD = REPO / "robot_bridge" / "data" / "default.env.xml"
 
 
-@pytest.mark.parametrize("module", ["description", "sensor_bridge", "controller"])
-def test_node_executable_starts_and_stops_cleanly(module):
+def _start(module: str) -> subprocess.Popen:
+    """The node executable on the embedded robot, running after 4 s."""
     cmd = [sys.executable, "-m", f"robot_bridge.nodes.{module}", "--ros-args",
            "-p", f"description_file:={WORLD}"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=dict(os.environ), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
+    time.sleep(4.0)
+    if proc.poll() is not None:
+        raise AssertionError(f"{module} exited early:\n{proc.stdout.read()}")
+    return proc
+
+
+@pytest.mark.parametrize("module", ["description", "sensor_bridge", "controller"])
+def test_node_executable_starts_and_stops_cleanly(module):
+    proc = _start(module)
     try:
-        time.sleep(4.0)
-        assert proc.poll() is None, f"{module} exited early:\n{proc.stdout.read()}"
         proc.send_signal(signal.SIGINT)
         output, _ = proc.communicate(timeout=20)
     finally:
@@ -42,13 +49,8 @@ def test_node_executable_starts_and_stops_cleanly(module):
 def test_ctrl_c_repeated_until_the_node_is_gone_still_exits_0(module):
     """ros2 launch forwards Ctrl-C to nodes that got the terminal's own: SIGINTs keep coming while a node
     shuts down, also while Python finalizes (where it restores the default handlers: exit -2 once)."""
-    cmd = [sys.executable, "-m", f"robot_bridge.nodes.{module}", "--ros-args",
-           "-p", f"description_file:={WORLD}"]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=dict(os.environ), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = _start(module)
     try:
-        time.sleep(4.0)
-        assert proc.poll() is None, f"{module} exited early:\n{proc.stdout.read()}"
         deadline = time.monotonic() + 30.0
         while proc.poll() is None and time.monotonic() < deadline:
             proc.send_signal(signal.SIGINT)
