@@ -6,9 +6,9 @@ process records each message's latency (receive time - stamp) of the direct hop 
 
 - ``node``: ``description_node`` (publish_frequency 0: one /tf per JointState, default fast path);
 - ``floor``: the same fast-path take + publish (``robot_bridge.ros.fast_relay.SerializedRelay`` with the
-  node's QoS) of a fixed serialized TFMessage of the robot's moving frames, no FK, only the stamp copied
-  over (so latency pairs): what a Python process cannot go below.  The node's CPU is reported as a ratio
-  to it, measured in the same run on the same traffic.
+  node's QoS and, like the node, a compiled drain) of a fixed serialized TFMessage of the robot's moving
+  frames, no FK, only the stamp copied over (so latency pairs): what the node's transport cannot go
+  below.  The node's CPU is reported as a ratio to it, measured in the same run on the same traffic.
 
 The publisher and the sink send/take serialized messages (CDR patched in place, taken through rcl on their
 own threads) so that they keep up at 5 kHz on a loaded machine.  Reported per case: sent, lost (via the
@@ -43,7 +43,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from proc_cpu import cpu_seconds, thread_cpu, thread_percent  # noqa: E402
 
-from robot_bridge.ros import qos  # noqa: E402
+from robot_bridge.ros import fast_relay, qos  # noqa: E402
 
 NODE_CMD = [sys.executable, "-m", "robot_bridge.nodes.description"]
 DEFAULT_ROBOT = REPO / "robot_bridge" / "data" / "lwa3_gripper.robot.xml"
@@ -72,6 +72,25 @@ def _moving_frames(robot_file: str) -> tuple[list[str], list[str], list[str]]:
 
 
 # -- target: the floor ---------------------------------------------------------------------------------
+def _floor_drain(take_fn, publish_fn, read_fn, ints, words, control, generation, msg, headroom,
+                 out):  # pragma: no cover  (compiled)
+    """The floor's compiled drain: the JointState's stamp into the fixed TFMessage, published."""
+    while True:
+        got = _next_message(take_fn, read_fn, ints, control, generation)
+        if got != fast_relay.MESSAGE_TAKEN:
+            return got
+        if _buffer_moved(words, control):
+            return fast_relay.DRAIN_PENDING
+        for i in range(8):
+            out[8 + i] = msg[headroom + 4 + i]
+        control[fast_relay.HANDLED] += 1
+        if not _publish_output(publish_fn, ints, control):
+            return fast_relay.DRAIN_PUBLISH_ERROR
+
+
+_next_message = _buffer_moved = _publish_output = None
+
+
 def run_floor(robot_file: str) -> int:
     """Fast-path take of /joint_states, publish a fixed TFMessage (stamp copied) on /tf, until SIGTERM."""
     from robot_bridge.ros.fast_relay import DetachedCallbackGroup, SerializedRelay
@@ -92,8 +111,19 @@ def run_floor(robot_file: str) -> int:
             out[8:16] = view[offset + 4:offset + 12]     # first transform's stamp = the JointState's
             return span
 
+        global _next_message, _buffer_moved, _publish_output
+        import numba
+
+        _next_message, _buffer_moved, _publish_output = fast_relay.compiled_io()
+        floor_drain = numba.njit(cache=True, nogil=True)(_floor_drain)
+
+        def drain(io, buffer, headroom):
+            io.set_output(*span)
+            return floor_drain(*io.functions, io.ints, io.words, io.control, io.generation, buffer, headroom,
+                               fixed)
+
         relay = SerializedRelay(sub, tf_pub, handler, context=node.context, headroom=0,
-                                on_error=lambda text: print(text, file=sys.stderr), name="floor")
+                                on_error=lambda text: print(text, file=sys.stderr), name="floor", drain=drain)
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         while not stop.is_set() and rclpy.ok():

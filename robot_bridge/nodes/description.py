@@ -25,6 +25,7 @@ from ..kinematics.state_publisher import RateGate, StatePublisher
 from ..mesh_server import MeshServer
 from ..model import Robot
 from ..ros import params, qos
+from ..ros.fast_relay import DRAIN_UNAVAILABLE
 from ..ros.guard import ContainedNode
 from ..ros.markers import robot_markers
 from ..ros.params import Param
@@ -176,7 +177,7 @@ class DescriptionNode(ContainedNode):
         self.tf_static_pub = self.create_publisher(TFMessage, "/tf_static", qos.tf_static_qos())
         self.tf_pub = self.create_publisher(TFMessage, "/tf", qos.tf_qos())
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.description_qos())
-        self.counts = {"joint_states": 0, "tf": 0}            # taken / published (soak, tests)
+        self._counts = {"joint_states": 0, "tf": 0}           # handled in Python (executor or relay)
         self._in_flight = None                                # keeps the /tf buffer being published alive
         if not (self._param("tf_fast_path") and self._setup_fast_path()):
             self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.joint_states_qos(),
@@ -211,6 +212,13 @@ class DescriptionNode(ContainedNode):
         if {"publish_frequency", "ignore_timestamp"} & new.keys():
             self.gate = RateGate(float(self._param("publish_frequency")),
                                  bool(self._param("ignore_timestamp")))
+            self._invalidate_drain()
+
+    def _invalidate_drain(self) -> None:
+        """The fast path's compiled drain runs with the model and gate it started with: restart it."""
+        io = self.tf_relay.io if self.tf_relay is not None else None
+        if io is not None:
+            io.invalidate()
 
     # -- loading ------------------------------------------------------------
     def reload(self, overrides: dict | None = None) -> tuple[bool, str]:
@@ -232,6 +240,7 @@ class DescriptionNode(ContainedNode):
             self._preloaded = None
         self._set_mesh_server(server)
         self.model, self.load_error = model, None
+        self._invalidate_drain()
         self._publish_model(model)
         elapsed = time.monotonic() - started
         robot, report = model.robot, model.report
@@ -295,16 +304,31 @@ class DescriptionNode(ContainedNode):
         try:
             self.tf_relay = SerializedRelay(
                 subscription, self.tf_pub, self._tf_in_place, headroom=0, name="joint_states_to_tf",
-                context=self.context, on_error=self._warn, as_array=True)
+                context=self.context, on_error=self._warn, as_array=True, drain=self._tf_drain)
         except FastPathUnavailable as exc:
             self.get_logger().info(f"/joint_states -> /tf through the executor ({exc})")
             self.destroy_subscription(subscription)
             return False
         return True
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """JointStates taken and /tf published so far, on either transport (soak, tests)."""
+        io = self.tf_relay.io if self.tf_relay is not None else None
+        extra = (io.handled, io.published) if io is not None else (0, 0)
+        return {"joint_states": self._counts["joint_states"] + extra[0], "tf": self._counts["tf"] + extra[1]}
+
+    def _tf_drain(self, io, buffer, headroom: int) -> int:
+        """Fast path (its own thread): the compiled drain of the current model, while it can run."""
+        generation = io.generation                          # before the model and gate it runs with
+        model = self.model
+        if model is None:
+            return DRAIN_UNAVAILABLE
+        return model.joint_tf.drain(io, buffer, headroom, self.gate, generation)
+
     def _tf_in_place(self, view, offset: int):
         """Fast path (its own thread): the taken JointState at ``view[offset:]``; the /tf bytes to publish."""
-        self.counts["joint_states"] += 1
+        self._counts["joint_states"] += 1
         model = self.model                                  # one read: a reload swaps it whole
         if model is None:
             return None
@@ -312,19 +336,19 @@ class DescriptionNode(ContainedNode):
         if plan is None:
             return None
         self._in_flight = plan                  # published after we return, maybe while a reload swaps
-        self.counts["tf"] += 1
+        self._counts["tf"] += 1
         return plan.span
 
     def _on_joint_state(self, data: bytes) -> None:
         """Executor fallback: the same processing, published through rclpy."""
-        self.counts["joint_states"] += 1
+        self._counts["joint_states"] += 1
         model = self.model
         if model is None:
             return
         plan = model.joint_tf.process(data, 0, self.gate, self._warn)
         if plan is not None:
             self.tf_pub.publish(plan.buffer.tobytes())
-            self.counts["tf"] += 1
+            self._counts["tf"] += 1
 
     def _warn(self, text: str) -> None:
         self.get_logger().warning(text, throttle_duration_sec=WARN_THROTTLE)

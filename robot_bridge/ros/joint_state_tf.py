@@ -19,10 +19,16 @@ With numba (``fk_kernel``), a message of the plan's name list is applied in one 
 stamps into the buffer): at 1 kHz the thread is woken with cold caches and each separate numpy call
 costs 5-25 us, which made this handler cost ~60 us of a message's ~180 us.  Other messages (a new name
 list, another encoding, a rate gate to ask, a nonlinear mimic) take the numpy path below.
+
+On the fast path's eventfd wake, a stream of the last plan's name list is not handed to Python at all:
+``JointStateTF.drain`` runs ``_drain_joint_states`` (take, the same compiled call, publish, sleep; see
+``fast_relay``) until a message needs this module's Python (then it is left in the buffer for
+``process``), the model or gate is swapped, or the relay closes.
 """
 
 from __future__ import annotations
 
+import ctypes
 import struct
 from typing import Callable, Optional
 
@@ -30,6 +36,7 @@ import numpy as np
 
 from ..kinematics import fk_kernel
 from ..kinematics.state_publisher import RateGate, StatePublisher
+from . import fast_relay
 from .tf import TFBatchBuilder
 
 MAX_PLANS = 64                  # distinct name lists remembered (bounded memory)
@@ -96,6 +103,48 @@ class _Plan:
             self.fused_taken = fk_kernel.exact_entry(fused, taken)
 
 
+def _drain_joint_states(take_fn, publish_fn, read_fn, ints, words, control, generation, msg,  # pragma: no cover
+                        headroom, key, mask, fields, slots, mimic_index, mimic_coef, q, table, row_slots,
+                        half, dest, dest_index, stamps, stamp_index, publish, header):
+    """A relay's compiled drain (``fast_relay``): each message of the plan's name list taken, applied by
+    ``fk_kernel._joint_state_rows`` (the plan's arrays) and its /tf published, without returning; any
+    other message is left taken for Python (``DRAIN_PENDING``).  ``publish`` is True (an argument: the
+    kernel keeps one compiled variant for Python's calls and this one)."""
+    while True:
+        got = _next_message(take_fn, read_fn, ints, control, generation)
+        if got != fast_relay.MESSAGE_TAKEN:
+            return got
+        if _buffer_moved(words, control):
+            return fast_relay.DRAIN_PENDING
+        code = _rows(msg, headroom + np.int64(words[1]), headroom, key, mask, fields, slots, mimic_index,
+                     mimic_coef, q, table, row_slots, half, dest, dest_index, stamps, stamp_index, publish,
+                     header)
+        if code != fk_kernel.JS_WRITTEN:
+            return fast_relay.DRAIN_PENDING
+        control[fast_relay.HANDLED] += 1
+        if not _publish_output(publish_fn, ints, control):
+            return fast_relay.DRAIN_PUBLISH_ERROR
+
+
+_rows = _next_message = _buffer_moved = _publish_output = None      # compiled callees, set by _drainer()
+_drainer_state: list = []                                               # [compiled drain or None]
+
+
+def _drainer():
+    """The compiled ``_drain_joint_states`` (numba cache), None where numba or rcl's ctypes are missing."""
+    global _rows, _next_message, _buffer_moved, _publish_output
+    if not _drainer_state:
+        kernels, io = fk_kernel.kernel(), fast_relay.compiled_io()
+        if kernels is None or io is None:
+            _drainer_state.append(None)
+        else:
+            import numba
+
+            _rows, (_next_message, _buffer_moved, _publish_output) = kernels[3], io
+            _drainer_state.append(numba.njit(cache=True, nogil=True)(_drain_joint_states))
+    return _drainer_state[0]
+
+
 class JointStateTF:
     """Compiled JointState -> /tf of one loaded model (``state``); not thread safe (one caller)."""
 
@@ -108,6 +157,41 @@ class JointStateTF:
         self._mimic = state.kinematics.linear_mimic()
         self._nonlinear_mimic = self._mimic is None
         self._header = np.zeros(2, np.int64)
+        if self._fused is not None:
+            self._warm_drain()
+
+    def drain(self, io, buffer: np.ndarray, headroom: int, gate: RateGate, generation: int) -> int:
+        """A relay's drain (``SerializedRelay(drain=...)``) for the last plan: ``DRAIN_UNAVAILABLE``
+        unless its messages need no Python (compiled, every known name, linear mimics, no rate gate to
+        consult); ``generation``: ``io.generation`` read before this model and ``gate`` were."""
+        plan, drain = self._last, _drainer() if self._fused is not None else None
+        if drain is None or plan is None or plan.fused_args is None or plan.selection.unknown \
+                or self._nonlinear_mimic or not (gate.ignore_timestamp or gate.interval_ns == 0):
+            return fast_relay.DRAIN_UNAVAILABLE
+        io.set_output(*plan.span)
+        return drain(*io.functions, io.ints, io.words, io.control, generation, buffer, headroom,
+                     *plan.fused_args, True, self._header)
+
+    def _warm_drain(self) -> None:
+        """Compile (or load) the drain for this model's plan types now, not on the first message: with
+        the plan of the model's own joint names, on arrays shaped as a relay's, told to stop."""
+        drain = _drainer()
+        try:
+            functions = fast_relay._libs().compiled_functions()
+        except fast_relay.FastPathUnavailable:
+            return
+        if drain is None:
+            return
+        names = tuple(self.state.default_joint_state()[0])
+        plan = self._plan(names)            # also the first guess: a stream of these runs compiled at once
+        if plan.fused_args is None:
+            return
+        control = np.zeros(7, np.int64)
+        control[fast_relay.STOP] = 1
+        words = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
+        whole = np.frombuffer(memoryview((ctypes.c_ubyte * 64)()).cast("B"), np.uint8)
+        drain(*functions, np.zeros(7, np.int64), words, control, 0, whole, 0, *plan.fused_args, True,
+              self._header)
 
     def process(self, data, start: int, gate: RateGate, warn: Callable[[str], None],
                 taken: bool = False) -> Optional[_Plan]:

@@ -365,3 +365,72 @@ def test_fast_path_unavailable_falls_back_to_the_executor(monkeypatch, fixtures)
         assert getattr(subs[0].callback, "__wrapped__", None) == node._on_joint_state
     finally:
         node.destroy_node()
+
+
+def test_compiled_drain_serves_a_known_stream_and_restarts_on_every_swap(fixtures):
+    """Fast path: a stream of the model's own joint names is taken, applied and published by the relay's
+    compiled drain (no Python per message); what it cannot judge (a NaN) goes to Python; a reload or a
+    rate gate set while it runs takes effect from the next message."""
+    from robot_bridge.kinematics import fk_kernel
+
+    if fk_kernel.kernel() is None:
+        pytest.skip("numba unavailable: no compiled drain")
+    path = fixtures / "description" / "two_link.robot.xml"
+    h = Harness("fast_path", description_file=str(path), publish_frequency=0.0)
+    try:
+        io = h.node.tf_relay.io
+        assert io is not None, "the eventfd wake with a drain is this platform's fast path"
+        names = list(h.node.model.state.default_joint_state()[0])
+        tf, pub = _tf_and_joint_states(h)
+        sec = [0]
+
+        def send(value=None, nanosec=0, wait=True):
+            sec[0] += 1
+            msg = JointState(name=names, position=[0.01 * sec[0] if value is None else value] * len(names))
+            msg.header.stamp.sec, msg.header.stamp.nanosec = sec[0], nanosec
+            pub.publish(msg)
+            if wait:
+                assert h.spin_until(lambda s=sec[0]: any(m.transforms[0].header.stamp.sec == s for m in tf))
+
+        def check(msg, prefix=""):
+            k = msg.transforms[0].header.stamp.sec
+            expected = _expected_tf(path, names, 0.01 * k)
+            for t in msg.transforms:
+                assert t.child_frame_id.startswith(prefix) and t.header.stamp.sec == k
+                parent, values = expected[t.child_frame_id[len(prefix):]]
+                tr, rot = t.transform.translation, t.transform.rotation
+                np.testing.assert_allclose([tr.x, tr.y, tr.z, rot.x, rot.y, rot.z, rot.w], values, atol=1e-12)
+
+        for _ in range(10):
+            send()
+        assert io.handled >= 1          # the first made the plan in Python, then the drain took over
+        assert h.node.counts == {"joint_states": 10, "tf": 10}
+        for msg in tf:
+            check(msg)
+
+        handled = io.handled
+        send(value=float("nan"), wait=False)          # the drain leaves it to Python: ignored, warned
+        send()
+        assert [m.transforms[0].header.stamp.sec for m in tf[-2:]] == [10, 12]
+        assert io.handled == handled + 1              # the good message after it: compiled again
+
+        assert h.set_param("frame_prefix", "p/").successful                    # a reload
+        send()
+        check(tf[-1], prefix="p/")
+        send()
+        assert io.handled == handled + 3
+
+        assert h.set_param("publish_frequency", 10.0).successful               # a gate to consult
+        start, base = len(tf), sec[0] + 1
+        for step in range(10):                          # stamps 20 ms apart: one in five passes 10 Hz
+            taken = h.node.counts["joint_states"]
+            msg = JointState(name=names, position=[0.01 * base] * len(names))
+            msg.header.stamp.sec, msg.header.stamp.nanosec = base, step * 20_000_000
+            pub.publish(msg)
+            assert h.spin_until(lambda t=taken: h.node.counts["joint_states"] > t)
+        assert h.spin_until(lambda: len(tf) >= start + 2)
+        h.spin_until(lambda: False, timeout=0.2)
+        assert [m.transforms[0].header.stamp.nanosec for m in tf[start:]] == [0, 100_000_000]
+        assert io.handled == handled + 3                                    # the gate is Python's
+    finally:
+        h.close()

@@ -5,9 +5,12 @@ from __future__ import annotations
 import threading
 import uuid
 
+import numpy as np
 import pytest
+from rclpy.serialization import serialize_message
 from std_msgs.msg import String
 
+from robot_bridge.ros import fast_relay
 from robot_bridge.ros.fast_relay import DetachedCallbackGroup, SerializedRelay, _eventfd_callback_supported
 
 STRING_AT = 8           # CDR: 4-byte encapsulation, uint32 length, then the characters
@@ -96,3 +99,78 @@ def test_relay_without_publisher_only_takes(ros_process, wait_for):
         assert received == [] and published == [] and taken_by_executor == []
     finally:
         relay.close()
+
+
+# -- a compiled drain --------------------------------------------------------------------------------
+_next_message = _buffer_moved = _publish_output = None       # fast_relay.compiled_io(), set by _drain()
+
+
+def _count_lower_case(take_fn, publish_fn, read_fn, ints, words, control, generation, msg,  # pragma: no cover
+                      headroom):
+    """Drain: a string starting with a lower-case letter is counted and answered with the fixed output;
+    anything else is left to the Python handler."""
+    while True:
+        got = _next_message(take_fn, read_fn, ints, control, generation)
+        if got != fast_relay.MESSAGE_TAKEN:
+            return got
+        if _buffer_moved(words, control):
+            return fast_relay.DRAIN_PENDING
+        first = msg[headroom + STRING_AT]
+        if first < 97 or first > 122:
+            return fast_relay.DRAIN_PENDING
+        control[fast_relay.HANDLED] += 1
+        if not _publish_output(publish_fn, ints, control):
+            return fast_relay.DRAIN_PUBLISH_ERROR
+
+
+def _compiled_drain():
+    global _next_message, _buffer_moved, _publish_output
+    numba = pytest.importorskip("numba")
+    if not _eventfd_callback_supported():
+        pytest.skip("drains run on the eventfd wake only")
+    _next_message, _buffer_moved, _publish_output = fast_relay.compiled_io()
+    return numba.njit(cache=True, nogil=True)(_count_lower_case)
+
+
+def test_drain_relays_without_python_and_hands_back_what_it_cannot(ros_process, wait_for):
+    compiled = _compiled_drain()
+    side, subscription, publisher, driver, received, taken_by_executor = relay_pair(ros_process)
+    answer = np.frombuffer(serialize_message(String(data="DRAINED")), np.uint8).copy()
+    results, python_saw = [], []
+
+    def drain(io, buffer, headroom):
+        io.set_output(answer.ctypes.data, len(answer))
+        result = compiled(*io.functions, io.ints, io.words, io.control, io.generation, buffer, headroom)
+        results.append(result)
+        return result
+
+    def handler(view, offset):
+        python_saw.append(bytes(view[offset + STRING_AT:offset + STRING_AT + 4]))
+        return upper_case(view, offset)
+
+    errors = []
+    relay = SerializedRelay(subscription, publisher, handler, context=side.context, headroom=16,
+                            on_error=errors.append, drain=drain)
+    assert relay.io is not None
+    try:
+        sent = iter(range(10**6))
+        assert wait_for(lambda: received or driver.publish(String(data=f"Hello {next(sent)}")))
+        before = len(python_saw)
+        for text in ("one", "Two", "three", "a" * 200_000, "four"):        # 200 kB: the buffer grows
+            driver.publish(String(data=text))
+        assert wait_for(lambda: len(received) >= 5 and received[-1] == "DRAINED"
+                        and "TWO" in received[-5:])
+        assert received[-5:] == ["DRAINED", "TWO", "DRAINED", "A" * 200_000, "DRAINED"]
+        # Python saw the upper-case one and the grown buffer's, the drain the rest
+        assert python_saw[before:] == [b"Two\0", b"aaaa"]
+        assert relay.io.handled == relay.io.published == 3
+        yields = results.count(fast_relay.DRAIN_YIELD)
+        relay.io.invalidate()                              # the handler's state changed: started anew
+        driver.publish(String(data="five"))
+        assert wait_for(lambda: relay.io.handled == 4)
+        assert results.count(fast_relay.DRAIN_YIELD) == yields + 1
+        assert errors == [] and taken_by_executor == []
+    finally:
+        relay.close()                                      # the drain sleeps in read(): woken and stopped
+    assert not relay._thread.is_alive()
+    assert results[-1] == fast_relay.DRAIN_STOPPED
