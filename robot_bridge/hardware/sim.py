@@ -91,17 +91,27 @@ class SimHardware(Hardware):
         self.clock = clock
         self.is_open = False
         self._last: float | None = None
+        self._max_effort = np.array([lim.effort for lim in self.limits])
+        # while no module can change by itself, a read repeats the last sample (new stamp): the control
+        # loop reads a resting arm 100 times a second
+        self._version = 0               # bumped by every call that can change a module
+        self._settled = False           # the last advance found no module that can change
+        self._quiet: tuple | None = None     # (version, sample) to repeat
+        self._statuses: list = [(None, None)] * len(self.modules)     # (key, ModuleStatus) per module
 
     # -- lifecycle ----------------------------------------------------------
     def open(self) -> None:
+        self._version += 1
         self.is_open = True
         self._last = self.clock()
 
     def close(self) -> None:
+        self._version += 1
         self.enable(False) if self.is_open else None
         self.is_open = False
 
     def enable(self, on: bool = True) -> None:
+        self._version += 1
         self._require_open("enable")
         for m in self.modules:
             if on and m.fault is not None:
@@ -121,6 +131,7 @@ class SimHardware(Hardware):
         h = dt / steps
         # without random faults an idle module stays idle for this dt: only the others are stepped
         moving = self.modules if self.fault_rate > 0.0 else self._settle_idle()
+        self._settled = not moving
         for _ in range(steps):
             if self.fault_rate > 0.0:
                 hits = self.rng.random(len(self.modules)) < self.fault_rate * h
@@ -143,6 +154,7 @@ class SimHardware(Hardware):
     def set_obstacle(self, joint: str, position: float | None, effort: float = math.inf) -> None:
         """A body ``joint`` cannot move past: at ``position`` (from the side it is on now) it stops and
         presses with ``effort`` (capped by its effort limit) while commanded beyond.  None removes it."""
+        self._version += 1
         m = self.modules[self.joint_names.index(joint)]
         m.obstacle = None if position is None else float(position)
         m.obstacle_side = 0.0 if position is None else (1.0 if m.axis.position >= position else -1.0)
@@ -151,6 +163,7 @@ class SimHardware(Hardware):
 
     def inject_fault(self, joint: str | None, kind: FaultKind) -> None:
         """Fault one module (emergency stop: all modules); it decelerates to rest, then brakes."""
+        self._version += 1
         targets = self.modules if kind is FaultKind.EMERGENCY_STOP or joint is None else \
             [self.modules[self.joint_names.index(joint)]]
         for m in targets:
@@ -162,23 +175,36 @@ class SimHardware(Hardware):
     def read(self) -> JointSample:
         self._require_open("read")
         now = self.clock()
+        stamp = now if self.clock is time.monotonic else None     # a test's fake clock is not monotonic()
+        quiet = self._quiet
+        if quiet is not None and quiet[0] == self._version:
+            self._last = max(self._last, now)
+            last = quiet[1]
+            return JointSample(position=last.position, velocity=last.velocity, effort=last.effort,
+                               acceleration=last.acceleration, stamp=stamp)
+        self._settled = False
         if now > self._last:
             self.advance(now - self._last)
         self._last = now
-        p = np.array([m.axis.position for m in self.modules])
-        v = np.array([m.axis.velocity for m in self.modules])
-        a = np.array([m.axis.acceleration for m in self.modules])
+        axes = [m.axis for m in self.modules]
+        p, v, a = np.array([(x.position, x.velocity, x.acceleration) for x in axes]).T.copy()
         if self.noise > 0.0:
             p = p + self.rng.normal(0.0, self.noise, p.size)
-        max_effort = np.array([lim.effort for lim in self.limits])
-        effort = np.clip(self.inertia * a, -max_effort, max_effort)
+        max_effort = self._max_effort
+        effort = np.minimum(np.maximum(self.inertia * a, -max_effort), max_effort)     # np.clip, cheaper
         for i, m in enumerate(self.modules):
             if m.blocked and m.axis.target != m.obstacle:      # pressing toward the target, against the body
                 effort[i] = -m.obstacle_side * m.contact_effort
-        stamp = now if self.clock is time.monotonic else None     # a test's fake clock is not monotonic()
-        return JointSample(position=p, velocity=v, effort=effort, acceleration=a, stamp=stamp)
+        sample = JointSample(position=p, velocity=v, effort=effort, acceleration=a, stamp=stamp)
+        self._quiet = None
+        if self._settled and self.noise == 0.0 and self.fault_rate == 0.0:
+            for values in (p, v, a, effort):
+                values.flags.writeable = False                  # shared by the repeated samples
+            self._quiet = (self._version, sample)
+        return sample
 
     def command_position(self, positions: Sequence[float], velocities: Sequence[float] | None = None) -> None:
+        self._version += 1
         targets = self._vector(positions, "position command")
         feedforward = np.zeros(targets.size) if velocities is None else self._vector(velocities, "velocity")
         self._require_operational("position command")
@@ -187,6 +213,7 @@ class SimHardware(Hardware):
             m.axis.set_target(target, feedforward=ff)
 
     def command_velocity(self, velocities: Sequence[float]) -> None:
+        self._version += 1
         speeds = self._vector(velocities, "velocity command")
         self._require_operational("velocity command")
         for m, v in zip(self.modules, speeds):
@@ -194,6 +221,7 @@ class SimHardware(Hardware):
             m.axis.set_velocity(v)
 
     def halt(self) -> None:
+        self._version += 1
         self._require_open("halt")
         for m in self.modules:
             if m.enabled and m.fault is None:
@@ -201,6 +229,7 @@ class SimHardware(Hardware):
                 m.axis.stop()
 
     def recover(self) -> None:
+        self._version += 1
         self._require_open("recover")
         for m in self.modules:
             if m.fault is not None:
@@ -214,11 +243,18 @@ class SimHardware(Hardware):
         return self.is_open
 
     def status(self) -> list[ModuleStatus]:
-        return [ModuleStatus(joint=m.joint, state=m.state if self.is_open else ModuleState.OFFLINE,
-                             hardware_id=f"sim:{m.joint}", brake=not m.enabled, fault=m.fault,
-                             message=FAULT_MESSAGES[m.fault] if m.fault else m.state.value,
-                             details={"target": f"{m.axis.target:.6f}"})
-                for m in self.modules]
+        """Each module's status; one that did not change since the last call is the same object (the
+        control loop reads every status each period)."""
+        statuses = self._statuses
+        for i, m in enumerate(self.modules):
+            key = (self.is_open, m.state, m.enabled, m.fault, m.axis.target)
+            if statuses[i][0] != key:
+                statuses[i] = (key, ModuleStatus(
+                    joint=m.joint, state=key[1] if self.is_open else ModuleState.OFFLINE,
+                    hardware_id=f"sim:{m.joint}", brake=not m.enabled, fault=m.fault,
+                    message=FAULT_MESSAGES[m.fault] if m.fault else key[1].value,
+                    details={"target": f"{m.axis.target:.6f}"}))
+        return [status for _key, status in statuses]
 
     def _require_open(self, what: str) -> None:
         if not self.is_open:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from control_msgs.action import FollowJointTrajectory, GripperCommand
+from builtin_interfaces.msg import Time as TimeMsg
 from control_msgs.msg import JointTrajectoryControllerState
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -40,7 +41,7 @@ from ..ros import params
 from ..ros.conversions import joint_tolerances, seconds, trajectory_command, trajectory_point
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
-from ..ros.stamps import MonotonicStamper
+from ..ros.stamps import MonotonicStamper, stamp_fields
 from ..ros.thread_timers import ThreadTimer
 
 RATE = (0.1, 10000.0)          # Hz: accepted range of the loop and publishing rates
@@ -177,14 +178,15 @@ class ControllerNode(ContainedNode):
         self.reads_description = robot is None
         self.joints: list[str] = list(hardware.joint_names) if hardware else []
         self.limits = list(hardware.limits) if hardware else []
+        self._system_time = not self.get_parameter("use_sim_time").value      # read once: not dynamic here
         self.control = self._joint_control(hardware) if hardware else None
         self.last_states: list | None = None
         self.bus_error: str | None = None      # hardware communication failure, until ~/recover
         self.internal_error: str | None = None  # a callback raised: halted, until ~/recover
         self.goals: dict[bytes, ActiveGoal] = {}
         self._scene = None                     # sim: the world the fingers close on (built on first use)
-        self._templates = None                 # (joints, serialized state templates)
-        self._system_time = not self.get_parameter("use_sim_time").value      # read once: not dynamic here
+        self._templates = None                 # (joints list, its names, serialized state templates)
+        self._source: np.ndarray | None = None  # the state messages' numbers, reused each tick
 
         self.joint_state_pub = self.create_publisher(JointState, "/joint_states", 10)
         self.state_pub = self.create_publisher(JointTrajectoryControllerState, "~/controller_state", 10)
@@ -280,7 +282,8 @@ class ControllerNode(ContainedNode):
         self.control = self._joint_control(self.hardware, limits)
 
     def _joint_control(self, hardware: Hardware, limits=None) -> JointControl:
-        return JointControl(hardware, limits, clock=MonotonicStamper(self.get_clock()))   # measurement times
+        stamper = MonotonicStamper(self.get_clock(), time.time_ns if self._system_time else None)
+        return JointControl(hardware, limits, clock=stamper)                  # measurement times, ns
 
     def _setup_controllers(self) -> None:
         """The FollowJointTrajectory and GripperCommand servers (see controller_groups)."""
@@ -626,19 +629,28 @@ class ControllerNode(ContainedNode):
             sample = self.control.sample if self.control else None
             if sample is None or self.control.sample_time is None:
                 return
-            stamp = self.control.sample_time.to_msg()
-            desired = np.array(self.control.reference(self._now()))
+            sec, nanosec = stamp_fields(self.control.sample_time)
+            reference = self.control.reference(self._now())
             goals = [(g.handle, g.controller) for g in self.goals.values()]
-        actual = np.array([sample.position, sample.velocity, sample.acceleration], dtype=float)
-        effort = np.asarray(sample.effort, dtype=float)
-        error = desired - actual
-        header = Header(stamp=stamp)
+        n = len(sample.position)
+        if self._source is None or len(self._source) != 10 * n:
+            self._source = np.empty(10 * n)
+        source = self._source
+        # desired (3 x n), actual (3 x n), effort (n), error (3 x n): one buffer, each block written in place
+        desired, actual = source[:3 * n].reshape(3, n), source[3 * n:6 * n].reshape(3, n)
+        effort, error = source[6 * n:7 * n], source[7 * n:].reshape(3, n)
+        desired[0], desired[1], desired[2] = reference
+        actual[0], actual[1], actual[2] = sample.position, sample.velocity, sample.acceleration
+        effort[:] = sample.effort
+        np.subtract(desired, actual, out=error)
         templates = self._state_templates()
         if templates:                          # the messages' numbers written into serialized templates
-            source = np.concatenate([desired.ravel(), actual.ravel(), effort, error.ravel()])
             for publisher, template, gather in templates:
-                publisher.publish(template.fill(source[gather], stamp.sec, stamp.nanosec))
-        else:
+                publisher.publish(template.fill_buffer(source[gather], sec, nanosec), template.address)
+            if not goals:
+                return
+        header = Header(stamp=TimeMsg(sec=sec, nanosec=nanosec))
+        if not templates:
             self.joint_state_pub.publish(JointState(
                 header=header, name=self.joints, position=list(map(float, sample.position)),
                 velocity=list(map(float, sample.velocity)), effort=list(map(float, sample.effort))))
@@ -662,14 +674,16 @@ class ControllerNode(ContainedNode):
                     position=float(actual[0, ctl.index]), effort=float(effort[ctl.index])))
 
     def _state_templates(self) -> list:
-        """(publisher, CdrTemplate, gather) of /joint_states and each controller state, built once per joint
-        list; ``source[gather]`` are a template's doubles, ``source`` = desired (3 x n: position, velocity,
-        acceleration), actual (3 x n), effort (n), error (3 x n), raveled.  Empty: publish messages."""
+        """(SerializedPublisher, CdrTemplate, gather) of /joint_states and each controller state, built once
+        per joint list; ``source[gather]`` are a template's doubles, ``source`` = desired (3 x n: position,
+        velocity, acceleration), actual (3 x n), effort (n), error (3 x n), raveled.  Empty: publish
+        messages."""
         from ..ros.cdr_template import CdrTemplate, TemplateUnavailable
+        from ..ros.fast_relay import SerializedPublisher
 
+        if self._templates is not None and self._templates[0] is self.joints:   # replaced, never edited
+            return self._templates[2]
         key = tuple(self.joints)
-        if self._templates is not None and self._templates[0] == key:
-            return self._templates[1]
         n, built = len(key), []
         everything = np.arange(n)
         try:
@@ -683,7 +697,8 @@ class ControllerNode(ContainedNode):
                 built.append((publisher, *_controller_state_template(joints, index, n)))
         except TemplateUnavailable:
             built = []
-        self._templates = (key, built)
+        built = [(SerializedPublisher(publisher), template, gather) for publisher, template, gather in built]
+        self._templates = (self.joints, key, built)
         return built
 
     def on_callback_error(self, where: str, exc: BaseException) -> None:

@@ -103,8 +103,8 @@ class _Plan:
             self.fused_taken = fk_kernel.exact_entry(fused, taken)
 
 
-def _drain_joint_states(take_fn, publish_fn, read_fn, ints, words, control, generation, msg,  # pragma: no cover
-                        headroom, key, mask, fields, slots, mimic_index, mimic_coef, q, table, row_slots,
+def _drain_joint_states(take_fn, publish_fn, read_fn, ints, words, control, generation,  # pragma: no cover
+                        msg, headroom, key, mask, fields, slots, mimic_index, mimic_coef, q, table, row_slots,
                         half, dest, dest_index, stamps, stamp_index, publish, header):
     """A relay's compiled drain (``fast_relay``): each message of the plan's name list taken, applied by
     ``fk_kernel._joint_state_rows`` (the plan's arrays) and its /tf published, without returning; any

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import select
+import socket
 import threading
 import time
 from typing import Callable
@@ -47,21 +49,26 @@ class ThreadTimer:
 
     def cancel(self) -> None:
         self.canceled = True
-        self._owner._wake.set()
+        self._owner._notify()
 
     destroy = cancel
 
 
 class ThreadTimers:
     """Periodic callbacks of one node on one thread; ``on_error(timer, exc)`` reports a raising callback
-    (called on the thread, context still up)."""
+    (called on the thread, context still up).
+
+    The thread sleeps in ``select`` on a socket pair (written to by create/cancel/stop) until the next
+    deadline: a ``threading.Event`` wait costs ~50 us of Python per wake-up with cold caches, a tenth of
+    a percent of a core at the controller's 100 wake-ups a second."""
 
     def __init__(self, context, name: str, on_error: Callable[[ThreadTimer, BaseException], None]):
         self._context, self._on_error = context, on_error
         self._heap: list[tuple[int, int, ThreadTimer]] = []
         self._order = itertools.count()
         self._lock = threading.Lock()
-        self._wake = threading.Event()
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_read.setblocking(False)
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name=f"robot_bridge.{name}.timers", daemon=True)
         self._thread.start()
@@ -71,38 +78,60 @@ class ThreadTimers:
         with self._lock:
             heapq.heappush(self._heap, (first_deadline(time.monotonic_ns(), timer.timer_period_ns),
                                         next(self._order), timer))
-        self._wake.set()
+        self._notify()
         return timer
 
     def stop(self, timeout: float = 5.0) -> None:
         """No callback runs after this returns (unless one is stuck past ``timeout``)."""
         self._stopped = True
-        self._wake.set()
+        self._notify()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
+            if not self._thread.is_alive():
+                self._wake_read.close()
+                self._wake_write.close()
+
+    def _notify(self) -> None:
+        try:
+            self._wake_write.send(b"\0")
+        except OSError:      # closed (stopped), or full: the thread is awake anyway
+            pass
+
+    def _due(self) -> tuple[list[ThreadTimer], int | None]:
+        """The timers due now (rescheduled) and the next deadline (None: no timer)."""
+        now = time.monotonic_ns()
+        due = []
+        with self._lock:
+            heap = self._heap
+            while heap and (heap[0][2].canceled or heap[0][0] <= now):
+                deadline, _, timer = heapq.heappop(heap)
+                if not timer.canceled:
+                    due.append(timer)
+                    later = next_deadline(deadline, timer.timer_period_ns, now)
+                    heapq.heappush(heap, (later, next(self._order), timer))
+            return due, heap[0][0] if heap else None
 
     def _run(self) -> None:
+        wake = self._wake_read
         while not self._stopped:
-            with self._lock:
-                while self._heap and self._heap[0][2].canceled:
-                    heapq.heappop(self._heap)
-                due = self._heap[0][0] if self._heap else None
-            wait = None if due is None else (due - time.monotonic_ns()) / 1e9
-            if wait is None or wait > 0:
-                self._wake.wait(wait)
-                self._wake.clear()
-                continue
-            with self._lock:
-                deadline, _, timer = heapq.heappop(self._heap)
-                later = next_deadline(deadline, timer.timer_period_ns, time.monotonic_ns())
-                heapq.heappush(self._heap, (later, next(self._order), timer))
-            if self._stopped or not self._context.ok():
-                return
-            if timer.canceled:
-                continue
-            try:
-                timer.callback()
-            except Exception as exc:  # reported by the node, the timer keeps running
+            due, deadline = self._due()
+            for timer in due:
                 if self._stopped or not self._context.ok():
-                    return                                        # shutting down: nothing to report
-                self._on_error(timer, exc)
+                    return
+                if timer.canceled:
+                    continue
+                try:
+                    timer.callback()
+                except Exception as exc:  # reported by the node, the timer keeps running
+                    if self._stopped or not self._context.ok():
+                        return                                    # shutting down: nothing to report
+                    self._on_error(timer, exc)
+            if due:
+                continue                  # the callbacks took time: look again before sleeping
+            wait = None if deadline is None else (deadline - time.monotonic_ns()) / 1e9
+            if wait is None or wait > 0:
+                if select.select((wake,), (), (), wait)[0]:
+                    try:
+                        wake.recv(4096)
+                    except OSError:
+                        pass
