@@ -185,7 +185,7 @@ def run(duration: float, joint_rate: float = 1000.0, camera_rate: float = 30.0, 
         elapsed = time.monotonic() - start
         published[tf_topic] = description.counts["tf"]  # the fast path publishes without Publisher.publish
         for sensor, topic in bridge.fast_relays:      # published from the relay thread, not Publisher.publish
-            published[f"{ns}/{sensor}/{topic}"] = bridge.relays[(sensor, topic)].counts["relayed"]
+            published[f"{ns}/{sensor}/{topic}"] = bridge.relays[(sensor, topic)].relayed()
         topics = {t: {"published": published[t], "received": received[t], "lost": published[t] - received[t]}
                   for t in outputs}
         result = {

@@ -159,6 +159,12 @@ class RelayStream:
     last_ns: Optional[int] = None
     last_warning_ns: Optional[int] = None    # per stream, so one noisy driver cannot mute the others
     counts: Counter = field(default_factory=Counter)
+    drain: object = None              # ImageDrain of the fast path (images it relays are counted there)
+    relay_io: object = None           # its relay's RelayIO
+
+    def relayed(self) -> int:
+        """Messages relayed so far, by the Python handler and by the fast path's compiled drain."""
+        return self.counts["relayed"] + (self.relay_io.published if self.relay_io is not None else 0)
 
 
 class SensorBridge(ContainedNode):
@@ -173,7 +179,7 @@ class SensorBridge(ContainedNode):
         self.params = params.NodeParameters(self, PARAMETERS, apply=self._apply_parameters)
         self.robot: Optional[Robot] = robot
         self.dropped: dict[str, Counter] = defaultdict(Counter)   # sensor -> reason -> count
-        self.published: Counter = Counter()                         # sensor -> messages out
+        self._published: Counter = Counter()                        # sensor -> messages out (Python)
         self.scene = None
         self._joint_positions: dict[str, float] = {}
         self._joints_dirty = False
@@ -184,6 +190,15 @@ class SensorBridge(ContainedNode):
             self.robot = self._load()
         if self.robot is not None:
             self._setup(self.robot)
+
+    @property
+    def published(self) -> Counter:
+        """Messages out per sensor (simulated, relayed in Python, relayed by compiled drains)."""
+        counts = Counter(self._published)
+        for stream in list(self.relays.values()):
+            if stream.relay_io is not None and stream.relay_io.published:
+                counts[stream.sensor] += stream.relay_io.published
+        return counts
 
     # -- set-up ------------------------------------------------------------------
     def _p(self, name: str):
@@ -201,6 +216,8 @@ class SensorBridge(ContainedNode):
                 with self._count_lock:
                     stream.min_period_ns = int(1e9 / max_rate) if max_rate > 0 else 0
                     stream.last_ns = None
+            if stream.relay_io is not None and (restamp is not None or max_rate is not None):
+                stream.relay_io.invalidate()          # its compiled drain runs only without these rules
 
     def _load(self) -> Optional[Robot]:
         path = self._p("description_file")
@@ -280,11 +297,13 @@ class SensorBridge(ContainedNode):
 
     def _setup_fast_relay(self, stream: RelayStream, msg_type, topic: str) -> bool:
         from ..ros.fast_relay import DetachedCallbackGroup, FastPathUnavailable, SerializedRelay
+        from ..ros.image_drain import ImageDrain
 
         subscription = self.create_subscription(msg_type, topic, lambda _msg: None, self._input_qos(),
                                                 raw=True, callback_group=DetachedCallbackGroup())
         label = f"{stream.sensor}/{stream.topic}"
         throttle = float(self._p("warn_throttle"))
+        drain = ImageDrain(stream.frame_id, lambda: not stream.restamp and not stream.min_period_ns)
         try:
             relay = SerializedRelay(
                 subscription, stream.publisher,
@@ -292,11 +311,14 @@ class SensorBridge(ContainedNode):
                 headroom=conv.serialized_header_size(stream.frame_id), name=label,
                 on_published=lambda: self._count_relayed(stream), context=self.context,
                 on_error=lambda text: self.get_logger().error(f"{label}: {text}",
-                                                              throttle_duration_sec=throttle))
+                                                              throttle_duration_sec=throttle),
+                drain=drain)
         except FastPathUnavailable as exc:
             self.get_logger().info(f"{label}: relayed through the executor ({exc})")
             self.destroy_subscription(subscription)
             return False
+        if relay.io is not None:
+            stream.drain, stream.relay_io = drain, relay.io
         self.fast_relays[(stream.sensor, stream.topic)] = relay
         self.get_logger().debug(f"{label}: relayed on its own thread ({relay.wake.name} wake-up)")
         return True
@@ -335,7 +357,7 @@ class SensorBridge(ContainedNode):
     def _count_relayed(self, stream: RelayStream) -> None:
         with self._count_lock:
             stream.counts["relayed"] += 1
-            self.published[stream.sensor] += 1
+            self._published[stream.sensor] += 1
 
     def _relay(self, stream: RelayStream, msg) -> None:
         if stream.serialized:
@@ -364,8 +386,11 @@ class SensorBridge(ContainedNode):
         now = self._admit(stream, conv.validate_serialized_image(image))
         if now is None:
             return None
-        return conv.rewrite_serialized_header_in_place(view, offset, image, stream.frame_id,
-                                                       now.to_msg() if stream.restamp else None)
+        start = conv.rewrite_serialized_header_in_place(view, offset, image, stream.frame_id,
+                                                        now.to_msg() if stream.restamp else None)
+        if stream.drain is not None:
+            stream.drain.learn(image)           # images of this shape: relayed by the compiled drain
+        return start
 
     def destroy_node(self) -> None:
         for relay in self.fast_relays.values():     # off the middleware before the subscriptions go
@@ -618,7 +643,7 @@ class SimSensor:
         now = self.node.get_clock().now()
         self._produce(scene, now)
         with self.node._count_lock:
-            self.node.published[self.sensor.name] += 1
+            self.node._published[self.sensor.name] += 1
         self._check_rate()
         return now.nanoseconds
 

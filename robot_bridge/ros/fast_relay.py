@@ -350,7 +350,8 @@ class RelayIO:
     """What a compiled drain needs to take, sleep and publish on the relay's thread without Python.
 
     ``functions``: (take, publish, read) C function pointers; ``ints``: addresses (``SUB``...``SCRATCH``);
-    ``words``: the take buffer's (buffer, length, capacity) as rcl sees them; ``control``: ``STOP`` (set
+    ``words``: the take buffer's (buffer, length, capacity) as rcl sees them, ``output_words`` those of
+    what the drain publishes (or :meth:`set_output` from Python); ``control``: ``STOP`` (set
     by close()), ``GENERATION`` (see :meth:`invalidate`), ``STATUS`` (the last rcl error code),
     ``BUFFER``/``CAPACITY`` (the allocation the drain's array wraps), ``HANDLED``/``PUBLISHED`` (messages
     the drain took and finished / published without Python)."""
@@ -364,6 +365,7 @@ class RelayIO:
                               ctypes.addressof(message), ctypes.addressof(out), ctypes.addressof(info), fd,
                               self.scratch.ctypes.data], np.int64)
         self.words = np.ctypeslib.as_array((ctypes.c_uint64 * 3).from_address(ctypes.addressof(message)))
+        self.output_words = np.ctypeslib.as_array((ctypes.c_uint64 * 3).from_address(ctypes.addressof(out)))
         self.control = np.zeros(7, np.int64)
 
     @property

@@ -9,6 +9,7 @@ import pytest
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from fixtures.sim.ros_harness import Harness
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan
 
 from fixtures.sim.models import pan_robot
@@ -56,14 +57,14 @@ def send_until(h, pub, msg, box, count=1):
     return h.spin_until(done)
 
 
-def burst_is_rate_limited(h, pub, make_msg, counts) -> bool:
+def burst_is_rate_limited(h, pub, make_msg, stream) -> bool:
     """15 messages within ~0.3 s through a 2 Hz limit: at most one more passes, the rest are counted."""
-    relayed = counts["relayed"]
+    relayed = stream.relayed()
     for _ in range(15):
         pub.publish(make_msg())
         h.spin_for(0.02)
     h.spin_for(0.05)
-    return counts["relayed"] - relayed <= 1 and counts["rate_limited"] >= 10
+    return stream.relayed() - relayed <= 1 and stream.counts["rate_limited"] >= 10
 
 
 def send_until_counted(h, pub, msg, counted):
@@ -149,9 +150,9 @@ def test_images_fixed_and_validated(fast_path):
         pub.publish(big)
         assert h.spin_until(lambda: len(out) > before)
         assert out[-1].header.frame_id == "cam_optical_frame" and bytes(out[-1].data) == bytes(big.data)
-        counts = h.bridge.relays[("cam", "image_raw")].counts
+        stream = h.bridge.relays[("cam", "image_raw")]
         # the fast path counts right after its publish returns, the probe may have the image already
-        assert h.spin_until(lambda: counts["relayed"] == len(out)) and counts["invalid"] == 2
+        assert h.spin_until(lambda: stream.relayed() == len(out)) and stream.counts["invalid"] == 2
     finally:
         h.close()
 
@@ -165,9 +166,9 @@ def test_image_restamp_and_rate_limit(fast_path):
         pub = h.publisher(Image, "driver/cam/image_raw")
         assert send_until(h, pub, image(), out)
         assert out[0].header.stamp.sec != 0                          # restamped (the driver sent 0)
-        counts = h.bridge.relays[("cam", "image_raw")].counts
-        assert h.spin_until(lambda: counts["relayed"] >= len(out))
-        assert burst_is_rate_limited(h, pub, image, counts)
+        stream = h.bridge.relays[("cam", "image_raw")]
+        assert h.spin_until(lambda: stream.relayed() >= len(out))
+        assert burst_is_rate_limited(h, pub, image, stream)
         assert not h.bridge.dropped["cam"]
     finally:
         h.close()
@@ -234,8 +235,7 @@ def test_restamp_and_rate_limit():
         pub = h.publisher(LaserScan, "driver/laser/scan")
         assert send_until(h, pub, scan(), out)
         assert out[0].header.stamp.sec != 1234                  # restamped with the bridge clock
-        counts = h.bridge.relays[("laser", "scan")].counts
-        assert burst_is_rate_limited(h, pub, scan, counts)
+        assert burst_is_rate_limited(h, pub, scan, h.bridge.relays[("laser", "scan")])
         assert not h.bridge.dropped["laser"]                    # rate limiting is not "invalid"
     finally:
         h.close()
@@ -265,5 +265,64 @@ def test_images_fall_back_to_the_executor_without_middleware_callbacks(monkeypat
         out = h.listen(Image, "cam/image_raw")
         assert send_until(h, h.publisher(Image, "driver/cam/image_raw"), image(), out)
         assert out[0].header.frame_id == "cam_optical_frame"
+    finally:
+        h.close()
+
+
+def test_image_stream_of_one_shape_is_relayed_by_the_compiled_drain():
+    """After the Python handler relayed an image, images of the same shape are relayed by the fast path's
+    compiled drain -- the same bytes the handler writes (frame_id replaced, stamp and pixels kept, any
+    driver frame_id length) -- and whatever differs goes back to the handler: an invalid image is dropped
+    and counted, a new shape is learned, a restamp set meanwhile is applied."""
+    pytest.importorskip("numba")
+    h = Harness(pan_robot(), default_mode="off", **{"sensors.cam.mode": "relay"})
+    try:
+        stream = h.bridge.relays[("cam", "image_raw")]
+        if stream.relay_io is None:
+            pytest.skip("no eventfd wake here: the fast path runs without a compiled drain")
+        out = h.listen(Image, "cam/image_raw")
+        pub = h.publisher(Image, "driver/cam/image_raw")
+        assert send_until(h, pub, image(), out)                          # Python: relayed and learned
+        h.spin_for(0.2)
+
+        def sent(k, frame_id, **shape):
+            msg = image(**shape)
+            msg.header.frame_id = frame_id
+            msg.header.stamp.sec, msg.header.stamp.nanosec = 100 + k, 1000 * k
+            msg.data = bytes((i * k + 3) % 256 for i in range(len(msg.data)))
+            return msg
+
+        def relay_one(msg):
+            before = len(out)
+            pub.publish(msg)
+            assert h.spin_until(lambda: len(out) > before)
+            got, expected = out[-1], msg
+            expected.header.frame_id = "cam_optical_frame"
+            assert got == expected                                       # every field, every byte
+        start_handled, start_python = stream.relay_io.handled, stream.counts["relayed"]
+        for k, frame_id in enumerate(["a", "", "driver_cam", "x" * 61, "camera_color"], start=1):
+            relay_one(sent(k, frame_id))
+        assert stream.relay_io.handled - start_handled == 5
+        assert stream.counts["relayed"] == start_python                  # none went through Python
+        assert stream.relayed() == len(out)
+
+        before = len(out)
+        pub.publish(image(data_len=8 * 3 * 4 - 1))                       # the shape, one byte short
+        assert h.spin_until(lambda: stream.counts["invalid"] == 1)
+        h.spin_for(0.1)
+        assert len(out) == before
+
+        relay_one(sent(6, "b", width=16, height=2))                      # a new shape: Python learns it
+        relay_one(sent(7, "c", width=16, height=2))                      # ... then the drain relays it
+        assert stream.relay_io.handled - start_handled == 6
+        assert stream.counts["relayed"] == start_python + 1
+
+        assert h.bridge.set_parameters([Parameter("sensors.cam.restamp", value=True)])[0].successful
+        before = len(out)
+        pub.publish(sent(8, "d", width=16, height=2))
+        assert h.spin_until(lambda: len(out) > before)
+        assert out[-1].header.stamp.sec != 108                           # restamped: the handler's rule
+        assert stream.relay_io.handled - start_handled == 6
+        assert h.bridge.published["cam"] == stream.relayed() == len(out)
     finally:
         h.close()

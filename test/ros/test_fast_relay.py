@@ -174,3 +174,14 @@ def test_drain_relays_without_python_and_hands_back_what_it_cannot(ros_process, 
         relay.close()                                      # the drain sleeps in read(): woken and stopped
     assert not relay._thread.is_alive()
     assert results[-1] == fast_relay.DRAIN_STOPPED
+
+
+@pytest.mark.parametrize("through", ["rcl", "rclpy"])
+def test_serialized_publisher_publishes_a_buffer_as_is(ros_process, wait_for, through):
+    side, _subscription, publisher, _driver, received, _taken = relay_pair(ros_process)
+    out = fast_relay.SerializedPublisher(publisher)
+    if through == "rclpy":
+        out._libs = None                      # rcl not reachable through ctypes: Publisher.publish(bytes)
+    buffer = np.frombuffer(serialize_message(String(data="as serialized")), np.uint8).copy()
+    assert wait_for(lambda: received or out.publish(buffer, buffer.ctypes.data))
+    assert set(received) == {"as serialized"}
