@@ -7,9 +7,14 @@ header (the image's encapsulation and stamp, the bridge's frame_id) in front of 
 buffer's headroom, as ``conversions.rewrite_serialized_header_in_place`` does, and publishing from
 there.  Anything else (another shape, a short or foreign-encoded message, a restamp or rate limit to
 apply) is left to the Python handler, which judges, counts and reports it.
+
+Numba's cache follows the file a function is in: after editing ``fast_relay``'s compiled helpers, clear
+this module's ``__pycache__/*.nb?`` (a fresh install or clone has none).
 """
 
 from __future__ import annotations
+
+import ctypes
 
 import numpy as np
 
@@ -119,6 +124,25 @@ class ImageDrain:
         self.shape = np.zeros(6, np.int64)
         self.encoding = np.zeros(MAX_ENCODING, np.uint8)
         self.enabled = enabled
+        self._warm()
+
+    def _warm(self) -> None:
+        """Compile (or load) the drain now, not on the relay thread when the first image is waiting: on
+        arrays typed as a relay's, told to stop."""
+        drain = _drainer()
+        if drain is None:
+            return
+        try:
+            functions = fast_relay._libs().compiled_functions()
+        except fast_relay.FastPathUnavailable:
+            return
+        control = np.zeros(7, np.int64)
+        control[fast_relay.STOP] = 1
+        words = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
+        output = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
+        whole = np.frombuffer(memoryview((ctypes.c_ubyte * 64)()).cast("B"), np.uint8)
+        drain(*functions, np.zeros(7, np.int64), words, output, control, 0, whole, 0, self.shape,
+              self.encoding, self.tail)
 
     def learn(self, image: SerializedImage) -> None:
         """``image`` was valid and relayed: relay images of its shape without Python from now on."""

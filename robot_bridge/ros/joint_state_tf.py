@@ -23,7 +23,9 @@ list, another encoding, a rate gate to ask, a nonlinear mimic) take the numpy pa
 On the fast path's eventfd wake, a stream of the last plan's name list is not handed to Python at all:
 ``JointStateTF.drain`` runs ``_drain_joint_states`` (take, the same compiled call, publish, sleep; see
 ``fast_relay``) until a message needs this module's Python (then it is left in the buffer for
-``process``), the model or gate is swapped, or the relay closes.
+``process``), the model or gate is swapped, or the relay closes.  Numba's cache follows the file a
+function is in: after editing ``fk_kernel._joint_state_rows`` or ``fast_relay``'s compiled helpers, clear
+this module's ``__pycache__/*.nb?`` (a fresh install or clone has none).
 """
 
 from __future__ import annotations

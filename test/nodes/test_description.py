@@ -432,5 +432,7 @@ def test_compiled_drain_serves_a_known_stream_and_restarts_on_every_swap(fixture
         h.spin_until(lambda: False, timeout=0.2)
         assert [m.transforms[0].header.stamp.nanosec for m in tf[start:]] == [0, 100_000_000]
         assert io.handled == handled + 3                                    # the gate is Python's
+        from robot_bridge.ros import joint_state_tf
+        assert len(joint_state_tf._drainer().signatures) == 1      # warmed at load: none compiled since
     finally:
         h.close()

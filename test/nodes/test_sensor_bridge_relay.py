@@ -324,5 +324,7 @@ def test_image_stream_of_one_shape_is_relayed_by_the_compiled_drain():
         assert out[-1].header.stamp.sec != 108                           # restamped: the handler's rule
         assert stream.relay_io.handled - start_handled == 6
         assert h.bridge.published["cam"] == stream.relayed() == len(out)
+        from robot_bridge.ros import image_drain
+        assert len(image_drain._drainer().signatures) == 1          # warmed at set-up: none compiled since
     finally:
         h.close()
