@@ -53,6 +53,7 @@ class JointControl:
         self.hold: np.ndarray | None = None     # position targets; None: follow the modules (after halt)
         self.sample: JointSample | None = None
         self.fault_reported = False
+        self._still: np.ndarray | None = None       # reference() velocities/accelerations while holding
 
     # -- references -----------------------------------------------------------------------
     def reference(self, now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -61,9 +62,14 @@ class JointControl:
         if self.hold is not None:
             p = self.hold.copy()
         elif self.sample is not None:
-            p = np.asarray(self.sample.position, dtype=float).copy()
+            p = np.array(self.sample.position, dtype=float)
         else:
             p = np.zeros(count)
+        if not self.motions:                    # holding: no velocity, no acceleration (shared zeros)
+            if self._still is None or len(self._still) != count:
+                self._still = np.zeros(count)
+                self._still.flags.writeable = False
+            return p, self._still, self._still
         v, a = np.zeros(count), np.zeros(count)
         for m in self.motions:
             p[m.index], v[m.index], a[m.index] = m.trajectory.sample(now)

@@ -98,6 +98,8 @@ class SimHardware(Hardware):
         self._settled = False           # the last advance found no module that can change
         self._quiet: tuple | None = None     # (version, sample) to repeat
         self._statuses: list = [(None, None)] * len(self.modules)     # (key, ModuleStatus) per module
+        self._status_list: list | None = None       # the last status() result
+        self._status_version: int | None = None     # self._version it was read at while resting
 
     # -- lifecycle ----------------------------------------------------------
     def open(self) -> None:
@@ -243,18 +245,24 @@ class SimHardware(Hardware):
         return self.is_open
 
     def status(self) -> list[ModuleStatus]:
-        """Each module's status; one that did not change since the last call is the same object (the
-        control loop reads every status each period)."""
-        statuses = self._statuses
+        """Each module's status.  The control loop reads them every period: a status that did not change
+        is the same object, and while nothing changed the same list is returned (read-only)."""
+        if self._quiet is not None and self._status_version == self._version:
+            return self._status_list                        # resting, no call since: nothing changed
+        statuses, changed = self._statuses, False
         for i, m in enumerate(self.modules):
             key = (self.is_open, m.state, m.enabled, m.fault, m.axis.target)
             if statuses[i][0] != key:
+                changed = True
                 statuses[i] = (key, ModuleStatus(
                     joint=m.joint, state=key[1] if self.is_open else ModuleState.OFFLINE,
                     hardware_id=f"sim:{m.joint}", brake=not m.enabled, fault=m.fault,
                     message=FAULT_MESSAGES[m.fault] if m.fault else key[1].value,
                     details={"target": f"{m.axis.target:.6f}"}))
-        return [status for _key, status in statuses]
+        if changed or self._status_list is None:
+            self._status_list = [status for _key, status in statuses]
+        self._status_version = self._version if self._quiet is not None else None
+        return self._status_list
 
     def _require_open(self, what: str) -> None:
         if not self.is_open:

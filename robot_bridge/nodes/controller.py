@@ -602,9 +602,9 @@ class ControllerNode(ContainedNode):
                 for _, outcome in ended:
                     if outcome.message.startswith("hardware fault"):
                         self.get_logger().error(outcome.message)
-                if self.last_states is None or [(s.state, s.fault) for s in states] != \
-                        [(s.state, s.fault) for s in self.last_states]:
-                    self.last_states = states
+                previous, self.last_states = self.last_states, states
+                if states is not previous and (previous is None or [(s.state, s.fault) for s in states]
+                                               != [(s.state, s.fault) for s in previous]):
                     if any(s.state is ModuleState.FAULT for s in states):
                         faulted = [f"{s.joint}: {s.message}" for s in states if s.state is ModuleState.FAULT]
                         self.get_logger().error("fault: " + "; ".join(faulted))
@@ -637,11 +637,10 @@ class ControllerNode(ContainedNode):
             self._source = np.empty(10 * n)
         source = self._source
         # desired (3 x n), actual (3 x n), effort (n), error (3 x n): one buffer, each block written in place
+        np.concatenate((*reference, sample.position, sample.velocity, sample.acceleration, sample.effort),
+                       out=source[:7 * n])
         desired, actual = source[:3 * n].reshape(3, n), source[3 * n:6 * n].reshape(3, n)
         effort, error = source[6 * n:7 * n], source[7 * n:].reshape(3, n)
-        desired[0], desired[1], desired[2] = reference
-        actual[0], actual[1], actual[2] = sample.position, sample.velocity, sample.acceleration
-        effort[:] = sample.effort
         np.subtract(desired, actual, out=error)
         templates = self._state_templates()
         if templates:                          # the messages' numbers written into serialized templates

@@ -72,6 +72,7 @@ class CdrTemplate:
         first = np.array(stamp_at, dtype=np.int64) // 4
         self._stamp_index = np.stack([first, first + 1], axis=1).reshape(-1)
         self._stamp = np.zeros(2 * len(stamps), np.uint32)
+        self._one_stamp = tuple(int(i) for i in self._stamp_index) if len(stamps) == 1 else None
         self.address = self._buffer.ctypes.data
 
     def fill(self, values: np.ndarray, sec: int, nanosec: int) -> bytes:
@@ -83,7 +84,10 @@ class CdrTemplate:
         """:meth:`fill` into the template's own buffer (uint8, at :attr:`address`), returned uncopied:
         valid until the next fill."""
         self._doubles[self._value_index] = values
-        if len(self._stamp):
-            self._stamp[0::2], self._stamp[1::2] = sec & 0xFFFFFFFF, nanosec    # int32 sec, uint32 nanosec
+        if self._one_stamp is not None:                      # the usual case: one header
+            words, (at_sec, at_nanosec) = self._words, self._one_stamp
+            words[at_sec], words[at_nanosec] = sec & 0xFFFFFFFF, nanosec      # int32 sec, uint32 nanosec
+        elif len(self._stamp):
+            self._stamp[0::2], self._stamp[1::2] = sec & 0xFFFFFFFF, nanosec
             self._words[self._stamp_index] = self._stamp
         return self._buffer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -14,7 +15,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from .memory import tune_allocator_for_large_messages
 
-SPIN_PERIOD = 0.25         # s: longest wait before a stop request is seen (each wake-up costs ~1 ms)
+SPIN_PERIOD = 2.0          # s: longest executor wait (a signal wakes it at once, see _woken_by_signals)
 
 
 @contextmanager
@@ -40,11 +41,48 @@ def stoppable_rclpy(args=None, stop: threading.Event | None = None) -> Iterator[
 def spin_until_stopped(executor, stop: threading.Event, report: Callable[[str], None]) -> None:
     """Spin until ``stop``; an exception a callback let through (one not created by a ContainedNode,
     e.g. an action server's) is reported and the spinning goes on: it never ends the process."""
-    while not stop.is_set() and rclpy.ok():
-        try:
-            executor.spin_once(timeout_sec=SPIN_PERIOD)
-        except Exception as exc:  # containment of last resort; nodes contain their own callbacks
-            report(f"a callback raised {type(exc).__name__}: {exc} (contained; still running)")
+    with _woken_by_signals(executor):
+        while not stop.is_set() and rclpy.ok():
+            try:
+                executor.spin_once(timeout_sec=SPIN_PERIOD)
+            except Exception as exc:  # containment of last resort; nodes contain their own callbacks
+                report(f"a callback raised {type(exc).__name__}: {exc} (contained; still running)")
+
+
+@contextmanager
+def _woken_by_signals(executor) -> Iterator[None]:
+    """A signal ends the executor's current wait at once, so its Python handler (which runs in the main
+    thread only when the wait returns) is seen without the executor polling: every wake-up of an idle
+    executor rebuilds its wait set, ~1 ms of CPU for a node's few dozen entities.  Python's C-level handler
+    writes the signal to a socket (``signal.set_wakeup_fd``); a thread waiting on it queues an empty task.
+    Outside the main thread (or where the wake-up fd is taken) the executor waits at most SPIN_PERIOD."""
+    read, write = socket.socketpair()
+    write.setblocking(False)
+    try:
+        previous = signal.set_wakeup_fd(write.fileno(), warn_on_full_buffer=False)
+    except ValueError:          # not the main thread
+        read.close()
+        write.close()
+        yield
+        return
+
+    def watch() -> None:
+        while True:
+            try:
+                if not read.recv(64):
+                    return                              # closed: spinning is over
+                executor.create_task(lambda: None)      # wakes the wait set
+            except Exception:  # closed, executor shut down: nothing to wake
+                return
+    watcher = threading.Thread(target=watch, name="robot_bridge.signal_wake", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous)
+        write.close()
+        watcher.join(timeout=1.0)
+        read.close()
 
 
 def spin_node(make_node: Callable[[], Node], args=None) -> int:
