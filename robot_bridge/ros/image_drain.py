@@ -15,6 +15,7 @@ this module's ``__pycache__/*.nb?`` (a fresh install or clone has none).
 from __future__ import annotations
 
 import ctypes
+import logging
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from .conversions import SerializedImage
 # ImageDrain.shape slots
 LEARNED, HEIGHT, WIDTH, ENCODING_LENGTH, STEP, DATA_LENGTH = range(6)
 MAX_ENCODING = 64                               # bytes of encoding name (incl. NUL) a drain compares
+_log = logging.getLogger(__name__)
 
 
 def _u32(msg, at):  # pragma: no cover  (compiled)
@@ -141,8 +143,12 @@ class ImageDrain:
         words = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
         output = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
         whole = np.frombuffer(memoryview((ctypes.c_ubyte * 64)()).cast("B"), np.uint8)
-        drain(*functions, np.zeros(7, np.int64), words, output, control, 0, whole, 0, self.shape,
-              self.encoding, self.tail)
+        try:
+            drain(*functions, np.zeros(7, np.int64), words, output, control, 0, whole, 0, self.shape,
+                  self.encoding, self.tail)
+        except Exception as exc:  # numba present but unable to compile here: the Python handler relays
+            _log.warning("compiled image relay unavailable (%s); relaying in Python", exc)
+            _drainer_state[:] = [None]
 
     def learn(self, image: SerializedImage) -> None:
         """``image`` was valid and relayed: relay images of its shape without Python from now on."""
@@ -158,9 +164,11 @@ class ImageDrain:
         self.shape[LEARNED] = 1
 
     def __call__(self, io, buffer: np.ndarray, headroom: int) -> int:
-        generation = io.generation                          # before the stream's rules are read
         drain = _drainer()
-        if drain is None or not self.shape[LEARNED] or not self.enabled():
+        if drain is None:
+            return fast_relay.DRAIN_UNAVAILABLE
+        generation = io.generation                          # before the stream's rules are read
+        if not self.shape[LEARNED] or not self.enabled():
             return fast_relay.DRAIN_UNAVAILABLE
         return drain(*io.functions, io.ints, io.words, io.output_words, io.control, generation, buffer,
                      headroom, self.shape, self.encoding, self.tail)

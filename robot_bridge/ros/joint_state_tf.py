@@ -31,6 +31,7 @@ this module's ``__pycache__/*.nb?`` (a fresh install or clone has none).
 from __future__ import annotations
 
 import ctypes
+import logging
 import struct
 from typing import Callable, Optional
 
@@ -42,6 +43,7 @@ from . import fast_relay
 from .tf import TFBatchBuilder
 
 MAX_PLANS = 64                  # distinct name lists remembered (bounded memory)
+_log = logging.getLogger(__name__)
 _HEADER = struct.Struct("<iII")  # stamp sec, nanosec, frame_id length (incl. NUL)
 _UINT32 = struct.Struct("<I")
 
@@ -192,8 +194,12 @@ class JointStateTF:
         control[fast_relay.STOP] = 1
         words = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
         whole = np.frombuffer(memoryview((ctypes.c_ubyte * 64)()).cast("B"), np.uint8)
-        drain(*functions, np.zeros(7, np.int64), words, control, 0, whole, 0, *plan.fused_args, True,
-              self._header)
+        try:
+            drain(*functions, np.zeros(7, np.int64), words, control, 0, whole, 0, *plan.fused_args, True,
+                  self._header)
+        except Exception as exc:  # numba unable to compile it here: relay threads run the Python loop
+            _log.warning("compiled /joint_states drain unavailable (%s); relaying in Python", exc)
+            _drainer_state[:] = [None]
 
     def process(self, data, start: int, gate: RateGate, warn: Callable[[str], None],
                 taken: bool = False) -> Optional[_Plan]:
