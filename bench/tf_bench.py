@@ -72,15 +72,13 @@ def _moving_frames(robot_file: str) -> tuple[list[str], list[str], list[str]]:
 
 
 # -- target: the floor ---------------------------------------------------------------------------------
-def _floor_drain(take_fn, publish_fn, read_fn, ints, words, control, generation, msg, headroom,
-                 out):  # pragma: no cover  (compiled)
+def _floor_drain(take_fn, publish_fn, read_fn, ints, words, output, control, generation, msg,
+                 headroom, out):  # pragma: no cover  (compiled)
     """The floor's compiled drain: the JointState's stamp into the fixed TFMessage, published."""
     while True:
-        got = _next_message(take_fn, read_fn, ints, control, generation)
+        got = _next_message(take_fn, read_fn, ints, words, control, generation)
         if got != fast_relay.MESSAGE_TAKEN:
             return got
-        if _buffer_moved(words, control):
-            return fast_relay.DRAIN_PENDING
         for i in range(8):
             out[8 + i] = msg[headroom + 4 + i]
         control[fast_relay.HANDLED] += 1
@@ -88,7 +86,7 @@ def _floor_drain(take_fn, publish_fn, read_fn, ints, words, control, generation,
             return fast_relay.DRAIN_PUBLISH_ERROR
 
 
-_next_message = _buffer_moved = _publish_output = None
+_next_message = _publish_output = None
 
 
 def run_floor(robot_file: str) -> int:
@@ -111,16 +109,15 @@ def run_floor(robot_file: str) -> int:
             out[8:16] = view[offset + 4:offset + 12]     # first transform's stamp = the JointState's
             return span
 
-        global _next_message, _buffer_moved, _publish_output
+        global _next_message, _publish_output
         import numba
 
-        _next_message, _buffer_moved, _publish_output = fast_relay.compiled_io()
+        _next_message, _publish_output = fast_relay.compiled_io()
         floor_drain = numba.njit(cache=True, nogil=True)(_floor_drain)
 
         def drain(io, buffer, headroom):
             io.set_output(*span)
-            return floor_drain(*io.functions, io.ints, io.words, io.control, io.generation, buffer, headroom,
-                               fixed)
+            return floor_drain(*io.prefix(io.generation, buffer, headroom), fixed)
 
         relay = SerializedRelay(sub, tf_pub, handler, context=node.context, headroom=0,
                                 on_error=lambda text: print(text, file=sys.stderr), name="floor", drain=drain)

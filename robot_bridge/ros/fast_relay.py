@@ -28,7 +28,9 @@ message after message and sleeps on the eventfd itself, so a stream it can handl
 all per message (at 1 kHz the Python round of wait, take, handler call and publish was ~60 % of the
 /tf path's CPU).  It returns to Python for anything else: a message it cannot handle (left in the
 buffer for the Python handler), a changed handler state (``RelayIO.invalidate``), an error, close().
-The compiled parts of the loop (``compiled_io``) are shared by every drain.
+Every drain loop starts with the same arguments (``RelayIO.prefix``: the C functions, the relay's
+addresses and control words, the buffer) and takes and publishes through the same compiled parts
+(``compiled_io``); ``warm`` compiles one before its relay needs it.
 """
 
 from __future__ import annotations
@@ -390,10 +392,16 @@ class RelayIO:
     def published(self) -> int:
         return int(self.control[PUBLISHED])
 
+    def prefix(self, generation: int, buffer: np.ndarray, headroom: int) -> tuple:
+        """The arguments every drain loop starts with (see ``warm``)."""
+        return (*self.functions, self.ints, self.words, self.output_words, self.control, generation, buffer,
+                headroom)
 
-def _next_message(take, read, ints, control, generation):  # pragma: no cover  (compiled)
-    """Take the next message into the relay's buffer, sleeping on the eventfd while none is waiting
-    (the GIL released by the caller).  ``MESSAGE_TAKEN``, or a ``DRAIN_*`` code to return with."""
+
+def _next_message(take, read, ints, words, control, generation):  # pragma: no cover  (compiled)
+    """Take the next message into the buffer the drain's array wraps, sleeping on the eventfd while none
+    is waiting (the GIL released by the caller).  ``MESSAGE_TAKEN``, or a ``DRAIN_*`` code to return with
+    (``DRAIN_PENDING``: taken, but the take grew the buffer, so the array no longer wraps it)."""
     while True:
         if control[STOP] != 0:
             return DRAIN_STOPPED
@@ -401,20 +409,16 @@ def _next_message(take, read, ints, control, generation):  # pragma: no cover  (
             return DRAIN_YIELD
         ret = take(ints[SUB], ints[MESSAGE], ints[INFO], 0)
         if ret == RCL_RET_OK:
-            return MESSAGE_TAKEN
+            moved = np.int64(words[0]) != control[BUFFER] or np.int64(words[2]) != control[CAPACITY]
+            return DRAIN_PENDING if moved else MESSAGE_TAKEN
         if ret != RCL_RET_SUBSCRIPTION_TAKE_FAILED:
             control[STATUS] = ret
             return DRAIN_TAKE_ERROR
         read(ints[EVENTFD], ints[SCRATCH], 8)       # -1 on a signal: the loop looks again
 
 
-def _buffer_moved(words, control):  # pragma: no cover  (compiled)
-    """The take grew the buffer: the drain's array no longer wraps it."""
-    return np.int64(words[0]) != control[BUFFER] or np.int64(words[2]) != control[CAPACITY]
-
-
 def _publish_output(publish, ints, control):  # pragma: no cover  (compiled)
-    """Publish what ``RelayIO.set_output`` points at; False (the rcl code in STATUS) on failure."""
+    """Publish what the output words point at; False (the rcl code in STATUS) on failure."""
     ret = publish(ints[PUB], ints[OUTPUT], 0)
     if ret != RCL_RET_OK:
         control[STATUS] = ret
@@ -427,19 +431,35 @@ _compiled_io = None
 
 
 def compiled_io():
-    """``(next_message, buffer_moved, publish_output)`` compiled for drains (numba, cached); None
-    without numba.  A drain's own module compiles its loop calling these after this returned."""
-    global _compiled_io, _next_message, _buffer_moved, _publish_output
+    """``(next_message, publish_output)`` compiled for drains (numba, cached); None without numba.  A
+    drain's own module compiles its loop calling these after this returned."""
+    global _compiled_io, _next_message, _publish_output
     if _compiled_io is None:
         try:
             import numba
         except ImportError:
             return None
         jit = numba.njit(cache=True, nogil=True, inline="always")
-        _next_message, _buffer_moved, _publish_output = (jit(_next_message), jit(_buffer_moved),
-                                                         jit(_publish_output))
-        _compiled_io = (_next_message, _buffer_moved, _publish_output)
+        _next_message, _publish_output = jit(_next_message), jit(_publish_output)
+        _compiled_io = (_next_message, _publish_output)
     return _compiled_io
+
+
+def warm(drain, *args) -> bool:
+    """Compile (or load) ``drain`` for ``args`` (what follows the prefix) now, not on a relay thread with a
+    message waiting: called with arguments typed as a relay's and told to stop.  False where rcl is not
+    reachable (nothing to warm for)."""
+    try:
+        functions = _libs().compiled_functions()
+    except FastPathUnavailable:
+        return False
+    control = np.zeros(7, np.int64)
+    control[STOP] = 1
+    words = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
+    output = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
+    whole = np.frombuffer(memoryview((ctypes.c_ubyte * 64)()).cast("B"), np.uint8)
+    drain(*functions, np.zeros(7, np.int64), words, output, control, 0, whole, 0, *args)
+    return True
 
 
 class SerializedRelay:

@@ -14,7 +14,6 @@ this module's ``__pycache__/*.nb?`` (a fresh install or clone has none).
 
 from __future__ import annotations
 
-import ctypes
 import logging
 
 import numpy as np
@@ -69,11 +68,9 @@ def _drain_images(take_fn, publish_fn, read_fn, ints, words, output, control, ge
     there (``output``: the RelayIO's output message words)."""
     head = np.empty(12, np.uint8)
     while True:
-        got = _next_message(take_fn, read_fn, ints, control, generation)
+        got = _next_message(take_fn, read_fn, ints, words, control, generation)
         if got != fast_relay.MESSAGE_TAKEN:
             return got
-        if _buffer_moved(words, control):
-            return fast_relay.DRAIN_PENDING
         length = headroom + np.int64(words[1])
         rest = _image_rest(msg, headroom, length, shape, encoding)
         if rest < 0:
@@ -94,13 +91,13 @@ def _drain_images(take_fn, publish_fn, read_fn, ints, words, output, control, ge
             return fast_relay.DRAIN_PUBLISH_ERROR
 
 
-_next_message = _buffer_moved = _publish_output = None      # fast_relay.compiled_io(), set by _drainer()
+_next_message = _publish_output = None      # fast_relay.compiled_io(), set by _drainer()
 _drainer_state: list = []
 
 
 def _drainer():
     """The compiled ``_drain_images`` (numba cache), None without numba."""
-    global _next_message, _buffer_moved, _publish_output, _u32, _image_rest
+    global _next_message, _publish_output, _u32, _image_rest
     if not _drainer_state:
         io = fast_relay.compiled_io()
         if io is None:
@@ -108,7 +105,7 @@ def _drainer():
         else:
             import numba
 
-            _next_message, _buffer_moved, _publish_output = io
+            _next_message, _publish_output = io
             _u32 = numba.njit(cache=True, nogil=True, inline="always")(_u32)
             _image_rest = numba.njit(cache=True, nogil=True)(_image_rest)
             _drainer_state.append(numba.njit(cache=True, nogil=True)(_drain_images))
@@ -129,23 +126,12 @@ class ImageDrain:
         self._warm()
 
     def _warm(self) -> None:
-        """Compile (or load) the drain now, not on the relay thread when the first image is waiting: on
-        arrays typed as a relay's, told to stop."""
+        """Compile (or load) the drain now, not on the relay thread when the first image is waiting."""
         drain = _drainer()
         if drain is None:
             return
         try:
-            functions = fast_relay._libs().compiled_functions()
-        except fast_relay.FastPathUnavailable:
-            return
-        control = np.zeros(7, np.int64)
-        control[fast_relay.STOP] = 1
-        words = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
-        output = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
-        whole = np.frombuffer(memoryview((ctypes.c_ubyte * 64)()).cast("B"), np.uint8)
-        try:
-            drain(*functions, np.zeros(7, np.int64), words, output, control, 0, whole, 0, self.shape,
-                  self.encoding, self.tail)
+            fast_relay.warm(drain, self.shape, self.encoding, self.tail)
         except Exception as exc:  # numba present but unable to compile here: the Python handler relays
             _log.warning("compiled image relay unavailable (%s); relaying in Python", exc)
             _drainer_state[:] = [None]
@@ -170,6 +156,5 @@ class ImageDrain:
         generation = io.generation                          # before the stream's rules are read
         if not self.shape[LEARNED] or not self.enabled():
             return fast_relay.DRAIN_UNAVAILABLE
-        return drain(*io.functions, io.ints, io.words, io.output_words, io.control, generation, buffer,
-                     headroom, self.shape, self.encoding, self.tail)
+        return drain(*io.prefix(generation, buffer, headroom), self.shape, self.encoding, self.tail)
 

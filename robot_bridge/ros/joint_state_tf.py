@@ -30,7 +30,6 @@ this module's ``__pycache__/*.nb?`` (a fresh install or clone has none).
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import struct
 from typing import Callable, Optional
@@ -107,19 +106,18 @@ class _Plan:
             self.fused_taken = fk_kernel.exact_entry(fused, taken)
 
 
-def _drain_joint_states(take_fn, publish_fn, read_fn, ints, words, control, generation,  # pragma: no cover
-                        msg, headroom, key, mask, fields, slots, mimic_index, mimic_coef, q, table, row_slots,
-                        half, dest, dest_index, stamps, stamp_index, publish, header):
-    """A relay's compiled drain (``fast_relay``): each message of the plan's name list taken, applied by
-    ``fk_kernel._joint_state_rows`` (the plan's arrays) and its /tf published, without returning; any
-    other message is left taken for Python (``DRAIN_PENDING``).  ``publish`` is True (an argument: the
-    kernel keeps one compiled variant for Python's calls and this one)."""
+def _drain_joint_states(take_fn, publish_fn, read_fn, ints, words, output, control,  # pragma: no cover
+                        generation, msg, headroom, key, mask, fields, slots, mimic_index, mimic_coef, q,
+                        table, row_slots, half, dest, dest_index, stamps, stamp_index, publish, header):
+    """A relay's compiled drain (``fast_relay``; the output words point at the plan's /tf buffer): each
+    message of the plan's name list taken, applied by ``fk_kernel._joint_state_rows`` (the plan's
+    arrays) and its /tf published, without returning; any other message is left taken for Python
+    (``DRAIN_PENDING``).  ``publish`` is True (an argument: the kernel keeps one compiled variant for
+    Python's calls and this one)."""
     while True:
-        got = _next_message(take_fn, read_fn, ints, control, generation)
+        got = _next_message(take_fn, read_fn, ints, words, control, generation)
         if got != fast_relay.MESSAGE_TAKEN:
             return got
-        if _buffer_moved(words, control):
-            return fast_relay.DRAIN_PENDING
         code = _rows(msg, headroom + np.int64(words[1]), headroom, key, mask, fields, slots, mimic_index,
                      mimic_coef, q, table, row_slots, half, dest, dest_index, stamps, stamp_index, publish,
                      header)
@@ -130,13 +128,13 @@ def _drain_joint_states(take_fn, publish_fn, read_fn, ints, words, control, gene
             return fast_relay.DRAIN_PUBLISH_ERROR
 
 
-_rows = _next_message = _buffer_moved = _publish_output = None      # compiled callees, set by _drainer()
-_drainer_state: list = []                                               # [compiled drain or None]
+_rows = _next_message = _publish_output = None      # compiled callees, set by _drainer()
+_drainer_state: list = []                           # [compiled drain or None]
 
 
 def _drainer():
-    """The compiled ``_drain_joint_states`` (numba cache), None where numba or rcl's ctypes are missing."""
-    global _rows, _next_message, _buffer_moved, _publish_output
+    """The compiled ``_drain_joint_states`` (numba cache), None where numba is missing."""
+    global _rows, _next_message, _publish_output
     if not _drainer_state:
         kernels, io = fk_kernel.kernel(), fast_relay.compiled_io()
         if kernels is None or io is None:
@@ -144,7 +142,7 @@ def _drainer():
         else:
             import numba
 
-            _rows, (_next_message, _buffer_moved, _publish_output) = kernels[3], io
+            _rows, (_next_message, _publish_output) = kernels[3], io
             _drainer_state.append(numba.njit(cache=True, nogil=True)(_drain_joint_states))
     return _drainer_state[0]
 
@@ -173,30 +171,20 @@ class JointStateTF:
                 or self._nonlinear_mimic or not (gate.ignore_timestamp or gate.interval_ns == 0):
             return fast_relay.DRAIN_UNAVAILABLE
         io.set_output(*plan.span)
-        return drain(*io.functions, io.ints, io.words, io.control, generation, buffer, headroom,
-                     *plan.fused_args, True, self._header)
+        return drain(*io.prefix(generation, buffer, headroom), *plan.fused_args, True, self._header)
 
     def _warm_drain(self) -> None:
         """Compile (or load) the drain for this model's plan types now, not on the first message: with
-        the plan of the model's own joint names, on arrays shaped as a relay's, told to stop."""
+        the plan of the model's own joint names (also the first guess: such a stream runs compiled at
+        once)."""
         drain = _drainer()
-        try:
-            functions = fast_relay._libs().compiled_functions()
-        except fast_relay.FastPathUnavailable:
-            return
         if drain is None:
             return
-        names = tuple(self.state.default_joint_state()[0])
-        plan = self._plan(names)            # also the first guess: a stream of these runs compiled at once
+        plan = self._plan(tuple(self.state.default_joint_state()[0]))
         if plan.fused_args is None:
             return
-        control = np.zeros(7, np.int64)
-        control[fast_relay.STOP] = 1
-        words = np.ctypeslib.as_array((ctypes.c_uint64 * 3)())
-        whole = np.frombuffer(memoryview((ctypes.c_ubyte * 64)()).cast("B"), np.uint8)
         try:
-            drain(*functions, np.zeros(7, np.int64), words, control, 0, whole, 0, *plan.fused_args, True,
-                  self._header)
+            fast_relay.warm(drain, *plan.fused_args, True, self._header)
         except Exception as exc:  # numba unable to compile it here: relay threads run the Python loop
             _log.warning("compiled /joint_states drain unavailable (%s); relaying in Python", exc)
             _drainer_state[:] = [None]

@@ -102,19 +102,17 @@ def test_relay_without_publisher_only_takes(ros_process, wait_for):
 
 
 # -- a compiled drain --------------------------------------------------------------------------------
-_next_message = _buffer_moved = _publish_output = None       # fast_relay.compiled_io(), set by _drain()
+_next_message = _publish_output = None       # fast_relay.compiled_io(), set by _compiled_drain()
 
 
-def _count_lower_case(take_fn, publish_fn, read_fn, ints, words, control, generation, msg,  # pragma: no cover
-                      headroom):
+def _count_lower_case(take_fn, publish_fn, read_fn, ints, words, output, control,  # pragma: no cover
+                      generation, msg, headroom):
     """Drain: a string starting with a lower-case letter is counted and answered with the fixed output;
     anything else is left to the Python handler."""
     while True:
-        got = _next_message(take_fn, read_fn, ints, control, generation)
+        got = _next_message(take_fn, read_fn, ints, words, control, generation)
         if got != fast_relay.MESSAGE_TAKEN:
             return got
-        if _buffer_moved(words, control):
-            return fast_relay.DRAIN_PENDING
         first = msg[headroom + STRING_AT]
         if first < 97 or first > 122:
             return fast_relay.DRAIN_PENDING
@@ -124,11 +122,11 @@ def _count_lower_case(take_fn, publish_fn, read_fn, ints, words, control, genera
 
 
 def _compiled_drain():
-    global _next_message, _buffer_moved, _publish_output
+    global _next_message, _publish_output
     numba = pytest.importorskip("numba")
     if not _eventfd_callback_supported():
         pytest.skip("drains run on the eventfd wake only")
-    _next_message, _buffer_moved, _publish_output = fast_relay.compiled_io()
+    _next_message, _publish_output = fast_relay.compiled_io()
     return numba.njit(cache=True, nogil=True)(_count_lower_case)
 
 
@@ -140,7 +138,7 @@ def test_drain_relays_without_python_and_hands_back_what_it_cannot(ros_process, 
 
     def drain(io, buffer, headroom):
         io.set_output(answer.ctypes.data, len(answer))
-        result = compiled(*io.functions, io.ints, io.words, io.control, io.generation, buffer, headroom)
+        result = compiled(*io.prefix(io.generation, buffer, headroom))
         results.append(result)
         return result
 
