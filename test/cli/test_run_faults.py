@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from fixtures.bridge_probe import Output, Probe, start_run, stop  # noqa: E402
+from fixtures.ros2_cli import ros2_launch_executable  # noqa: E402
 from robot_bridge.cli.verbs.run import READY  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 from robot_bridge.ros.guard import INJECT_ENV  # noqa: E402
@@ -109,21 +109,10 @@ def test_injected_timer_fault_in_run_halts_the_controller_only(probe):
     assert "robot-bridge run: stopped" in text
 
 
-def _ros2() -> str:
-    ros2 = shutil.which("ros2", path=str(REPO / ".venv" / "bin")) or shutil.which("ros2")
-    if ros2 is None:
-        pytest.skip("ros2 (launch, launch_ros, ros2cli) is not installed: make setup installs it from "
-                    "../shared/ros2-tools")
-    pytest.importorskip("launch_ros", reason="launch_ros is not installed (make setup)")
-    if not (REPO / ".venv" / "share" / "robot_bridge" / "launch").is_dir():
-        pytest.skip("the venv is not a ROS 2 prefix for robot_bridge (make setup)")
-    return ros2
-
-
 def test_injected_timer_fault_under_ros2_launch_halts_the_controller_only(probe):
     import subprocess
 
-    ros2 = _ros2()
+    ros2 = ros2_launch_executable()
     venv = str(REPO / ".venv")
     env = {**os.environ, INJECT_ENV: "controller_node", "AMENT_PREFIX_PATH": venv,
            "PATH": f"{venv}/bin:{os.environ.get('PATH', '')}"}

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ros2_cli import NODES, Ros2Process, assert_stopped_cleanly, ros2_env, ros2_executable, stop_daemon  # noqa: E402
+from fixtures.ros2_cli import (NODES, Ros2Process, assert_stopped_cleanly, ros2_env, ros2_executable,  # noqa: E402
+                               stop_daemon)
 
 REPO = Path(__file__).resolve().parents[2]
 NOT_COPIED = shutil.ignore_patterns(".venv", ".git", "build", "install", "log", "__pycache__", "*.egg-info",
@@ -70,7 +70,7 @@ def test_colcon_install_holds_what_a_ros2_user_needs(workspace):
 def test_ros2_launch_from_the_install_space_starts_and_stops_the_bridge(workspace):
     import psutil
 
-    from ros2_cli import wait_for_nodes
+    from fixtures.ros2_cli import wait_for_nodes
 
     launch = Ros2Process(["launch", "robot_bridge", "bridge.launch.py"], workspace / "launch.log",
                          command=in_workspace(workspace, "exec ros2 launch robot_bridge bridge.launch.py"),

@@ -7,17 +7,14 @@ from message stamps and positions recorded by a listener, never from wall-clock 
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
 from lxml import etree
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ros2_cli import (LATCHED, NODES, PARAM, Ros2Process, assert_stopped_cleanly, echo_once,  # noqa: E402
-                      ros2, ros2_executable, stop_daemon, urdf_links, wait_for_nodes, wait_until)
+from fixtures.ros2_cli import (LATCHED, NODES, PARAM, Ros2Process, assert_stopped_cleanly, echo_once,  # noqa: E402
+                               ros2, ros2_executable, stop_daemon, urdf_links, wait_for_nodes, wait_until)
 
 from robot_bridge import bringup  # noqa: E402
 from robot_bridge.formats import load  # noqa: E402

@@ -4,14 +4,11 @@ robot namespaced in real mode (each launch its own, stopped with SIGINT and chec
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ros2_cli import (LATCHED, NODES, SPIN, Ros2Process, assert_stopped_cleanly, echo_once, ros2,  # noqa: E402
-                      stop_daemon, wait_for_nodes, wait_until)
+from fixtures.ros2_cli import (LATCHED, NODES, SPIN, Ros2Process, assert_stopped_cleanly, echo_once, ros2,  # noqa: E402
+                               stop_daemon, wait_for_nodes, wait_until)
 
 from robot_bridge.formats import load  # noqa: E402
 
@@ -20,7 +17,7 @@ PA10 = "openrave/src/robots/pa10schunk.robot.xml"        # an OpenRAVE robot wit
 
 @pytest.fixture(scope="module", autouse=True)
 def tools():
-    from ros2_cli import ros2_executable
+    from fixtures.ros2_cli import ros2_executable
 
     ros2_executable()                                      # skips the module with the reason when absent
     yield

@@ -5,7 +5,6 @@ Waits on message contents, never on wall-clock sleeps."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -17,21 +16,11 @@ import pytest
 
 pytest.importorskip("rclpy")
 pytest.importorskip("vision_msgs.msg")
+from fixtures.ros2_cli import ros2_launch_executable  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MAPPING = REPO / "robot_bridge" / "data" / "objects.yaml"
 BALL_AT = (0.5, 0.3, 0.0)            # in the base_laser frame; radius 0.05 m (data/objects/ball.kinbody.xml)
-
-
-def _ros2() -> str:
-    ros2 = shutil.which("ros2", path=str(REPO / ".venv" / "bin")) or shutil.which("ros2")
-    if ros2 is None:
-        pytest.skip("ros2 (launch, launch_ros, ros2cli) is not installed: make setup installs it from "
-                    "../shared/ros2-tools")
-    pytest.importorskip("launch_ros", reason="launch_ros is not installed (make setup)")
-    if not (REPO / ".venv" / "share" / "robot_bridge" / "launch").is_dir():
-        pytest.skip("the venv is not a ROS 2 prefix for robot_bridge (make setup)")
-    return ros2
 
 
 def test_ros2_launch_with_objects_turns_detections_into_bodies_the_sim_sees(tmp_path):
@@ -45,7 +34,7 @@ def test_ros2_launch_with_objects_turns_detections_into_bodies_the_sim_sees(tmp_
     from robot_bridge.ros import qos
     from robot_bridge.ros.tf import matrix
 
-    ros2 = _ros2()
+    ros2 = ros2_launch_executable()
     venv = str(REPO / ".venv")
     env = {**os.environ, "AMENT_PREFIX_PATH": venv, "PATH": f"{venv}/bin:{os.environ.get('PATH', '')}"}
     log = open(tmp_path / "launch.log", "w+", encoding="utf-8")

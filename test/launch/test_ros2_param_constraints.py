@@ -4,13 +4,11 @@ with the reason and change nothing."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ros2_cli import NODES, PARAM, Ros2Process, alive, ros2, ros2_executable, stop_daemon, wait_for_nodes  # noqa: E402
+from fixtures.ros2_cli import (NODES, PARAM, Ros2Process, alive, ros2, ros2_executable, stop_daemon,  # noqa: E402
+                               wait_for_nodes)
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ros2_cli import (LATCHED, Ros2Process, echo_once, ros2,  # noqa: E402
-                      stop_daemon, urdf_links)
+from fixtures.ros2_cli import (LATCHED, Ros2Process, echo_once, ros2,  # noqa: E402
+                               stop_daemon, urdf_links)
 
 from robot_bridge import bringup  # noqa: E402
 from robot_bridge.formats import load  # noqa: E402
@@ -17,7 +14,7 @@ from robot_bridge.formats import load  # noqa: E402
 
 @pytest.fixture(scope="module", autouse=True)
 def tools():
-    from ros2_cli import ros2_executable
+    from fixtures.ros2_cli import ros2_executable
 
     ros2_executable()                                      # skips the module with the reason when absent
     yield
