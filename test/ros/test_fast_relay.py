@@ -159,8 +159,9 @@ def test_drain_relays_without_python_and_hands_back_what_it_cannot(ros_process, 
         assert wait_for(lambda: len(received) >= 5 and received[-1] == "DRAINED"
                         and "TWO" in received[-5:])
         assert received[-5:] == ["DRAINED", "TWO", "DRAINED", "A" * 200_000, "DRAINED"]
-        # Python saw the upper-case one and the grown buffer's, the drain the rest
-        assert python_saw[before:] == [b"Two\0", b"aaaa"]
+        # Python saw the upper-case one and the grown buffer's, the drain the rest (late warm-up
+        # "Hello"s, published before these, may still have reached Python after ``before``)
+        assert [t for t in python_saw[before:] if not t.startswith(b"Hell")] == [b"Two\0", b"aaaa"]
         assert relay.io.handled == relay.io.published == 3
         yields = results.count(fast_relay.DRAIN_YIELD)
         relay.io.invalidate()                              # the handler's state changed: started anew
