@@ -70,7 +70,7 @@ def test_colcon_install_holds_what_a_ros2_user_needs(workspace):
 def test_ros2_launch_from_the_install_space_starts_and_stops_the_bridge(workspace):
     import psutil
 
-    from fixtures.ros2_cli import wait_for_nodes
+    from fixtures.ros2_cli import LATCHED, echo_once, wait_for_nodes
 
     launch = Ros2Process(["launch", "robot_bridge", "bridge.launch.py"], workspace / "launch.log",
                          command=in_workspace(workspace, "exec ros2 launch robot_bridge bridge.launch.py"),
@@ -80,6 +80,10 @@ def test_ros2_launch_from_the_install_space_starts_and_stops_the_bridge(workspac
         lib = workspace / "install" / "robot_bridge" / "lib" / "robot_bridge"
         for name, pid in launch.started().items():             # the install space's executables run
             assert any(arg.startswith(str(lib)) for arg in psutil.Process(pid).cmdline()), name
+        # up, not only listed: a fresh install space compiles its numba kernels at the first start, and
+        # a stop request during that start waits for it (the stop below is timed)
+        assert "<robot" in echo_once("/robot_description", "std_msgs/msg/String", "data", *LATCHED)
+        assert echo_once("/joint_states", "sensor_msgs/msg/JointState", "name")
         assert_stopped_cleanly(launch)
     finally:
         launch.close()
