@@ -95,7 +95,6 @@ class SimHardware(Hardware):
         # while no module can change by itself, a read repeats the last sample (new stamp): the control
         # loop reads a resting arm 100 times a second
         self._version = 0               # bumped by every call that can change a module
-        self._settled = False           # the last advance found no module that can change
         self._quiet: tuple | None = None     # (version, sample) to repeat
         self._statuses: list = [(None, None)] * len(self.modules)     # (key, ModuleStatus) per module
         self._status_list: list | None = None       # the last status() result
@@ -127,13 +126,13 @@ class SimHardware(Hardware):
             m.enabled = on
 
     # -- simulation ------------------------------------------------------------
-    def advance(self, dt: float) -> None:
-        """Advance every module by ``dt`` seconds in steps of at most ``period``."""
+    def advance(self, dt: float) -> bool:
+        """Advance every module by ``dt`` seconds in steps of at most ``period``; True when no module could
+        change (all at rest: the state is what it will stay until a command)."""
         steps = max(1, math.ceil(dt / self.period - 1e-9))
         h = dt / steps
         # without random faults an idle module stays idle for this dt: only the others are stepped
         moving = self.modules if self.fault_rate > 0.0 else self._settle_idle()
-        self._settled = not moving
         for _ in range(steps):
             if self.fault_rate > 0.0:
                 hits = self.rng.random(len(self.modules)) < self.fault_rate * h
@@ -142,6 +141,7 @@ class SimHardware(Hardware):
                     self.inject_fault(self.joint_names[index], kinds[self.rng.integers(len(kinds))])
             for m in moving:
                 m.step(h)
+        return not moving
 
     def _settle_idle(self) -> list:
         """The enabled modules that can change; the idle ones get what their steps would do."""
@@ -184,9 +184,7 @@ class SimHardware(Hardware):
             last = quiet[1]
             return JointSample(position=last.position, velocity=last.velocity, effort=last.effort,
                                acceleration=last.acceleration, stamp=stamp)
-        self._settled = False
-        if now > self._last:
-            self.advance(now - self._last)
+        settled = now > self._last and self.advance(now - self._last)
         self._last = now
         axes = [m.axis for m in self.modules]
         p, v, a = np.array([(x.position, x.velocity, x.acceleration) for x in axes]).T.copy()
@@ -199,7 +197,7 @@ class SimHardware(Hardware):
                 effort[i] = -m.obstacle_side * m.contact_effort
         sample = JointSample(position=p, velocity=v, effort=effort, acceleration=a, stamp=stamp)
         self._quiet = None
-        if self._settled and self.noise == 0.0 and self.fault_rate == 0.0:
+        if settled and self.noise == 0.0 and self.fault_rate == 0.0:
             for values in (p, v, a, effort):
                 values.flags.writeable = False                  # shared by the repeated samples
             self._quiet = (self._version, sample)

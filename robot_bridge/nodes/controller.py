@@ -178,7 +178,10 @@ class ControllerNode(ContainedNode):
         self.reads_description = robot is None
         self.joints: list[str] = list(hardware.joint_names) if hardware else []
         self.limits = list(hardware.limits) if hardware else []
-        self._system_time = not self.get_parameter("use_sim_time").value      # read once: not dynamic here
+        # ROS time now, ns.  Without use_sim_time that is the system clock: read directly (rclpy's
+        # Clock.now() costs a tick ~90 us with cold caches).  Read once: use_sim_time is not dynamic here.
+        self._now_ns = time.time_ns if not self.get_parameter("use_sim_time").value else \
+            (lambda: self.get_clock().now().nanoseconds)
         self.control = self._joint_control(hardware) if hardware else None
         self.last_states: list | None = None
         self.bus_error: str | None = None      # hardware communication failure, until ~/recover
@@ -282,7 +285,7 @@ class ControllerNode(ContainedNode):
         self.control = self._joint_control(self.hardware, limits)
 
     def _joint_control(self, hardware: Hardware, limits=None) -> JointControl:
-        stamper = MonotonicStamper(self.get_clock(), time.time_ns if self._system_time else None)
+        stamper = MonotonicStamper(self.get_clock(), self._now_ns)
         return JointControl(hardware, limits, clock=stamper)                  # measurement times, ns
 
     def _setup_controllers(self) -> None:
@@ -580,11 +583,8 @@ class ControllerNode(ContainedNode):
 
     # -- control loop ------------------------------------------------------------------------------
     def _now(self) -> float:
-        """ROS time now, s.  Without use_sim_time that is the system clock: read directly (rclpy's
-        Clock.now() costs a tick ~90 us with cold caches)."""
-        if self._system_time:
-            return time.time_ns() * 1e-9
-        return self.get_clock().now().nanoseconds * 1e-9
+        """ROS time now, s."""
+        return self._now_ns() * 1e-9
 
     def reference(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Desired positions, velocities, accelerations now."""
