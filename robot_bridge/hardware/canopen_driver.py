@@ -15,6 +15,8 @@ import threading
 import time
 from collections.abc import Sequence
 
+import numpy as np
+
 import canopen
 from canopen.profiles.p402 import BaseNode402
 
@@ -177,7 +179,7 @@ class CanopenHardware(Hardware):
             effort.append(values.get(0x6077, 0) / 1000.0 * rated)          # per mille of rated torque
             acceleration.append((v - d.last_velocity) / dt)
             d.last_velocity = v
-        values = (list(map(float, x)) for x in (position, velocity, effort, acceleration))
+        values = (np.array(x, dtype=float) for x in (position, velocity, effort, acceleration))
         return JointSample(*values, stamp=now)
 
     def command_position(self, positions: Sequence[float], velocities: Sequence[float] | None = None) -> None:

@@ -41,7 +41,9 @@ from ..ros import params
 from ..ros.conversions import joint_tolerances, seconds, trajectory_command, trajectory_point
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
+from ..ros.cdr_template import CdrTemplate, TemplateUnavailable
 from ..ros.stamps import MonotonicStamper, stamp_fields
+from ..ros.template_publishers import TemplatePublishers, state_source
 from ..ros.thread_timers import ThreadTimer
 
 RATE = (0.1, 10000.0)          # Hz: accepted range of the loop and publishing rates
@@ -189,7 +191,7 @@ class ControllerNode(ContainedNode):
         self.goals: dict[bytes, ActiveGoal] = {}
         self._scene = None                     # sim: the world the fingers close on (built on first use)
         self._templates = None                 # (joints list, its names, serialized state templates)
-        self._source: np.ndarray | None = None  # the state messages' numbers, reused each tick
+        self._source: np.ndarray | None = None  # the state messages' numbers without templates, reused
 
         self.joint_state_pub = self.create_publisher(JointState, "/joint_states", 10)
         self.state_pub = self.create_publisher(JointTrajectoryControllerState, "~/controller_state", 10)
@@ -206,6 +208,7 @@ class ControllerNode(ContainedNode):
             if self.hardware is None:
                 self._setup()
             self._setup_controllers()
+            self._state_templates()                # compiled (or loaded) now, not on the first tick
         except Exception as exc:  # bad description or parameters: keep the node up (diagnostics), report
             self.load_error = f"controller not set up: {type(exc).__name__}: {exc}"
             self.get_logger().error(self.load_error)
@@ -626,30 +629,28 @@ class ControllerNode(ContainedNode):
     # -- publishing --------------------------------------------------------------------------------
     def _publish_state(self) -> None:
         with self.lock:
-            sample = self.control.sample if self.control else None
-            if sample is None or self.control.sample_time is None:
+            control = self.control
+            sample = control.sample if control else None
+            if sample is None or control.sample_time is None:
                 return
-            sec, nanosec = stamp_fields(self.control.sample_time)
-            reference = self.control.reference(self._now())
-            goals = [(g.handle, g.controller) for g in self.goals.values()]
-        n = len(sample.position)
-        if self._source is None or len(self._source) != 10 * n:
-            self._source = np.empty(10 * n)
-        source = self._source
-        # desired (3 x n), actual (3 x n), effort (n), error (3 x n): one buffer, each block written in place
-        np.concatenate((*reference, sample.position, sample.velocity, sample.acceleration, sample.effort),
-                       out=source[:7 * n])
-        desired, actual = source[:3 * n].reshape(3, n), source[3 * n:6 * n].reshape(3, n)
-        effort, error = source[6 * n:7 * n], source[7 * n:].reshape(3, n)
-        np.subtract(desired, actual, out=error)
+            stamp = control.sample_time
+            reference = control.reference(self._now())
+            goals = [(g.handle, g.controller) for g in self.goals.values()] if self.goals else None
+        actual_rows = (sample.position, sample.velocity, sample.acceleration)
         templates = self._state_templates()
-        if templates:                          # the messages' numbers written into serialized templates
-            for publisher, template, gather in templates:
-                publisher.publish(template.fill_buffer(source[gather], sec, nanosec), template.address)
+        if templates is not None:              # the messages' numbers written into serialized templates
+            source = templates.publish_state(reference, actual_rows, sample.effort, stamp)
             if not goals:
                 return
+        else:
+            source = state_source(reference, actual_rows, sample.effort, self._source)
+            self._source = source
+        n = len(sample.position)
+        desired, actual = source[:3 * n].reshape(3, n), source[3 * n:6 * n].reshape(3, n)
+        effort, error = source[6 * n:7 * n], source[7 * n:].reshape(3, n)
+        sec, nanosec = stamp_fields(stamp)
         header = Header(stamp=TimeMsg(sec=sec, nanosec=nanosec))
-        if not templates:
+        if templates is None:
             self.joint_state_pub.publish(JointState(
                 header=header, name=self.joints, position=list(map(float, sample.position)),
                 velocity=list(map(float, sample.velocity)), effort=list(map(float, sample.effort))))
@@ -660,7 +661,7 @@ class ControllerNode(ContainedNode):
                 if ctl.state_pub is not None:
                     ctl.state_pub.publish(_controller_state(header, ctl.joints, ctl.index, desired, actual,
                                                             effort, error))
-        for handle, ctl in goals:
+        for handle, ctl in goals or ():
             if isinstance(ctl, TrajectoryController) and handle.is_active:
                 i = ctl.index
                 handle.publish_feedback(FollowJointTrajectory.Feedback(
@@ -672,14 +673,10 @@ class ControllerNode(ContainedNode):
                 handle.publish_feedback(GripperCommand.Feedback(
                     position=float(actual[0, ctl.index]), effort=float(effort[ctl.index])))
 
-    def _state_templates(self) -> list:
-        """(SerializedPublisher, CdrTemplate, gather) of /joint_states and each controller state, built once
-        per joint list; ``source[gather]`` are a template's doubles, ``source`` = desired (3 x n: position,
-        velocity, acceleration), actual (3 x n), effort (n), error (3 x n), raveled.  Empty: publish
-        messages."""
-        from ..ros.cdr_template import CdrTemplate, TemplateUnavailable
-        from ..ros.fast_relay import SerializedPublisher
-
+    def _state_templates(self):
+        """The :class:`TemplatePublishers` of /joint_states and each controller state, built once per joint
+        list; their doubles are gathered from a tick's source (``template_publishers``: desired, actual,
+        effort, error).  None: publish messages."""
         if self._templates is not None and self._templates[0] is self.joints:   # replaced, never edited
             return self._templates[2]
         key = tuple(self.joints)
@@ -694,11 +691,11 @@ class ControllerNode(ContainedNode):
             states += [(c.state_pub, c.joints, c.index) for c in self.controllers if c.state_pub is not None]
             for publisher, joints, index in states:
                 built.append((publisher, *_controller_state_template(joints, index, n)))
+            publishers = TemplatePublishers(built)
         except TemplateUnavailable:
-            built = []
-        built = [(SerializedPublisher(publisher), template, gather) for publisher, template, gather in built]
-        self._templates = (self.joints, key, built)
-        return built
+            publishers = None
+        self._templates = (self.joints, key, publishers)
+        return publishers
 
     def on_callback_error(self, where: str, exc: BaseException) -> None:
         """Safe state after a callback raised: no motion (goals aborted, modules halted), ERROR on
@@ -775,9 +772,7 @@ def _controller_state(header, joints, index, desired, actual, effort, error):
 
 def _controller_state_template(joints, index, n: int):
     """(CdrTemplate, gather) of :func:`_controller_state` for the joints ``index`` of ``n`` (see
-    ``ControllerNode._state_templates`` for the source layout)."""
-    from ..ros.cdr_template import CdrTemplate
-
+    ``template_publishers`` for the source layout)."""
     gather: list[int] = []
 
     def build(slot, stamp):

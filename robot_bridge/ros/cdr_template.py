@@ -65,14 +65,17 @@ class CdrTemplate:
         if any((at - 4) % 8 for at in value_at) or any(at % 4 for at in stamp_at):
             raise TemplateUnavailable("doubles not 8-aligned in the CDR body")
         self.size = len(sentinels)
+        self.bytes, self.size_bytes = data, len(data)        # as serialized, with the sentinels
         self._buffer = np.frombuffer(bytearray(data), np.uint8)
         self._doubles = np.frombuffer(self._buffer.data, "<f8", (len(data) - 4) // 8, 4)
         self._words = np.frombuffer(self._buffer.data, "<u4", len(data) // 4)
-        self._value_index = (np.array(value_at, dtype=np.int64) - 4) // 8
+        self.value_index = (np.array(value_at, dtype=np.int64) - 4) // 8
         first = np.array(stamp_at, dtype=np.int64) // 4
-        self._stamp_index = np.stack([first, first + 1], axis=1).reshape(-1)
+        self.stamp_index = np.stack([first, first + 1], axis=1).reshape(-1)
         self._stamp = np.zeros(2 * len(stamps), np.uint32)
-        self._one_stamp = tuple(int(i) for i in self._stamp_index) if len(stamps) == 1 else None
+        # value_index: the doubles' indices into the float64 view at byte 4 (CDR body); stamp_index: the
+        # words (uint32 view at byte 0) of each stamp's sec, nanosec
+        self._one_stamp = tuple(int(i) for i in self.stamp_index) if len(stamps) == 1 else None
         self.address = self._buffer.ctypes.data
 
     def fill(self, values: np.ndarray, sec: int, nanosec: int) -> bytes:
@@ -83,11 +86,11 @@ class CdrTemplate:
     def fill_buffer(self, values: np.ndarray, sec: int, nanosec: int) -> np.ndarray:
         """:meth:`fill` into the template's own buffer (uint8, at :attr:`address`), returned uncopied:
         valid until the next fill."""
-        self._doubles[self._value_index] = values
+        self._doubles[self.value_index] = values
         if self._one_stamp is not None:                      # the usual case: one header
             words, (at_sec, at_nanosec) = self._words, self._one_stamp
             words[at_sec], words[at_nanosec] = sec & 0xFFFFFFFF, nanosec      # int32 sec, uint32 nanosec
         elif len(self._stamp):
             self._stamp[0::2], self._stamp[1::2] = sec & 0xFFFFFFFF, nanosec
-            self._words[self._stamp_index] = self._stamp
+            self._words[self.stamp_index] = self._stamp
         return self._buffer

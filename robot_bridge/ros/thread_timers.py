@@ -101,8 +101,10 @@ class ThreadTimers:
     def _run(self) -> None:
         while not self._stopped:
             due, deadline = self._due()
+            if due and not self._context.ok():
+                return
             for timer in due:
-                if self._stopped or not self._context.ok():
+                if self._stopped:
                     return
                 if timer.canceled:
                     continue
@@ -112,8 +114,7 @@ class ThreadTimers:
                     if self._stopped or not self._context.ok():
                         return                                    # shutting down: nothing to report
                     self._on_error(timer, exc)
-            if due:
-                continue                  # the callbacks took time: look again before sleeping
+            # until the next deadline as rescheduled by _due (past already if the callbacks took that long)
             wait = MAX_SLEEP if deadline is None else (deadline - time.monotonic_ns()) / 1e9
             if wait > 0:
                 time.sleep(min(wait, MAX_SLEEP))

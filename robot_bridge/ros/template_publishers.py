@@ -1,0 +1,193 @@
+"""Joint-state messages of one tick, filled from serialized templates and published in one compiled call.
+
+A periodic state publisher (the controller's /joint_states and controller states at 50 Hz) pays for
+every Python step of its tick with cold caches (a tick is ~10x dearer than the same code run warm on
+the 2-core machine): the source vector (numpy concatenate + subtract), per message a gather, the
+template's scatter, the stamp, a ctypes publish.  Here the templates' bytes live in one arena and one
+numba function (GIL released, its argument types fixed so one compile serves read-only and writable
+arrays alike) builds the source, writes every message's doubles (``source[gather]``) and stamps, and
+calls ``rcl_publish_serialized_message`` for each: one call per tick.  Where numba or rcl through ctypes
+is missing, the same is done step by step in Python (``CdrTemplate.fill_buffer`` +
+``fast_relay.SerializedPublisher``): the same bytes.
+
+The source of a tick of ``n`` joints (what a template's ``gather`` indexes), raveled:
+desired (position, velocity, acceleration: 3 x n), actual (3 x n), effort (n), error = desired -
+actual (3 x n).
+
+The publishers must outlive the object (compiled code holds their rcl handles): a node stops calling
+:meth:`TemplatePublishers.publish_state` before destroying them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Sequence
+
+import numpy as np
+
+from . import fast_relay
+from .cdr_template import CdrTemplate
+
+SOURCE_ROWS = 10            # desired 3, actual 3, effort 1, error 3 (rows of n)
+TOO_SHORT = -2              # _publish_state: an input row is not n long
+
+_compiled: list = []          # [the compiled _publish_state, or None]
+
+
+def state_source(desired: Sequence[np.ndarray], actual: Sequence[np.ndarray], effort: np.ndarray,
+                 out: np.ndarray | None = None) -> np.ndarray:
+    """The source vector (see the module notes) with numpy."""
+    n = len(effort)
+    source = np.empty(SOURCE_ROWS * n) if out is None else out
+    np.concatenate((*desired, *actual, effort), out=source[:7 * n])
+    np.subtract(source[:3 * n], source[3 * n:6 * n], out=source[7 * n:])
+    return source
+
+
+def _publish_state(addresses, p, v, a, position, velocity, acceleration, effort, stamp_ns, source, doubles,
+                   words, gather, target, stamp_words, publishers, messages, status):  # pragma: no cover
+    """Compiled: the source from the rows, every template's doubles and stamps, then each publish.  The
+    index of the first publisher that failed (its rcl code in ``status[0]``), ``TOO_SHORT``, or -1."""
+    n = effort.size
+    if (p.size != n or v.size != n or a.size != n or position.size != n or velocity.size != n
+            or acceleration.size != n or source.size != SOURCE_ROWS * n):
+        return TOO_SHORT
+    for k in range(n):
+        source[k], source[n + k], source[2 * n + k] = p[k], v[k], a[k]
+        source[3 * n + k], source[4 * n + k], source[5 * n + k] = position[k], velocity[k], acceleration[k]
+        source[6 * n + k] = effort[k]
+        source[7 * n + k] = p[k] - position[k]
+        source[8 * n + k] = v[k] - velocity[k]
+        source[9 * n + k] = a[k] - acceleration[k]
+    for k in range(gather.size):
+        doubles[target[k]] = source[gather[k]]
+    sec = stamp_ns // 1_000_000_000                       # floor: a negative time keeps nanosec >= 0
+    nanosec = stamp_ns - sec * 1_000_000_000
+    for k in range(0, stamp_words.size, 2):
+        words[stamp_words[k]] = sec & 0xFFFFFFFF           # int32 sec, uint32 nanosec
+        words[stamp_words[k + 1]] = nanosec
+    for t in range(publishers.size):
+        ret = _call_int64s(addresses[0], publishers[t], messages[t], 0)
+        if ret != fast_relay.RCL_RET_OK:
+            status[0] = ret
+            return t
+    return -1
+
+
+def _compiler():
+    """The compiled ``_publish_state`` (numba cache), None without numba."""
+    global _call_int64s
+    if not _compiled:
+        try:
+            import numba
+            from numba import types
+        except ImportError:
+            _compiled.append(None)
+            return None
+        _call_int64s = _int64_call_intrinsic()
+        row = types.Array(types.float64, 1, "A", readonly=True)         # writable arrays convert to it
+        f64, i64 = types.Array(types.float64, 1, "C"), types.Array(types.int64, 1, "C")
+        signature = types.int64(i64, row, row, row, row, row, row, row, types.int64, f64, f64,
+                                types.Array(types.uint32, 1, "C"), i64, i64, i64, i64, i64, i64)
+        _compiled.append(numba.njit(signature, cache=True, nogil=True)(_publish_state))
+    return _compiled[0]
+
+
+def _int64_call_intrinsic():
+    """``call(address, a, b, c)``: the C function ``int32 f(int64, int64, int64)`` at ``address``
+    (rcl_publish_serialized_message) -- a plain int argument, where a ctypes function object costs the
+    dispatcher a Python-level type lookup per call."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def call(typingctx, address, first, second, third):
+        signature = types.int32(types.int64, types.int64, types.int64, types.int64)
+
+        def codegen(context, builder, sig, args):
+            i64 = ir.IntType(64)
+            function = builder.inttoptr(args[0], ir.FunctionType(ir.IntType(32), [i64] * 3).as_pointer())
+            return builder.call(function, list(args[1:]))
+        return signature, codegen
+    return call
+
+
+_call_int64s = None
+
+
+class TemplatePublishers:
+    """``entries``: (rclpy publisher, :class:`CdrTemplate`, gather) -- each message's doubles are
+    ``source[gather]`` of the tick's source (module notes); :meth:`publish_state` fills and publishes all."""
+
+    def __init__(self, entries: Sequence[tuple[object, CdrTemplate, np.ndarray]]):
+        self._entries = [(fast_relay.SerializedPublisher(p), t, np.asarray(g, np.int64)) for p, t, g in entries]
+        self._publishers = [p for p, _, _ in entries]            # alive while compiled code holds them
+        self._source: np.ndarray | None = None
+        self.compiled = False
+        try:
+            publish = ctypes.cast(fast_relay._libs().publish, ctypes.c_void_p).value
+            pointers = [p.handle.pointer for p in self._publishers]
+        except (fast_relay.FastPathUnavailable, AttributeError):
+            return
+        if _compiler() is None:
+            return
+        # every template's bytes at an 8-aligned offset of one arena: its doubles (at 4 + 8k in the CDR
+        # stream) and stamp words index the arena's views directly
+        offsets, size = [], 0
+        for _, template, _ in self._entries:
+            offsets.append(size)
+            size += -(-template.size_bytes // 8) * 8
+        self._arena = arena = np.zeros(size + 8, np.uint8)
+        self._doubles = np.frombuffer(arena.data, "<f8", size // 8, 4)
+        self._words = np.frombuffer(arena.data, "<u4", size // 4)
+        self._messages = [fast_relay._SerializedMessage() for _ in self._entries]
+        targets, stamps = [], []
+        for (_, template, _), offset, message in zip(self._entries, offsets, self._messages):
+            arena[offset:offset + template.size_bytes] = np.frombuffer(template.bytes, np.uint8)
+            targets.append(offset // 8 + template.value_index)
+            stamps.append(offset // 4 + template.stamp_index)
+            message.buffer = arena.ctypes.data + offset
+            message.buffer_length = message.buffer_capacity = template.size_bytes
+        self._gather = np.concatenate([g for _, _, g in self._entries])
+        self._target = np.concatenate(targets)
+        self._stamp_words = np.concatenate(stamps).astype(np.int64)
+        self._addresses = np.array([publish], np.int64)
+        self._pointers = np.array(pointers, np.int64)
+        self._message_addresses = np.array([ctypes.addressof(m) for m in self._messages], np.int64)
+        self._status = np.zeros(1, np.int64)
+        self.compiled = True
+
+    def publish_state(self, desired: Sequence[np.ndarray], actual: Sequence[np.ndarray], effort: np.ndarray,
+                      stamp_ns: int) -> np.ndarray:
+        """Every message from ``desired`` / ``actual`` (position, velocity, acceleration rows of n) and
+        ``effort``, stamped ``stamp_ns``; returns the source (reused: valid until the next call)."""
+        n = len(effort)
+        if self._source is None or len(self._source) != SOURCE_ROWS * n:
+            self._source = np.empty(SOURCE_ROWS * n)
+        if not self.compiled:
+            source = state_source(desired, actual, effort, self._source)
+            sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+            for publisher, template, gather in self._entries:
+                publisher.publish(template.fill_buffer(source[gather], sec, nanosec), template.address)
+            return source
+        try:
+            failed = self._call(desired, actual, effort, stamp_ns)
+        except TypeError:                       # rows that are not float64 arrays (a hardware's lists)
+            failed = self._call([np.asarray(row, float) for row in desired],
+                                [np.asarray(row, float) for row in actual], np.asarray(effort, float), stamp_ns)
+        if failed == TOO_SHORT:
+            raise ValueError(f"state rows of other lengths than {n} effort values")
+        if failed >= 0:
+            raise RuntimeError(f"publish on {self._publishers[failed].topic_name} failed "
+                               f"({int(self._status[0])}): {fast_relay._libs().last_error()}")
+        return self._source
+
+    def _call(self, desired, actual, effort, stamp_ns: int) -> int:
+        return _compiled[0](self._addresses, *desired, *actual, effort, stamp_ns, self._source, self._doubles,
+                            self._words, self._gather, self._target, self._stamp_words, self._pointers,
+                            self._message_addresses, self._status)
+
+    def messages(self) -> list[bytes]:
+        """The serialized messages as the last compiled :meth:`publish_state` wrote them (tests)."""
+        return [ctypes.string_at(m.buffer, m.buffer_length) for m in self._messages]
