@@ -15,7 +15,6 @@ from pathlib import Path
 
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
@@ -182,7 +181,7 @@ class DescriptionNode(ContainedNode):
         if not (self._param("tf_fast_path") and self._setup_fast_path()):
             self.create_subscription(JointState, "joint_states", self._on_joint_state, qos.joint_states_qos(),
                                      raw=True)             # read in place: see joint_state_tf
-        self.create_service(Trigger, "~/reload", self._on_reload)
+        self.create_reload_service(self.reload, lambda: self._param("description_file"), "model")
         self.default_pub = None
         if self._param("publish_default_joint_states"):
             self.default_pub = self.create_publisher(JointState, "joint_states", 10)
@@ -285,13 +284,6 @@ class DescriptionNode(ContainedNode):
             self.semantic_published = True
         self.tf_static_pub.publish(tf_message(model.state.static_transforms(), stamp))
         self.markers_pub.publish(robot_markers(model.robot, model.state.prefix, stamp))
-
-    def _on_reload(self, request, response):
-        response.success, error = self.reload()
-        response.message = error or f"loaded {self._param('description_file')}"
-        if not response.success:
-            self.get_logger().error(f"reload failed, keeping the previous model: {error}")
-        return response
 
     # -- joint states -------------------------------------------------------
     def _setup_fast_path(self) -> bool:

@@ -25,7 +25,6 @@ from typing import Optional
 
 import numpy as np
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from vision_msgs.msg import Detection3DArray
 from visualization_msgs.msg import MarkerArray
@@ -99,7 +98,7 @@ class WorldNode(ContainedNode):
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True),
                                  qos.tf_static_listener_qos())
         self.create_subscription(Detection3DArray, "detections", self._on_detections, 10)
-        self.create_service(Trigger, "~/reload", self._on_reload)
+        self.create_reload_service(self.reload, lambda: self._p("objects_file"), "mapping")
         self.timer = self.create_timer(1.0 / float(self._p("publish_rate")), self._tick)
 
         ok, error = self.reload()
@@ -146,13 +145,6 @@ class WorldNode(ContainedNode):
         else:
             changes = self.world.set_mapping(mapping)
             self._publish(changes, force=True)       # files of kept classes may have changed
-
-    def _on_reload(self, request, response):
-        response.success, error = self.reload()
-        response.message = error or f"loaded {self._p('objects_file')}"
-        if not response.success:
-            self.get_logger().error(f"reload failed, keeping the previous mapping: {error}")
-        return response
 
     # -- input -----------------------------------------------------------------------------------
     def _now(self) -> float:

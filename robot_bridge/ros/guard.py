@@ -124,6 +124,20 @@ class ContainedNode(Node):
                                       self.contain(callback, f"service {srv_name}:",
                                                    fallback=lambda _request, response: response), **kwargs)
 
+    def create_reload_service(self, reload, source, kept: str):
+        """``~/reload`` (std_srvs/Trigger): ``reload()`` returns (success, error); on failure the error is
+        logged and answered, and the node keeps serving its previous ``kept`` (``source()`` names what a
+        success loaded)."""
+        from std_srvs.srv import Trigger
+
+        def on_reload(_request, response):
+            response.success, error = reload()
+            response.message = error or f"loaded {source()}"
+            if not response.success:
+                self.get_logger().error(f"reload failed, keeping the previous {kept}: {error}")
+            return response
+        return self.create_service(Trigger, "~/reload", on_reload)
+
     def _inject_matches(self, callback) -> bool:
         wanted = self._inject
         return not wanted or callback_name(callback) == wanted.lstrip("_")

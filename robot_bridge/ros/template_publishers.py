@@ -121,7 +121,8 @@ class TemplatePublishers:
     ``source[gather]`` of the tick's source (module notes); :meth:`publish_state` fills and publishes all."""
 
     def __init__(self, entries: Sequence[tuple[object, CdrTemplate, np.ndarray]]):
-        self._entries = [(fast_relay.SerializedPublisher(p), t, np.asarray(g, np.int64)) for p, t, g in entries]
+        self._entries = [(fast_relay.SerializedPublisher(p), t, np.asarray(g, np.int64))
+                         for p, t, g in entries]
         self._publishers = [p for p, _, _ in entries]            # alive while compiled code holds them
         self._source: np.ndarray | None = None
         self.compiled = False
@@ -174,8 +175,8 @@ class TemplatePublishers:
         try:
             failed = self._call(desired, actual, effort, stamp_ns)
         except TypeError:                       # rows that are not float64 arrays (a hardware's lists)
-            failed = self._call([np.asarray(row, float) for row in desired],
-                                [np.asarray(row, float) for row in actual], np.asarray(effort, float), stamp_ns)
+            rows = [[np.asarray(row, float) for row in part] for part in (desired, actual)]
+            failed = self._call(*rows, np.asarray(effort, float), stamp_ns)
         if failed == TOO_SHORT:
             raise ValueError(f"state rows of other lengths than {n} effort values")
         if failed >= 0:

@@ -58,13 +58,13 @@ def test_every_template_is_published_with_the_tick_numbers_and_stamp(ros_process
     stamp_ns = 1_700_000_000 * 10 ** 9 + 999_999_999
 
     def sent_both():
-        source = publishers.publish_state(desired, actual, effort, stamp_ns)
+        publishers.publish_state(desired, actual, effort, stamp_ns)
         with lock:
-            return source if all(received.values()) else None
-    source = None
-    assert wait_for(lambda: (source := sent_both()) is not None)
+            return all(received.values())
+    assert wait_for(sent_both)
     source = publishers.publish_state(desired, actual, effort, stamp_ns)
-    assert np.array_equal(source, np.concatenate([*desired, *actual, effort, *(np.subtract(desired, actual))]))
+    error = np.subtract(desired, actual)
+    assert np.array_equal(source, np.concatenate([*desired, *actual, effort, *error]))
     # independent truth: rclpy's own serialization of the messages built field by field
     stamp = Time(sec=1_700_000_000, nanosec=999_999_999)
     assert deserialize_message(received["whole"][-1], JointState) == JointState(
