@@ -96,6 +96,10 @@ class _SerializedMessage(ctypes.Structure):    # rcl_serialized_message_t = rcut
     _fields_ = [("buffer", ctypes.c_void_p), ("buffer_length", ctypes.c_size_t),
                 ("buffer_capacity", ctypes.c_size_t), ("allocator", _Allocator)]
 
+    def point_at(self, address: int, length: int) -> None:
+        """Publish ``length`` bytes at ``address`` (memory the caller keeps; never grown by rcl)."""
+        self.buffer, self.buffer_length, self.buffer_capacity = address, length, length
+
 
 class _ErrorString(ctypes.Structure):          # rcutils_error_string_t
     _fields_ = [("str", ctypes.c_char * 1024)]
@@ -240,8 +244,7 @@ class SerializedPublisher:
             self._publisher.publish(buffer.tobytes())
             return
         message = self._message
-        message.buffer, message.buffer_length = address, buffer.nbytes
-        message.buffer_capacity = buffer.nbytes
+        message.point_at(address, buffer.nbytes)
         with self._publisher.handle:              # not destroyed while rcl publishes
             ret = self._libs.publish(self._pointer, ctypes.byref(message), None)
         if ret != RCL_RET_OK:
@@ -382,7 +385,7 @@ class RelayIO:
 
     def set_output(self, address: int, length: int) -> None:
         """What the drain publishes: ``length`` bytes at ``address`` (kept alive by the handler)."""
-        self._out.buffer, self._out.buffer_length, self._out.buffer_capacity = address, length, length
+        self._out.point_at(address, length)
 
     @property
     def handled(self) -> int:
@@ -589,11 +592,9 @@ class SerializedRelay:
             return True
         out = self._out
         if start.__class__ is tuple:                # another message, in the handler's memory
-            out.buffer, out.buffer_length = start
-            out.buffer_capacity = out.buffer_length
+            out.point_at(*start)
         else:
-            out.buffer = message.buffer - headroom + start
-            out.buffer_length = out.buffer_capacity = headroom + message.buffer_length - start
+            out.point_at(message.buffer - headroom + start, headroom + message.buffer_length - start)
         ret = libs.publish(self._pub_pointer, ctypes.byref(out), None)
         if ret == RCL_RET_OK:
             self._on_published()

@@ -148,8 +148,7 @@ class TemplatePublishers:
             arena[offset:offset + template.size_bytes] = np.frombuffer(template.bytes, np.uint8)
             targets.append(offset // 8 + template.value_index)
             stamps.append(offset // 4 + template.stamp_index)
-            message.buffer = arena.ctypes.data + offset
-            message.buffer_length = message.buffer_capacity = template.size_bytes
+            message.point_at(arena.ctypes.data + offset, template.size_bytes)
         self._gather = np.concatenate([g for _, _, g in self._entries])
         self._target = np.concatenate(targets)
         self._stamp_words = np.concatenate(stamps).astype(np.int64)
