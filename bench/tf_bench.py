@@ -11,7 +11,8 @@ process records each message's latency (receive time - stamp) of the direct hop 
   below.  The node's CPU is reported as a ratio to it, measured in the same run on the same traffic.
 
 The publisher and the sink send/take serialized messages (CDR patched in place, taken through rcl on their
-own threads) so that they keep up at 5 kHz on a loaded machine.  Reported per case: sent, lost (via the
+own threads, the sink with queues ``SINK_DEPTH`` deep) so that they keep up at 5 kHz on a loaded machine
+and a loss is the target's.  Reported per case: sent, lost (via the
 target), p50/p99 latency of the direct hop, of the target and of the added latency (target - direct, paired
 by stamp), target CPU % of one core.
 
@@ -132,6 +133,7 @@ def run_floor(robot_file: str) -> int:
 
 
 # -- sink -------------------------------------------------------------------------------------------------
+SINK_DEPTH = 10_000        # messages per stream the sink may fall behind: 2 s at 5 kHz
 def run_sink(duration: float) -> int:
     """Record latencies of /bench_direct and /tf for ``duration`` s or until SIGTERM; print JSON."""
     from robot_bridge.ros.runner import stoppable_rclpy
@@ -164,6 +166,10 @@ def _sink(duration: float, stop) -> int:
     streams = ((JointState, "/bench_direct", qos.joint_states_qos(), direct, 4),
                (TFMessage, "/tf", qos.tf_qos(), via, 8))
     for msg_type, topic, profile, box, at in streams:
+        # the instrument must not drop what it measures: on a host that stalls a process for >20 ms the
+        # sink's depth-100 queues overflowed at 5 kHz and lost messages of both paths alike; the target's
+        # own /joint_states queue keeps its shipped depth
+        profile.depth = SINK_DEPTH
         sub = node.create_subscription(msg_type, topic, lambda _m: None, profile, raw=True,
                                        callback_group=DetachedCallbackGroup())
         relays.append(SerializedRelay(sub, None, recorder(box, at), context=node.context, headroom=0,

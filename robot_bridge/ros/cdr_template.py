@@ -6,7 +6,8 @@ JointTrajectoryControllerState at 50 Hz took ~0.6 ms a tick with the caches cold
 built once with a unique sentinel in every double (and every stamp) that changes, serialized by rclpy
 (its layout, no hand-written CDR), and the sentinels' offsets are found; a publish then writes the new
 doubles with one numpy scatter and publishes the bytes (``Publisher.publish(bytes)``, or the buffer itself
-through ``fast_relay.SerializedPublisher``).
+through ``fast_relay.SerializedPublisher``); ``template_publishers`` fills and publishes several templates
+in one compiled call.
 
 Usage::
 
