@@ -256,14 +256,21 @@ def plane_hits(normal_columns, plane_offset: np.ndarray, face_normals: np.ndarra
         normal *= -np.sign(denom)[:, None]              # face the ray
     if cosine:
         cos = np.abs(denom, out=denom)
-    if missed.any():
-        t[missed] = np.inf
-        tri[missed] = -1
-        if normals:
-            normal[missed] = 0.0
-        if cosine:
-            cos[missed] = 0.0
+    clear_misses(missed, t, tri, normal, cos)
     return MeshHits(tri, t, normal, cos)
+
+
+def clear_misses(missed: np.ndarray, distance: np.ndarray, index: np.ndarray, normal: Optional[np.ndarray],
+                 cosine: Optional[np.ndarray]) -> None:
+    """The rays ``missed`` (bool mask) hit nothing: distance inf, index -1, normal and cosine 0 (in place;
+    ``normal`` / ``cosine`` None where not asked for)."""
+    if missed.any():
+        distance[missed] = np.inf
+        index[missed] = -1
+        if normal is not None:
+            normal[missed] = 0.0
+        if cosine is not None:
+            cosine[missed] = 0.0
 
 
 @dataclass

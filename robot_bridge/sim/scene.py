@@ -303,14 +303,7 @@ class Scene:
                 normal[idx] = n_local[closer] @ np.ascontiguousarray(rot.T)
             if cosine:
                 cos[idx] = np.abs(np.einsum("ij,ij->i", n_local[closer], d_local[closer]))
-        miss = best > max_range
-        if miss.any():
-            best[miss] = np.inf
-            which[miss] = -1
-            if normals:
-                normal[miss] = 0.0
-            if cosine:
-                cos[miss] = 0.0
+        raycast.clear_misses(best > max_range, best, which, normal, cos)
         return Hits(best, which, normal, cos)
 
     def _raster(self, view: "PinholeView", indices, poses, origins, directions, normals, cosine):
