@@ -21,6 +21,7 @@ The publishers must outlive the object (compiled code holds their rcl handles): 
 from __future__ import annotations
 
 import ctypes
+import logging
 from typing import Sequence
 
 import numpy as np
@@ -32,6 +33,7 @@ SOURCE_ROWS = 10            # desired 3, actual 3, effort 1, error 3 (rows of n)
 TOO_SHORT = -2              # _publish_state: an input row is not n long
 
 _compiled: list = []          # [the compiled _publish_state, or None]
+_log = logging.getLogger(__name__)
 
 
 def state_source(desired: Sequence[np.ndarray], actual: Sequence[np.ndarray], effort: np.ndarray,
@@ -84,12 +86,16 @@ def _compiler():
         except ImportError:
             _compiled.append(None)
             return None
-        _call_int64s = _int64_call_intrinsic()
-        row = types.Array(types.float64, 1, "A", readonly=True)         # writable arrays convert to it
-        f64, i64 = types.Array(types.float64, 1, "C"), types.Array(types.int64, 1, "C")
-        signature = types.int64(i64, row, row, row, row, row, row, row, types.int64, f64, f64,
-                                types.Array(types.uint32, 1, "C"), i64, i64, i64, i64, i64, i64)
-        _compiled.append(numba.njit(signature, cache=True, nogil=True)(_publish_state))
+        try:
+            _call_int64s = _int64_call_intrinsic()
+            row = types.Array(types.float64, 1, "A", readonly=True)         # writable arrays convert to it
+            f64, i64 = types.Array(types.float64, 1, "C"), types.Array(types.int64, 1, "C")
+            signature = types.int64(i64, row, row, row, row, row, row, row, types.int64, f64, f64,
+                                    types.Array(types.uint32, 1, "C"), i64, i64, i64, i64, i64, i64)
+            _compiled.append(numba.njit(signature, cache=True, nogil=True)(_publish_state))
+        except Exception as exc:  # numba present but unable to compile here: publish from Python
+            _log.warning("compiled state publishing unavailable (%s); publishing from Python", exc)
+            _compiled.append(None)
     return _compiled[0]
 
 

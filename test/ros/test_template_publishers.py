@@ -106,3 +106,21 @@ def test_numpy_source_matches_the_layout():
     assert np.array_equal(source[9:18], np.concatenate(actual))
     assert np.array_equal(source[18:21], effort)
     assert np.array_equal(source[21:], np.concatenate(desired) - np.concatenate(actual))
+
+
+def test_a_compile_failure_publishes_from_python(ros_process, monkeypatch, caplog):
+    def broken():
+        raise RuntimeError("no LLVM here")
+    monkeypatch.setattr(template_publishers, "_compiled", [])
+    monkeypatch.setattr(template_publishers, "_int64_call_intrinsic", broken)
+    side = ros_process("side").node("side")
+    entries = _entries(3, side, f"/templates_{uuid.uuid4().hex[:8]}")
+    publishers = TemplatePublishers(entries)
+    assert not publishers.compiled
+    assert "compiled state publishing unavailable (no LLVM here)" in caplog.text
+    desired, actual, effort = _rows(3, 5)
+    source = publishers.publish_state(desired, actual, effort, 3 * 10 ** 9 + 4)
+    assert np.array_equal(source, state_source(desired, actual, effort))
+    # the Python path filled each template's own buffer: what it published
+    whole = deserialize_message(entries[0][1].fill(source[entries[0][2]], 3, 4), JointState)
+    assert list(whole.position) == list(actual[0]) and whole.header.stamp == Time(sec=3, nanosec=4)
