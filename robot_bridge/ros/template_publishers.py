@@ -190,9 +190,9 @@ class TemplatePublishers:
         return self._source
 
     def _call(self, desired, actual, effort, stamp_ns: int) -> int:
-        return _compiled[0](self._addresses, *desired, *actual, effort, stamp_ns, self._source, self._doubles,
-                            self._words, self._gather, self._target, self._stamp_words, self._pointers,
-                            self._message_addresses, self._status)
+        return _compiled[0](self._addresses, *desired, *actual, effort, int(stamp_ns), self._source,
+                            self._doubles, self._words, self._gather, self._target, self._stamp_words,
+                            self._pointers, self._message_addresses, self._status)
 
     def messages(self) -> list[bytes]:
         """The serialized messages as the last compiled :meth:`publish_state` wrote them (tests)."""
