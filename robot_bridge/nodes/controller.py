@@ -43,7 +43,7 @@ from ..ros.guard import ContainedNode
 from ..ros.params import Param
 from ..ros.cdr_template import CdrTemplate, TemplateUnavailable
 from ..ros.stamps import MonotonicStamper, stamp_fields
-from ..ros.template_publishers import TemplatePublishers, state_source
+from ..ros.template_publishers import TemplatePublishers, state_source, state_views
 from ..ros.thread_timers import ThreadTimer
 
 RATE = (0.1, 10000.0)          # Hz: accepted range of the loop and publishing rates
@@ -645,9 +645,7 @@ class ControllerNode(ContainedNode):
         else:
             source = state_source(reference, actual_rows, sample.effort, self._source)
             self._source = source
-        n = len(sample.position)
-        desired, actual = source[:3 * n].reshape(3, n), source[3 * n:6 * n].reshape(3, n)
-        effort, error = source[6 * n:7 * n], source[7 * n:].reshape(3, n)
+        desired, actual, effort, error = state_views(source, len(sample.position))
         sec, nanosec = stamp_fields(stamp)
         header = Header(stamp=TimeMsg(sec=sec, nanosec=nanosec))
         if templates is None:

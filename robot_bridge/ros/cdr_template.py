@@ -70,12 +70,12 @@ class CdrTemplate:
         self._buffer = np.frombuffer(bytearray(data), np.uint8)
         self._doubles = np.frombuffer(self._buffer.data, "<f8", (len(data) - 4) // 8, 4)
         self._words = np.frombuffer(self._buffer.data, "<u4", len(data) // 4)
+        # value_index: the doubles' indices into the float64 view at byte 4 (CDR body); stamp_index: the
+        # words (uint32 view at byte 0) of each stamp's sec, nanosec
         self.value_index = (np.array(value_at, dtype=np.int64) - 4) // 8
         first = np.array(stamp_at, dtype=np.int64) // 4
         self.stamp_index = np.stack([first, first + 1], axis=1).reshape(-1)
         self._stamp = np.zeros(2 * len(stamps), np.uint32)
-        # value_index: the doubles' indices into the float64 view at byte 4 (CDR body); stamp_index: the
-        # words (uint32 view at byte 0) of each stamp's sec, nanosec
         self._one_stamp = tuple(int(i) for i in self.stamp_index) if len(stamps) == 1 else None
         self.address = self._buffer.ctypes.data
 

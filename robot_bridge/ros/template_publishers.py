@@ -28,6 +28,7 @@ import numpy as np
 
 from . import fast_relay
 from .cdr_template import CdrTemplate
+from .stamps import stamp_fields
 
 SOURCE_ROWS = 10            # desired 3, actual 3, effort 1, error 3 (rows of n)
 TOO_SHORT = -2              # _publish_state: an input row is not n long
@@ -44,6 +45,12 @@ def state_source(desired: Sequence[np.ndarray], actual: Sequence[np.ndarray], ef
     np.concatenate((*desired, *actual, effort), out=source[:7 * n])
     np.subtract(source[:3 * n], source[3 * n:6 * n], out=source[7 * n:])
     return source
+
+
+def state_views(source: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(desired (3, n), actual (3, n), effort (n,), error (3, n)): views of a source of ``n`` joints."""
+    return (source[:3 * n].reshape(3, n), source[3 * n:6 * n].reshape(3, n), source[6 * n:7 * n],
+            source[7 * n:].reshape(3, n))
 
 
 def _publish_state(addresses, p, v, a, position, velocity, acceleration, effort, stamp_ns, source, doubles,
@@ -173,7 +180,7 @@ class TemplatePublishers:
             self._source = np.empty(SOURCE_ROWS * n)
         if not self.compiled:
             source = state_source(desired, actual, effort, self._source)
-            sec, nanosec = divmod(stamp_ns, 1_000_000_000)
+            sec, nanosec = stamp_fields(stamp_ns)
             for publisher, template, gather in self._entries:
                 publisher.publish(template.fill_buffer(source[gather], sec, nanosec), template.address)
             return source

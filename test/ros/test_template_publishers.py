@@ -15,7 +15,7 @@ from std_msgs.msg import Header
 
 from robot_bridge.ros import template_publishers
 from robot_bridge.ros.cdr_template import CdrTemplate
-from robot_bridge.ros.template_publishers import TemplatePublishers, state_source
+from robot_bridge.ros.template_publishers import TemplatePublishers, state_source, state_views
 
 
 def _entries(n: int, node, topic: str):
@@ -106,6 +106,9 @@ def test_numpy_source_matches_the_layout():
     assert np.array_equal(source[9:18], np.concatenate(actual))
     assert np.array_equal(source[18:21], effort)
     assert np.array_equal(source[21:], np.concatenate(desired) - np.concatenate(actual))
+    views = state_views(source, 3)
+    for view, rows in zip(views, (desired, actual, effort, np.subtract(desired, actual))):
+        assert np.array_equal(view, rows)
 
 
 def test_a_compile_failure_publishes_from_python(ros_process, monkeypatch, caplog):
