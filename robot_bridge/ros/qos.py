@@ -52,5 +52,8 @@ def sensor_data_qos(depth: int = 5) -> QoSProfile:
 
 
 def joint_states_qos() -> QoSProfile:
-    """/joint_states subscriptions: SensorDataQoS with room for ~0.1 s at 1 kHz."""
-    return sensor_data_qos(depth=100)
+    """/joint_states subscriptions: SensorDataQoS with room for 0.2 s at 5 kHz.
+
+    A host that stalls a process for tens of ms (seen on shared VMs) overflowed depth 100 at 5 kHz and
+    lost messages; a deeper history costs nothing until a backlog forms (Fast DDS allocates lazily)."""
+    return sensor_data_qos(depth=1000)

@@ -30,6 +30,8 @@ LATCHED, VOLATILE = DurabilityPolicy.TRANSIENT_LOCAL, DurabilityPolicy.VOLATILE
     (qos.tf_qos, (KEEP_LAST, 100, RELIABLE, VOLATILE)),
     # rmw_qos_profile_sensor_data: keep last 5, best effort, volatile
     (qos.sensor_data_qos, (KEEP_LAST, 5, BEST_EFFORT, VOLATILE)),
+    # SensorDataQoS (matches any publisher), deep enough to ride out a 0.2 s stall at 5 kHz
+    (qos.joint_states_qos, (KEEP_LAST, 1000, BEST_EFFORT, VOLATILE)),
 ])
 def test_profile_values(profile, expected):
     p = profile()
