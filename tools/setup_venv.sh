@@ -56,11 +56,12 @@ if [[ $mode == wheels ]]; then
     "$VPY" -m pip install -q -r "$REQUIREMENTS"
 
     # Every interface package in tools/venv_interfaces (tf2_msgs, control_msgs, vision_msgs, ...), each rebuilt
-    # only when its own files or the wheels change.  The wheels provide every dependency they have.
+    # only when its own files, the shared cmake or the wheels change.  The wheels provide every dependency they have.
     for pkg_dir in "$IFACE_SRC"/*/; do
         pkg=$(basename "$pkg_dir")
         [[ -f "$pkg_dir/CMakeLists.txt" ]] || continue
-        iface_hash=$(cat "$REQUIREMENTS" $(find "$pkg_dir" -type f | LC_ALL=C sort) | sha256sum | cut -c1-16)
+        iface_hash=$(cat "$REQUIREMENTS" "$IFACE_SRC"/*.cmake $(find "$pkg_dir" -type f | LC_ALL=C sort) \
+            | sha256sum | cut -c1-16)
         build_dir="$VENV_ABS/.build/$pkg"
         if [[ "$(cat "$build_dir.stamp" 2>/dev/null)" == "$iface_hash" ]] \
             && "$VPY" -c "import $pkg.msg" >/dev/null 2>&1; then

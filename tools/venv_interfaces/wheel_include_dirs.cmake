@@ -1,0 +1,20 @@
+# Workaround for the PyPI ROS 2 wheels: their exported *__rosidl_generator_py targets carry the wheel
+# builder's include dirs (/opt/python/...).  Point them at this interpreter's Python and NumPy headers.
+# Included by every package here after its find_package calls (Python3 with Development.Module and NumPy).
+get_directory_property(_imported_targets IMPORTED_TARGETS)
+foreach(_target IN LISTS _imported_targets)
+  if(_target MATCHES "__rosidl_generator_py$")
+    get_target_property(_dirs ${_target} INTERFACE_INCLUDE_DIRECTORIES)
+    if(_dirs)
+      set(_kept "")
+      foreach(_dir IN LISTS _dirs)
+        if(EXISTS "${_dir}")
+          list(APPEND _kept "${_dir}")
+        endif()
+      endforeach()
+      list(APPEND _kept ${Python3_INCLUDE_DIRS} ${Python3_NumPy_INCLUDE_DIRS})
+      list(REMOVE_DUPLICATES _kept)
+      set_target_properties(${_target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_kept}")
+    endif()
+  endif()
+endforeach()
