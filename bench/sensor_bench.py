@@ -62,7 +62,7 @@ from robot_bridge.model import AttachedSensor, Geometry, Link, Mesh, Robot, Sphe
 from robot_bridge.model.transform import make, rotation_axis_angle  # noqa: E402
 from robot_bridge.ros.memory import tune_allocator_for_large_messages  # noqa: E402
 from robot_bridge.sim import LaserModel, PinholeModel, Scene  # noqa: E402
-from robot_bridge.sim.scene import PinholeView  # noqa: E402
+from robot_bridge.sim.pinhole import PinholeView  # noqa: E402
 from robot_bridge.sim.raycast import BACKENDS, resolve_backend  # noqa: E402
 from proc_cpu import cpu_seconds  # noqa: E402
 
@@ -139,7 +139,7 @@ def bench_camera(quick: bool) -> dict:
         "messages": lambda: (conv.image_msg(rgb, "rgb8", "f", Time()),
                              conv.image_msg(depth, "32FC1", "f", Time())),
     }
-    view = PinholeView(pose[:3, :3], pose[:3, 3], cam.width, cam.height, cam.fx, cam.fy, cam.cx, cam.cy)
+    view = PinholeView(cam, pose[:3, :3], pose[:3, 3])
     stages["scene_query_zbuffer"] = lambda: scene.cast(
         pose[:3, 3][None], dirs, max_range=cam.range_max, exclude=exclude, apex=pose[:3, 3], normals=False,
         cosine=True, pinhole=view)

@@ -15,17 +15,12 @@ from typing import Iterable, Mapping, Optional
 import numpy as np
 
 from ..model import AttachedSensor
-from .scene import PinholeView, Scene
+from .pinhole import PinholeGrid, PinholeView
+from .scene import Scene
 
 
 @dataclass
-class PinholeModel:
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
+class PinholeModel(PinholeGrid):
     range_min: float = 0.0
     range_max: float = 20.0
     ambient: float = 0.3
@@ -63,16 +58,10 @@ class PinholeModel:
                        cx=sx * (self.cx + 0.5) - 0.5, cy=sy * (self.cy + 0.5) - 0.5, _rays=None, _z=None,
                        _last=None)
 
-    @property
-    def K(self) -> np.ndarray:
-        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
-
     def rays(self) -> np.ndarray:
         """Unit ray per pixel in the optical frame, (height * width, 3), row-major."""
         if self._rays is None:
-            u, v = np.meshgrid(np.arange(self.width, dtype=float), np.arange(self.height, dtype=float))
-            d = np.stack([(u - self.cx) / self.fx, (v - self.cy) / self.fy, np.ones_like(u)], axis=-1)
-            self._rays = (d / np.linalg.norm(d, axis=-1, keepdims=True)).reshape(-1, 3)
+            self._rays = self.unit_rays()
         return self._rays
 
     def render(self, scene: Scene, pose: np.ndarray, exclude: Iterable[tuple[str, str]] = (),
@@ -110,8 +99,7 @@ class PinholeModel:
         origins = pose[:3, 3] + self.range_min * dirs if self.range_min else pose[:3, 3][None]
         hits = scene.cast(origins, dirs, max_range=self.range_max - self.range_min, exclude=exclude,
                           apex=pose[:3, 3], normals=False, cosine=color, pinhole=PinholeView(
-                              pose[:3, :3], pose[:3, 3], self.width, self.height, self.fx, self.fy, self.cx,
-                              self.cy, self.range_min))
+                              self, pose[:3, :3], pose[:3, 3], self.range_min))
         distance = hits.distance + self.range_min if self.range_min else hits.distance
         depth = np.multiply(distance, self._optical_z(), dtype=np.float32)
         depth[np.isinf(depth)] = np.nan

@@ -15,17 +15,12 @@ from typing import Iterable, Optional
 import numpy as np
 
 from ..model import AttachedSensor
+from .pinhole import PinholeGrid
 from .scene import Scene
 
 
 @dataclass
-class FlashLidarModel:
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
+class FlashLidarModel(PinholeGrid):
     range_min: float = 0.0
     range_max: float = 30.0
     scan_time: float = 0.1
@@ -46,16 +41,10 @@ class FlashLidarModel:
             raise ValueError(f"flash lidar {sensor.name!r}: need 0 <= range_min < range_max (got {lo}, {hi})")
         return cls(width, height, fx, fy, cx, cy, lo, hi, float(p.get("scan_time", 0.1) or 0.1))
 
-    def directions(self) -> np.ndarray:
-        """Unit ray directions in the sensor frame, (height, width, 3), row-major like the cloud."""
-        u, v = np.meshgrid(np.arange(self.width, dtype=float), np.arange(self.height, dtype=float))
-        d = np.stack([(u - self.cx) / self.fx, (v - self.cy) / self.fy, np.ones_like(u)], axis=-1)
-        return d / np.linalg.norm(d, axis=-1, keepdims=True)
-
     def scan(self, scene: Scene, pose: np.ndarray, exclude: Iterable[tuple[str, str]] = (),
              rng: Optional[np.random.Generator] = None) -> np.ndarray:
         """Points (height, width, 3) float32 in the sensor frame; NaN where nothing is hit."""
-        local = self.directions().reshape(-1, 3)
+        local = self.unit_rays()
         dirs = local @ np.ascontiguousarray(pose[:3, :3].T)
         origins = pose[:3, 3] + self.range_min * dirs
         hits = scene.cast(origins, dirs, max_range=self.range_max - self.range_min, exclude=exclude,

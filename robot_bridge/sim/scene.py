@@ -26,6 +26,7 @@ from ..kinematics.frames import optical_offset
 from ..model import AttachedSensor, Box, Cylinder, Geometry, Mesh, Robot, Sphere
 from . import raster, raycast
 from .merged import MERGED_KINDS, MIN_RAYS_FOR_ROBOT, MergedTriangles, local_triangles
+from .pinhole import PinholeView
 
 
 @dataclass
@@ -54,21 +55,6 @@ class Hits:
     shape: np.ndarray        # (N,) index into Scene.shapes, -1 where nothing was hit
     normal: Optional[np.ndarray]   # (N, 3) world-frame unit surface normal facing the ray (if asked)
     cosine: Optional[np.ndarray] = None   # (N,) |normal . direction|, 0 where nothing was hit (if asked)
-
-
-@dataclass(frozen=True)
-class PinholeView:
-    """A pinhole camera's pixel grid at its world pose (optical frame: x right, y down, z forward)."""
-
-    rotation: np.ndarray       # (3, 3) optical frame -> world
-    position: np.ndarray       # (3,) optical centre in the world
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    range_min: float = 0.0
 
 
 class Scene:
@@ -224,7 +210,7 @@ class Scene:
     # -- queries -------------------------------------------------------------
     def cast(self, origins: np.ndarray, directions: np.ndarray, max_range: float = np.inf,
              exclude: Iterable[tuple[str, str]] = (), apex: Optional[np.ndarray] = None,
-             normals: bool = True, cosine: bool = False, pinhole: Optional["PinholeView"] = None) -> Hits:
+             normals: bool = True, cosine: bool = False, pinhole: Optional[PinholeView] = None) -> Hits:
         """First hit of each ray (world frame, unit directions) within ``max_range`` of its origin.
 
         ``exclude`` lists (body, link) pairs to ignore, e.g. the sensor's own link.  ``apex``: a point
@@ -306,7 +292,7 @@ class Scene:
         raycast.clear_misses(best > max_range, best, which, normal, cos)
         return Hits(best, which, normal, cos)
 
-    def _raster(self, view: "PinholeView", indices, poses, origins, directions, normals, cosine):
+    def _raster(self, view: PinholeView, indices, poses, origins, directions, normals, cosine):
         """Hits of the pixels' rays on the boxes and meshes ``indices``: the z-buffer finds the triangle,
         :func:`raycast.plane_hits` the distance (as after any ray caster backend).  The still bodies are one
         cached world-frame set; the robot's links are drawn from their own meshes at their poses (a moving
@@ -320,9 +306,10 @@ class Scene:
             if self.shapes[i].body == self.robot.name:
                 mesh = self._local_mesh(self.shapes[i])
                 parts.append((mesh, poses[i], np.full(len(mesh), i, dtype=np.int64)))
+        grid = view.grid
         tri = raster.nearest_triangles([(m.vertices, m.faces, pose) for m, pose, _ in parts], view.rotation,
-                                       view.position, view.width, view.height, view.fx, view.fy, view.cx,
-                                       view.cy, view.range_min)
+                                       view.position, grid.width, grid.height, grid.fx, grid.fy, grid.cx,
+                                       grid.cy, view.range_min)
         face_normals, offsets = [], []
         for mesh, pose, _ in parts:
             if pose is None:
@@ -351,7 +338,7 @@ class Scene:
         return mesh
 
     @staticmethod
-    def _pixel_rect(view: "PinholeView", shape: Shape, pose: np.ndarray) -> Optional[np.ndarray]:
+    def _pixel_rect(view: PinholeView, shape: Shape, pose: np.ndarray) -> Optional[np.ndarray]:
         """Pixel rows (row-major indices) whose centres lie within the image of the cube about the shape's
         bounding sphere (it contains the sphere's image); None when the cube reaches behind the camera."""
         radius = shape.bound_radius
@@ -361,13 +348,14 @@ class Scene:
         corners = centre + radius * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
         if corners[:, 2].min() <= 1e-9:
             return None
-        u = view.fx * corners[:, 0] / corners[:, 2] + view.cx
-        v = view.fy * corners[:, 1] / corners[:, 2] + view.cy
-        u0, u1 = max(0, int(np.ceil(u.min() - 1e-3))), min(view.width - 1, int(np.floor(u.max() + 1e-3)))
-        v0, v1 = max(0, int(np.ceil(v.min() - 1e-3))), min(view.height - 1, int(np.floor(v.max() + 1e-3)))
+        grid = view.grid
+        u = grid.fx * corners[:, 0] / corners[:, 2] + grid.cx
+        v = grid.fy * corners[:, 1] / corners[:, 2] + grid.cy
+        u0, u1 = max(0, int(np.ceil(u.min() - 1e-3))), min(grid.width - 1, int(np.floor(u.max() + 1e-3)))
+        v0, v1 = max(0, int(np.ceil(v.min() - 1e-3))), min(grid.height - 1, int(np.floor(v.max() + 1e-3)))
         if u0 > u1 or v0 > v1:
             return np.zeros(0, dtype=np.int64)
-        return (np.arange(v0, v1 + 1)[:, None] * view.width + np.arange(u0, u1 + 1)).ravel()
+        return (np.arange(v0, v1 + 1)[:, None] * grid.width + np.arange(u0, u1 + 1)).ravel()
 
     def _cone_cull(self, apex, directions, active, poses, max_range) -> dict[int, Optional[np.ndarray]]:
         """Per shape, the rows whose line from ``apex`` passes its bounding sphere (None: all rows)."""
