@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-FORMAT_VERSION = b"robot_bridge mesh cache 2\0"       # 2: Inventor/VRML colour in the STL header
+FORMAT_VERSION = b"robot_bridge mesh cache 3\0"       # 3: Inventor/VRML colour parts (count in the header)
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 CACHE_NAME = re.compile(r"[0-9a-f]{64}\.(stl|dae|obj)\Z")
 _INCLUDE = re.compile(rb'\b(?:File|Inline)\s*\{[^}]*?\b(?:name|url)\s+(?:\[\s*)?"([^"]+)"')
@@ -63,6 +63,11 @@ def array_key(vertices: np.ndarray, triangles: np.ndarray, *extra: np.ndarray) -
         a = np.ascontiguousarray(a)
         h.update(str((a.dtype.str, a.shape)).encode() + a.tobytes())
     return h.hexdigest()
+
+
+def part_key(key: str, index: int) -> str:
+    """Key of the ``index``-th colour part of the mesh cached under ``key``."""
+    return hashlib.sha256(f"{key}/part{index}".encode()).hexdigest()
 
 
 class MeshCache:
@@ -135,4 +140,4 @@ class MeshCache:
         return removed
 
 
-__all__ = ["MeshCache", "array_key", "default_cache_dir", "file_key", "DEFAULT_MAX_BYTES"]
+__all__ = ["MeshCache", "array_key", "default_cache_dir", "file_key", "part_key", "DEFAULT_MAX_BYTES"]

@@ -490,17 +490,35 @@ def read_inventor_coloured(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return vertices, triangles, colours
 
 
+def colour_parts(vertices, triangles, colours
+                 ) -> list[tuple[Optional[tuple[float, float, float]], np.ndarray]]:
+    """The triangles grouped by diffuse colour, the largest surface area first: (rgb, or None for faces
+    without a Material; the group's triangle rows)."""
+    colours = np.asarray(colours, dtype=float).reshape(-1, 3)
+    if len(colours) == 0:
+        return []
+    tri = np.asarray(vertices, dtype=float)[np.asarray(triangles)]
+    area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
+    keys = np.where(np.isnan(colours), -1.0, colours)          # no Material: one group of its own
+    unique, index = np.unique(keys, axis=0, return_inverse=True)
+    index = index.reshape(-1)
+    totals = np.bincount(index, weights=area, minlength=len(unique))
+    parts = []
+    for g in sorted(range(len(unique)), key=lambda g: -totals[g]):
+        rgb = None if unique[g][0] < 0 else tuple(float(c) for c in unique[g])
+        parts.append((rgb, np.flatnonzero(index == g)))
+    return parts
+
+
 def dominant_colour(vertices, triangles, colours) -> Optional[tuple[float, float, float]]:
     """The diffuse colour covering the largest surface area (None when no face has one)."""
-    colours = np.asarray(colours, dtype=float).reshape(-1, 3)
-    coloured = ~np.isnan(colours).any(axis=1)
-    if not coloured.any():
-        return None
-    tri = np.asarray(vertices, dtype=float)[np.asarray(triangles)[coloured]]
-    area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1)
-    unique, index = np.unique(colours[coloured], axis=0, return_inverse=True)
-    best = unique[int(np.argmax(np.bincount(index.reshape(-1), weights=area, minlength=len(unique))))]
-    return tuple(float(c) for c in best)
+    return next((rgb for rgb, _ in colour_parts(vertices, triangles, colours) if rgb is not None), None)
+
+
+def submesh(vertices, triangles, rows) -> tuple[np.ndarray, np.ndarray]:
+    """The triangles ``rows`` as a mesh of their own (only the vertices they use)."""
+    used, inverse = np.unique(np.asarray(triangles)[rows], return_inverse=True)
+    return np.asarray(vertices)[used], inverse.reshape(-1, 3)
 
 
 def is_inventor(path) -> bool:

@@ -481,6 +481,8 @@ class _MeshWriter:
         self.done: dict[tuple, Optional[str]] = {}
         self.used: set[str] = set()
         self.colours: dict[str, tuple[float, float, float]] = {}    # URI -> the converted file's colour
+        self._part_files: dict[str, list[Path]] = {}    # URI -> its colour parts' files (two or more)
+        self._parts: dict[str, list[tuple[str, Optional[tuple[float, float, float]]]]] = {}
 
     def uri(self, mesh: Mesh, label: str) -> Optional[str]:
         key = (mesh.uri, mesh.path, id(mesh.vertices) if mesh.vertices is not None else None)
@@ -505,14 +507,27 @@ class _MeshWriter:
             if viewer_uri and self.target.keep_written_uris:
                 return written
             return self._locate(Path(mesh.path), label)
-        out = self._convert(mesh, label)
-        if out is None:
+        converted = self._convert(mesh, label)
+        if converted is None:
             return None
+        out, parts = converted
         uri = self._locate(out, label)
         colour = stl_colour(out)
         if colour is not None:
             self.colours[uri] = colour
+        if parts:
+            self._part_files[uri] = parts
         return uri
+
+    def visual_parts(self, uri: str, label: str) -> list[tuple[str, Optional[tuple[float, float, float]]]]:
+        """(URI, colour) of each colour part of a converted mesh with several colours (largest surface
+        first; colour None for faces without one), else [(uri, its colour)]: a visual per colour draws an
+        Inventor/VRML file in its own colours (a URDF visual has one material)."""
+        if uri not in self._part_files:
+            return [(uri, self.colours.get(uri))]
+        if uri not in self._parts:
+            self._parts[uri] = [(self._locate(p, label), stl_colour(p)) for p in self._part_files[uri]]
+        return self._parts[uri]
 
     def _locate(self, path: Path, label: str) -> str:
         self.report.mesh_files.append(str(path))
@@ -523,7 +538,8 @@ class _MeshWriter:
                                           f"published as {uri} (only this host can load it)")
         return uri
 
-    def _convert(self, mesh: Mesh, label: str) -> Optional[Path]:
+    def _convert(self, mesh: Mesh, label: str) -> Optional[tuple[Path, list[Path]]]:
+        """The converted STL and, for a mesh of several colours, one STL per colour (else [])."""
         from . import mesh_cache
 
         cache = self.target.cache
@@ -536,13 +552,21 @@ class _MeshWriter:
                 key = (mesh_cache.array_key(mesh.vertices, mesh.triangles) if mesh.vertices is not None
                        else mesh_cache.file_key(mesh.path))
                 found = cache.get(key)
-                if found is not None:
+                count = stl_part_count(found) if found is not None else 0
+                parts = [cache.get(mesh_cache.part_key(key, i)) for i in range(count)]
+                if found is not None and all(parts):
                     self.report.meshes_cached.append(str(found))
-                    return found
-                out = cache.put(key, self._stl(mesh))
+                    return found, parts
+                whole, part_bytes = self._stl(mesh)
+                out = cache.put(key, whole)
+                parts = [cache.put(mesh_cache.part_key(key, i), b) for i, b in enumerate(part_bytes)]
             else:
                 out = self._named_file(mesh, label)
-                out.write_bytes(self._stl(mesh))
+                whole, part_bytes = self._stl(mesh)
+                out.write_bytes(whole)
+                parts = [out.with_name(f"{out.stem}_part{i}.stl") for i in range(len(part_bytes))]
+                for path, b in zip(parts, part_bytes):
+                    path.write_bytes(b)
         except DescriptionError as exc:
             self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: {exc.message}; dropped")
             return None
@@ -551,21 +575,27 @@ class _MeshWriter:
                                                f"mesh ({exc}); dropped")
             return None
         self.report.meshes_converted.append(str(out))
-        return out
+        return out, parts
 
     @staticmethod
-    def _stl(mesh: Mesh) -> bytes:
-        """Binary STL of a mesh; an Inventor/VRML file's main diffuse colour goes into the header."""
+    def _stl(mesh: Mesh) -> tuple[bytes, list[bytes]]:
+        """Binary STL of a mesh and, for an Inventor/VRML file of several colours, one per colour.  The
+        whole mesh's header names the main diffuse colour and how many parts there are; each part's, its
+        colour."""
         from . import meshes
 
         if mesh.vertices is not None:
-            return meshes.stl_bytes(mesh.vertices, mesh.triangles)
+            return meshes.stl_bytes(mesh.vertices, mesh.triangles), []
         if not meshes.is_inventor(mesh.path):
-            return meshes.stl_bytes(*meshes.load_triangles(mesh.path))
+            return meshes.stl_bytes(*meshes.load_triangles(mesh.path)), []
         vertices, triangles, colours = meshes.read_inventor_coloured(mesh.path)
-        data = meshes.stl_bytes(vertices, triangles)
-        colour = meshes.dominant_colour(vertices, triangles, colours)
-        return data if colour is None else _STL_COLOUR + _rgba_bytes(colour) + data[10:]
+        groups = meshes.colour_parts(vertices, triangles, colours)
+        if len(groups) < 2:
+            return _with_header(meshes.stl_bytes(vertices, triangles), groups[0][0] if groups else None), []
+        parts = [_with_header(meshes.stl_bytes(*meshes.submesh(vertices, triangles, rows)), rgb)
+                 for rgb, rows in groups]
+        main = meshes.dominant_colour(vertices, triangles, colours)
+        return _with_header(meshes.stl_bytes(vertices, triangles), main, len(parts)), parts
 
     def _named_file(self, mesh: Mesh, label: str) -> Path:
         self.mesh_dir.mkdir(parents=True, exist_ok=True)
@@ -579,24 +609,44 @@ class _MeshWriter:
         return self.mesh_dir / name
 
 
-# The Materialise/VisCAM binary STL convention: "COLOR=" and RGBA bytes in the 80-byte header
+# The Materialise/VisCAM binary STL convention: "COLOR=" and RGBA bytes in the 80-byte header; after them
+# " parts=N" when the mesh was also written as N files of one colour each (mesh_cache.part_key)
 _STL_COLOUR = b"COLOR="
+_STL_PARTS = re.compile(rb" parts=(\d+)")
 
 
 def _rgba_bytes(rgb) -> bytes:
     return bytes(int(round(min(max(float(c), 0.0), 1.0) * 255)) for c in rgb) + b"\xff"
 
 
-def stl_colour(path) -> Optional[tuple[float, float, float]]:
-    """The colour a binary STL's header names (``COLOR=`` + RGBA bytes), or None."""
+def _with_header(stl: bytes, colour, parts: int = 0) -> bytes:
+    if colour is None and not parts:
+        return stl
+    head = (_STL_COLOUR + _rgba_bytes(colour) if colour is not None else b"") + \
+        (b" parts=%d" % parts if parts else b"")
+    return head.ljust(80, b"\0") + stl[80:]
+
+
+def _stl_header(path) -> bytes:
     try:
         with open(path, "rb") as f:
-            head = f.read(80)
+            return f.read(80)
     except OSError:
-        return None
+        return b""
+
+
+def stl_colour(path) -> Optional[tuple[float, float, float]]:
+    """The colour a binary STL's header names (``COLOR=`` + RGBA bytes), or None."""
+    head = _stl_header(path)
     if not head.startswith(_STL_COLOUR) or len(head) < 10:
         return None
     return tuple(b / 255.0 for b in head[6:9])
+
+
+def stl_part_count(path) -> int:
+    """How many colour parts a converted STL's header announces (0: none)."""
+    found = _STL_PARTS.search(_stl_header(path))
+    return int(found.group(1)) if found else 0
 
 
 def _comment_text(text: str) -> str:
@@ -695,14 +745,25 @@ def _geometry_el(parent, tag: str, g: Geometry, label: str, meshes: _MeshWriter,
                  report: ConversionReport) -> None:
     s = g.shape
     m = g.material
+    uri = None
     if isinstance(s, Mesh):
         uri = meshes.uri(s, label)
         if uri is None:
             return
-        if m.diffuse is None and uri in meshes.colours:      # the mesh file's own colour
-            m = dataclasses.replace(m, diffuse=meshes.colours[uri])
-    el = etree.SubElement(parent, tag, **({"name": g.name} if g.name else {}))
-    _origin_el(el, g.origin)
+        if tag == "visual" and m.diffuse is None:           # the mesh file's own colours
+            parts = meshes.visual_parts(uri, label)
+            for i, (part_uri, colour) in enumerate(parts):
+                name = g.name and (g.name if len(parts) == 1 else f"{g.name}_{i}")
+                _shape_el(parent, tag, name, g.origin, s, part_uri,
+                          m if colour is None else dataclasses.replace(m, diffuse=colour), materials)
+            return
+    _shape_el(parent, tag, g.name, g.origin, s, uri, m, materials)
+
+
+def _shape_el(parent, tag: str, name: Optional[str], origin: np.ndarray, s, uri: Optional[str], m: Material,
+              materials: dict) -> None:
+    el = etree.SubElement(parent, tag, **({"name": name} if name else {}))
+    _origin_el(el, origin)
     geom = etree.SubElement(el, "geometry")
     if isinstance(s, Box):
         etree.SubElement(geom, "box", size=_fmt(s.size))

@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from robot_bridge.cli.main import main as cli
-from robot_bridge.formats import urdf
+from robot_bridge.formats import meshes, urdf
 from robot_bridge.formats.mesh_cache import MeshCache
-from robot_bridge.model import Link, Robot
+from robot_bridge.model import Link, Mesh, Robot
 from robot_bridge.render import render, scene_triangles, visuals_only
 from robot_bridge.sim import Scene
 
@@ -34,6 +34,16 @@ def published(openrave_data, tmp_path_factory):
                         search_path=[str(openrave_data)],
                         meshes=mesh_target("file", cache))
     return loaded.robot, loaded.urdf
+
+
+def _colours(g) -> int:
+    """How many diffuse colours (faces without a Material: one more) a visual's Inventor file has; 1 for
+    anything else or a visual whose model colour covers the whole mesh."""
+    if not isinstance(g.shape, Mesh) or g.shape.path is None or g.material.diffuse is not None \
+            or not meshes.is_inventor(g.shape.path):
+        return 1
+    _, _, colours = meshes.read_inventor_coloured(g.shape.path)
+    return max(1, len(np.unique(np.nan_to_num(colours, nan=-1.0), axis=0)))
 
 
 def _image(path) -> np.ndarray:
@@ -57,8 +67,9 @@ def test_render_published_urdf_matches_model(published, tmp_path):
     for name in ("desc.urdf", "desc.yaml"):
         assert cli(["render", "--urdf", str(tmp_path / name), "-o", str(tmp_path / f"{name}.png")]) == 0
     described = urdf.read_published(tmp_path / "desc.yaml")
+    # a visual per model visual, and per further colour of an Inventor file (a URDF visual has one colour)
     assert sum(len(lk.visuals) for lk in described.links.values()) == \
-        sum(len(lk.visuals) for lk in model.links.values())
+        sum(_colours(g) for lk in model.links.values() for g in lk.visuals)
 
     # rviz draws the URDF in its root frame: the model likewise, without its placement in the world
     model = visuals_only(copy.deepcopy(model))

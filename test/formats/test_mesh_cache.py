@@ -155,7 +155,26 @@ Transform { children [ Shape {
 """
 
 
-def test_inventor_colours_become_urdf_materials(tmp_path):
+def _file_of(uri: str):
+    from pathlib import Path
+    from urllib.parse import unquote, urlsplit
+
+    return Path(unquote(urlsplit(uri).path))
+
+
+def _visuals(text: str) -> list[tuple[str, list[float] | None]]:
+    """(mesh file, rgba or None) of each visual."""
+    out = []
+    for v in etree.fromstring(text.encode()).iterfind("link/visual"):
+        colour = v.find("material/color")
+        out.append((v.find("geometry/mesh").get("filename"),
+                    [float(x) for x in colour.get("rgba").split()] if colour is not None else None))
+    return out
+
+
+def test_inventor_colours_become_a_visual_per_colour(tmp_path):
+    import trimesh
+
     from robot_bridge.formats import meshes
 
     iv, wrl = tmp_path / "two.iv", tmp_path / "tri.wrl"
@@ -168,12 +187,52 @@ def test_inventor_colours_become_urdf_materials(tmp_path):
     for attempt in range(2):                                              # converted, then from the cache
         robot = _robot(Mesh("two.iv", str(iv)), Mesh("tri.wrl", str(wrl)))
         text, report = urdf.to_urdf(robot, target=urdf.MeshTarget(cache=cache))
-        assert len(report.meshes_cached) == 2 * attempt
-        colours = [[float(x) for x in c.get("rgba").split()]
-                   for c in etree.fromstring(text.encode()).iterfind("link/visual/material/color")]
-        np.testing.assert_allclose(colours, [[0.9, 0.1, 0.1, 1], [0.2, 0.6, 0.3, 1]], atol=1 / 255)
-    # a colour the model gives wins over the file's
+        assert len(report.meshes_cached) == 2 * attempt and len(report.meshes_converted) == 2 * (1 - attempt)
+        visuals = _visuals(text)
+        # the two cubes: one visual each in its own colour, largest surface first; the triangle: one
+        assert len(visuals) == 3
+        np.testing.assert_allclose([rgba for _, rgba in visuals],
+                                   [[0.9, 0.1, 0.1, 1], [0.1, 0.1, 0.9, 1], [0.2, 0.6, 0.3, 1]], atol=1 / 255)
+        big, small = (trimesh.load(str(_file_of(uri)), force="mesh", process=False) for uri, _ in visuals[:2])
+        np.testing.assert_allclose(big.bounds, [[-1, -1, -1], [1, 1, 1]])
+        np.testing.assert_allclose(small.bounds, [[2.9, -0.1, -0.1], [3.1, 0.1, 0.1]])
+        assert len(big.faces) == len(small.faces) == 12
+        # the collision keeps the whole mesh, one file
+        collisions = [el.get("filename") for el in etree.fromstring(text.encode()).iterfind(
+            "link/collision/geometry/mesh")]
+        whole = trimesh.load(str(_file_of(collisions[0])), force="mesh", process=False)
+        assert len(collisions) == 2 and len(whole.faces) == 24
+        assert {str(_file_of(u)) for u, _ in visuals} | {str(_file_of(u)) for u in collisions} == \
+            set(report.mesh_files)                                      # every file named (served, kept)
+    # a part deleted from the cache: the mesh is converted again, not shown without it
+    _file_of(visuals[1][0]).unlink()
+    text, report = urdf.to_urdf(_robot(Mesh("two.iv", str(iv))), target=urdf.MeshTarget(cache=cache))
+    assert len(report.meshes_converted) == 1 and len(_visuals(text)) == 2
+    assert _file_of(visuals[1][0]).is_file()
+    # a colour the model gives wins over the file's: the whole mesh in that colour
     robot = _robot(Mesh("two.iv", str(iv)))
     robot.links["a"].visuals[0].material.diffuse = (0.0, 0.0, 0.0)
     text, _ = urdf.to_urdf(robot, target=urdf.MeshTarget(cache=cache))
-    assert 'rgba="0.0 0.0 0.0 1.0"' in text
+    assert [rgba for _, rgba in _visuals(text)] == [[0.0, 0.0, 0.0, 1.0]]
+    assert _visuals(text)[0][0] == collisions[0]
+    # named files: the whole mesh and its parts beside it
+    text, _ = urdf.to_urdf(_robot(Mesh("two.iv", str(iv))), mesh_dir=tmp_path / "named")
+    assert [_file_of(u).name for u, _ in _visuals(text)] == ["two_part0.stl", "two_part1.stl"]
+    assert sorted(p.name for p in (tmp_path / "named").iterdir()) == \
+        ["two.stl", "two_part0.stl", "two_part1.stl"]
+
+
+def test_faces_without_a_material_are_a_part_of_their_own(tmp_path):
+    iv = tmp_path / "half.iv"
+    iv.write_text("""#Inventor V2.0 ascii
+Separator {
+  Cube { width 2 height 2 depth 2 }
+  Translation { translation 3 0 0 }
+  Material { diffuseColor 0 0 1 }
+  Cube { width 1 height 1 depth 1 }
+}
+""")
+    target = urdf.MeshTarget(cache=MeshCache(tmp_path / "cache"))
+    text, _ = urdf.to_urdf(_robot(Mesh("half.iv", str(iv))), target=target)
+    # the uncoloured cube is the larger part: no material of its own (the viewer's default)
+    assert [rgba for _, rgba in _visuals(text)] == [None, [0.0, 0.0, 1.0, 1.0]]
