@@ -85,7 +85,14 @@ def test_default_converts_into_cache_and_restart_converts_nothing(openrave_data,
         assert uri.startswith("file://") and path.parent == cache.resolve(), uri
         assert len(trimesh.load(str(path), force="mesh").faces) > 0
     converted, cached = counts(log1)
-    assert converted == len(set(uris)) and cached == 0
+    # one conversion per Inventor file the model names (a file of several colours: its parts too)
+    from robot_bridge.formats import load, meshes
+
+    model = load(robot, search_path=[str(openrave_data)])
+    sources = {g.shape.path for link in model.links.values() for g in link.visuals + link.collisions
+               if getattr(g.shape, "path", None) and meshes.is_inventor(g.shape.path)}
+    assert converted == len(sources) == 12 and cached == 0
+    assert len(set(uris)) > converted                   # barrettwam has files of several colours
     second, log2 = run_until_description(robot, cache, search=openrave_data)
     assert second == first
     assert counts(log2) == (0, converted)
