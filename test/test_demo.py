@@ -42,5 +42,6 @@ def test_demo_runs_end_to_end(tmp_path):
         assert (out / picture).read_bytes().startswith(b"\x89PNG")
     if (REPO.parent / "shared" / "corpus").is_dir():      # the mesh robot as rviz sees it
         mesh = re.search(r"mesh robot: \S+ -> robot_description with (\d+) visuals", report)
-        assert mesh and int(mesh.group(1)) == 28, report     # 18 model visuals + one per further colour of a file
+        # 18 model visuals, and one more per further colour of a file
+        assert mesh and int(mesh.group(1)) == 28, report
         assert (out / "barrettwam_rviz.png").read_bytes().startswith(b"\x89PNG")

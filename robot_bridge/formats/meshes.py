@@ -16,7 +16,8 @@ use (see the OpenRAVE corpus models):
 - Inventor V2.1 binary (Coin's writer) with the same nodes, ``VertexProperty``
   included (see :class:`_BinaryParser`); older binary files are refused.
 
-``Material`` diffuse colours are kept per triangle (:func:`read_inventor_coloured`);
+``Material`` diffuse colours (bound per face or part by ``MaterialBinding``; VRML 2 ``Color`` per face or
+vertex) are kept per triangle (:func:`read_inventor_coloured`);
 everything else (normals, hints, textures) is ignored: only geometry matters here.
 
 This module is the one mesh loader: the URDF writer, the sensor simulation
@@ -283,6 +284,26 @@ def _floats(node: _Node, name: str, default=None) -> np.ndarray:
         raise SchemaError(f"{node.type}.{name}: expected numbers, got {got!r}") from None
 
 
+def _index_groups(indices: np.ndarray) -> list[list[int]]:
+    """An index field split at its -1 separators (coordIndex, colorIndex, materialIndex)."""
+    groups, cur = [], []
+    for i in indices:
+        if i < 0:
+            groups.append(cur)
+            cur = []
+        else:
+            cur.append(int(i))
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def _first_of_groups(indices: np.ndarray, n: int) -> np.ndarray:
+    """The first entry of each of the first ``n`` groups of a per-vertex index field (0 where short)."""
+    firsts = [g[0] if g else 0 for g in _index_groups(indices)][:n]
+    return np.array(firsts + [0] * (n - len(firsts)), dtype=np.int64)
+
+
 class _Collector:
     def __init__(self, file: Path, depth: int = 0):
         self.file = file
@@ -297,6 +318,8 @@ class _Collector:
         if not tris:
             return
         rgb = np.full((1, 3), np.nan) if colour is None else np.asarray(colour, dtype=float).reshape(-1, 3)
+        if len(rgb) == len(polygons) != len(tris):           # a colour per polygon: one per its triangles
+            rgb = np.repeat(rgb, [max(len(p) - 2, 0) for p in polygons], axis=0)
         self.colours.append(np.broadcast_to(rgb if len(rgb) in (1, len(tris)) else rgb[:1], (len(tris), 3)))
         tri = np.asarray(tris, dtype=np.int64)
         if tri.min() < 0 or tri.max() >= len(points):
@@ -363,25 +386,24 @@ class _Collector:
                     n = len(state["coords"]) - i
                 polys.append(list(range(i, i + n)))
                 i += n
-            self.add(state["coords"], polys, t, state.get("diffuse"))
+            self.add(state["coords"], polys, t, self._face_colours(node, state, polys))
         elif kind in ("IndexedFaceSet", "IndexedTriangleStripSet"):
             coords = state["coords"]
             for v in node.fields.get("coord", []) + node.fields.get("vertexProperty", []):
                 if isinstance(v, _Node):
                     coords = _floats(v, "point" if "point" in v.fields else "vertex").reshape(-1, 3)
-            groups, cur = [], []
-            for i in _floats(node, "coordIndex").astype(int):
-                if i < 0:
-                    groups.append(cur)
-                    cur = []
-                else:
-                    cur.append(int(i))
-            if cur:
-                groups.append(cur)
+            groups = _index_groups(_floats(node, "coordIndex").astype(int))
             if kind == "IndexedTriangleStripSet":
+                strips = groups
                 groups = [[g[k], g[k + 1], g[k + 2]] if k % 2 == 0 else [g[k + 1], g[k], g[k + 2]]
-                          for g in groups for k in range(len(g) - 2)]
-            self.add(coords, groups, t, state.get("diffuse"))
+                          for g in strips for k in range(len(g) - 2)]
+                if state.get("binding", "").startswith("PER_PART"):     # a strip's colour on its triangles
+                    colour = self._face_colours(node, state, strips)
+                    if colour is not None and len(colour) == len(strips):
+                        colour = np.repeat(colour, [max(len(g) - 2, 0) for g in strips], axis=0)
+                    self.add(coords, groups, t, colour)
+                    return
+            self.add(coords, groups, t, self._face_colours(node, state, groups))
         elif kind in ("Cube", "Box"):
             if "size" in node.fields:
                 size = _floats(node, "size")
@@ -408,14 +430,56 @@ class _Collector:
             sub = _Collector(self.file.parent / name, self.depth + 1)
             v, f = sub.read()
             self.add(v, f.tolist(), t, np.vstack(sub.colours) if sub.colours else None)
-        elif kind == "Material":                 # the first diffuse colour (per-face bindings: approximated)
+        elif kind == "Material":                 # several diffuse colours: per face as MaterialBinding says
             diffuse = _floats(node, "diffuseColor")
             if diffuse.size >= 3:
-                state["diffuse"] = diffuse[:3]
+                state["diffuse_list"] = diffuse[:diffuse.size // 3 * 3].reshape(-1, 3)
+                state["diffuse"] = state["diffuse_list"][0]
+        elif kind == "MaterialBinding":
+            state["binding"] = str((node.fields.get("value") or ["OVERALL"])[0])
         elif kind == "Appearance":               # VRML 2: Shape { appearance Appearance { material ... } }
             self.walk([v for vs in node.fields.values() for v in vs if isinstance(v, _Node)], state)
         else:
             self.walk(node.children, state)      # materials, normals, hints: no geometry
+
+    @staticmethod
+    def _face_colours(node: _Node, state: dict, faces: list[list[int]]) -> Optional[np.ndarray]:
+        """A colour per face of a face set ((len(faces), 3)), or the one colour in force (None: none).
+
+        VRML 2: a ``Color`` node replaces the material's diffuse colour, per face (``colorPerVertex
+        FALSE``: ``colorIndex`` or in order) or per vertex.  Inventor: the ``Material``'s diffuse colours
+        as ``MaterialBinding`` binds them (``PER_FACE``/``PER_PART`` in order, ``*_INDEXED`` by
+        ``materialIndex``).  A colour per vertex colours each face by its first corner (an STL face has one
+        colour); an index past the table's end wraps around."""
+        n = len(faces)
+        first_corners = np.array([f[0] if f else 0 for f in faces], dtype=np.int64)
+        color = [v for v in node.fields.get("color", []) if isinstance(v, _Node)]
+        if color:
+            table = _floats(color[0], "color")
+            if table.size < 3:
+                return state.get("diffuse")
+            table = table[:table.size // 3 * 3].reshape(-1, 3)
+            index = _floats(node, "colorIndex").astype(int)
+            if str((node.fields.get("colorPerVertex") or ["TRUE"])[0]).upper() == "FALSE":
+                which = index[:n] if index.size >= n else np.arange(n)
+            else:
+                which = _first_of_groups(index, n) if index.size else first_corners
+            return table[np.maximum(which, 0) % len(table)]
+        table, binding = state.get("diffuse_list"), state.get("binding", "OVERALL")
+        if table is None or len(table) < 2 or binding in ("OVERALL", "DEFAULT"):
+            return state.get("diffuse")
+        index = _floats(node, "materialIndex").astype(int)
+        if binding in ("PER_FACE", "PER_PART"):
+            which = np.arange(n)
+        elif binding in ("PER_FACE_INDEXED", "PER_PART_INDEXED"):
+            which = index[:n] if index.size >= n else np.arange(n)
+        elif binding == "PER_VERTEX":
+            which = np.concatenate([[0], np.cumsum([len(f) for f in faces])[:-1]]).astype(np.int64)
+        elif binding == "PER_VERTEX_INDEXED":
+            which = _first_of_groups(index, n) if index.size else first_corners
+        else:
+            return state.get("diffuse")
+        return table[np.maximum(which, 0) % len(table)]
 
     @staticmethod
     def _transform(node: _Node) -> np.ndarray:

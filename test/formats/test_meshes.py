@@ -139,3 +139,84 @@ def test_binary_inventor_strip_with_material(tmp_path):
     path.write_bytes(_iv_binary(*["Separator", 0, 0, 1] * 500))           # hostile nesting
     with pytest.raises(SchemaError, match="nested deeper"):
         meshes.read_inventor(path)
+
+
+# Two faces side by side: a triangle (points 0 1 2) and a quad (1 3 4 2: two triangles).
+_FACES = "coordIndex [ 0, 1, 2, -1, 1, 3, 4, 2, -1 ]"
+_POINTS = "0 0 0, 1 0 0, 0 1 0, 2 0 0, 2 1 0"
+RED, GREEN, BLUE, WHITE = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]
+
+
+def _inventor(binding: str, extra: str = "") -> str:
+    return f"""#Inventor V2.0 ascii
+Separator {{
+  Material {{ diffuseColor [ 1 0 0, 0 1 0, 0 0 1, 1 1 1 ] }}
+  MaterialBinding {{ value {binding} }}
+  Coordinate3 {{ point [ {_POINTS} ] }}
+  IndexedFaceSet {{ {_FACES} {extra} }}
+}}
+"""
+
+
+@pytest.mark.parametrize("binding, extra, triangle, quad", [
+    ("OVERALL", "", RED, RED),                                              # the first colour everywhere
+    ("PER_FACE", "", RED, GREEN),                                           # in order, face by face
+    ("PER_PART", "", RED, GREEN),                                           # a face set's part is a face
+    ("PER_FACE_INDEXED", "materialIndex [ 2, 0 ]", BLUE, RED),
+    ("PER_VERTEX", "", RED, WHITE),             # the colour of each face's first corner: corner 0, corner 3
+    ("PER_VERTEX_INDEXED", "materialIndex [ 1, 0, 0, -1, 2, 0, 0, 0, -1 ]", GREEN, BLUE),
+    ("PER_VERTEX_INDEXED", "", RED, GREEN),     # no materialIndex: by vertex (first corners 0 and 1)
+    ("PER_FACE_INDEXED", "materialIndex [ 5, 0 ]", GREEN, RED),             # past the table: wraps around
+])
+def test_inventor_material_bindings_colour_each_face(tmp_path, binding, extra, triangle, quad):
+    path = tmp_path / "faces.iv"
+    path.write_text(_inventor(binding, extra))
+    v, t, c = meshes.read_inventor_coloured(path)
+    assert len(t) == 3                                                      # the quad is two triangles
+    np.testing.assert_allclose(c, [triangle, quad, quad])
+
+
+@pytest.mark.parametrize("fields, triangle, quad", [
+    ("colorPerVertex FALSE", RED, GREEN),
+    ("colorPerVertex FALSE colorIndex [ 2, 2 ]", BLUE, BLUE),
+    ("", RED, GREEN),                                             # per vertex (default): first corners 0, 1
+    ("colorIndex [ 2, 0, 0, -1, 1, 0, 0, 0, -1 ]", BLUE, GREEN),
+])
+def test_vrml2_color_node_colours_each_face(tmp_path, fields, triangle, quad):
+    path = tmp_path / "faces.wrl"
+    path.write_text(f"""#VRML V2.0 utf8
+Shape {{
+  appearance Appearance {{ material Material {{ diffuseColor 0.5 0.5 0.5 }} }}
+  geometry IndexedFaceSet {{
+    coord Coordinate {{ point [ {_POINTS} ] }}
+    color Color {{ color [ 1 0 0, 0 1 0, 0 0 1 ] }}
+    {_FACES} {fields}
+  }}
+}}
+""")
+    _, t, c = meshes.read_inventor_coloured(path)
+    np.testing.assert_allclose(c, [triangle, quad, quad])
+
+
+def test_strip_parts_and_faces_take_their_colours(tmp_path):
+    path = tmp_path / "strips.iv"
+    strips = "IndexedTriangleStripSet { coordIndex [ 0, 1, 2, 4, -1, 1, 3, 4, -1 ] }"
+    for binding, want in (("PER_PART", [RED, RED, GREEN]), ("PER_FACE", [RED, GREEN, BLUE])):
+        path.write_text(_inventor(binding).replace(f"IndexedFaceSet {{ {_FACES}  }}", strips))
+        _, t, c = meshes.read_inventor_coloured(path)
+        assert len(t) == 3
+        np.testing.assert_allclose(c, want)
+
+
+def test_per_face_colours_reach_the_urdf_as_a_visual_each(tmp_path):
+    from lxml import etree
+
+    from robot_bridge.formats.mesh_cache import MeshCache
+
+    path = tmp_path / "faces.iv"
+    path.write_text(_inventor("PER_FACE"))
+    robot = Robot("r", links={"a": Link("a", visuals=[Geometry(Mesh("faces.iv", str(path)))])})
+    text, _ = urdf.to_urdf(robot, target=urdf.MeshTarget(cache=MeshCache(tmp_path / "cache")))
+    rgba = [[float(x) for x in c.get("rgba").split()] for c in
+            etree.fromstring(text.encode()).iterfind("link/visual/material/color")]
+    assert rgba == [GREEN + [1.0], RED + [1.0]]                            # the quad's larger area first
