@@ -16,8 +16,8 @@ use (see the OpenRAVE corpus models):
 - Inventor V2.1 binary (Coin's writer) with the same nodes, ``VertexProperty``
   included (see :class:`_BinaryParser`); older binary files are refused.
 
-``Material`` diffuse colours (bound per face or part by ``MaterialBinding``; VRML 2 ``Color`` per face or
-vertex) are kept per triangle (:func:`read_inventor_coloured`);
+``Material`` diffuse colours (bound per face or part by ``MaterialBinding``; ``VertexProperty``
+``orderedRGBA``; VRML 2 ``Color`` per face or vertex) are kept per triangle (:func:`read_inventor_coloured`);
 everything else (normals, hints, textures) is ignored: only geometry matters here.
 
 This module is the one mesh loader: the URDF writer, the sensor simulation
@@ -171,6 +171,7 @@ class _BinaryParser:
                    "emissiveColor"}
     _MULTI_FLOAT = {"shininess", "transparency"}
     _MULTI_INT = {"coordIndex", "materialIndex", "normalIndex", "textureCoordIndex", "numVertices"}
+    _MULTI_UINT = {"orderedRGBA"}
     _FLOAT = {"creaseAngle", "radius", "height", "width", "depth", "bottomRadius", "angle"}
     _INT = {"startIndex"}
     _ROTATION = {"rotation", "scaleOrientation"}
@@ -250,6 +251,8 @@ class _BinaryParser:
             return [self.string()]
         if name in self._MULTI_INT:
             return np.frombuffer(self._take(4 * self._count()), ">i4").tolist()
+        if name in self._MULTI_UINT:
+            return np.frombuffer(self._take(4 * self._count()), ">u4").tolist()
         if name in self._MULTI_FLOAT:
             return self.floats(self._count())
         if name in self._MULTI_VEC3 and not (kind == "Transform" or name in ("translation", "center")):
@@ -296,6 +299,17 @@ def _index_groups(indices: np.ndarray) -> list[list[int]]:
     if cur:
         groups.append(cur)
     return groups
+
+
+def _packed_colours(node: _Node, name: str) -> np.ndarray:
+    """A field of 0xRRGGBBAA words (``orderedRGBA``: hexadecimal or decimal in ASCII) as uint32."""
+    out = []
+    for v in node.fields.get(name, []):
+        try:
+            out.append(int(v, 0) if isinstance(v, str) else int(v))
+        except ValueError:
+            raise SchemaError(f"{node.type}.{name}: expected 0xRRGGBBAA words, got {v!r}") from None
+    return np.array(out, dtype=np.int64) & 0xFFFFFFFF
 
 
 def _first_of_groups(indices: np.ndarray, n: int) -> np.ndarray:
@@ -466,6 +480,14 @@ class _Collector:
                 which = _first_of_groups(index, n) if index.size else first_corners
             return table[np.maximum(which, 0) % len(table)]
         table, binding = state.get("diffuse_list"), state.get("binding", "OVERALL")
+        for vp in node.fields.get("vertexProperty", []):    # packed colours replace the Material's
+            if isinstance(vp, _Node) and vp.fields.get("orderedRGBA"):
+                packed = _packed_colours(vp, "orderedRGBA")
+                table = (packed[:, None] >> np.array([24, 16, 8])) & 0xFF
+                table = table / 255.0
+                binding = str((vp.fields.get("materialBinding") or ["OVERALL"])[0])
+                if len(table) == 1 or binding in ("OVERALL", "DEFAULT"):
+                    return table[0]
         if table is None or len(table) < 2 or binding in ("OVERALL", "DEFAULT"):
             return state.get("diffuse")
         index = _floats(node, "materialIndex").astype(int)

@@ -220,3 +220,32 @@ def test_per_face_colours_reach_the_urdf_as_a_visual_each(tmp_path):
     rgba = [[float(x) for x in c.get("rgba").split()] for c in
             etree.fromstring(text.encode()).iterfind("link/visual/material/color")]
     assert rgba == [GREEN + [1.0], RED + [1.0]]                            # the quad's larger area first
+
+
+def test_vertex_property_packed_colours_ascii_and_binary(tmp_path):
+    # VertexProperty { vertex [...] orderedRGBA [0xff0000ff, 0x0000ffff] materialBinding PER_FACE }
+    path = tmp_path / "packed.iv"
+    path.write_text(f"""#Inventor V2.0 ascii
+Separator {{
+  Material {{ diffuseColor 0.5 0.5 0.5 }}
+  IndexedFaceSet {{
+    vertexProperty VertexProperty {{ vertex [ {_POINTS} ] orderedRGBA [ 0xff0000ff, 0x0000ffff ]
+                                     materialBinding PER_FACE }}
+    {_FACES}
+  }}
+}}
+""")
+    np.testing.assert_allclose(meshes.read_inventor_coloured(path)[2], [RED, BLUE, BLUE])
+    points = [float(c) for c in _POINTS.replace(",", " ").split()]
+    path.write_bytes(_iv_binary(
+        "Separator", 2, 0, 1,
+        "IndexedFaceSet", 0, 2,
+        "vertexProperty", "VertexProperty", 0, 3, "vertex", 5, *points, 0,
+        "orderedRGBA", 2, 0x00FF00FF, 0x0000FFFF, 0, "materialBinding", "PER_FACE", 0, 0,
+        "coordIndex", 9, 0, 1, 2, -1, 1, 3, 4, 2, -1, 0))
+    np.testing.assert_allclose(meshes.read_inventor_coloured(path)[2], [GREEN, BLUE, BLUE])
+    bad = _inventor("OVERALL").replace("IndexedFaceSet {", "IndexedFaceSet { vertexProperty VertexProperty { "
+                                       f"vertex [ {_POINTS} ] orderedRGBA [ red ] }}")
+    path.write_text(bad)
+    with pytest.raises(SchemaError, match="orderedRGBA: expected 0xRRGGBBAA"):
+        meshes.read_inventor_coloured(path)
