@@ -312,6 +312,24 @@ def _packed_colours(node: _Node, name: str) -> np.ndarray:
     return np.array(out, dtype=np.int64) & 0xFFFFFFFF
 
 
+def _colour_table(node: _Node, state: dict) -> tuple[Optional[np.ndarray], str]:
+    """(diffuse colours (k, 3) or None, MaterialBinding) in force for an Inventor shape node: its
+    ``VertexProperty``'s packed ``orderedRGBA`` and ``materialBinding`` replace the Material's."""
+    for vp in node.fields.get("vertexProperty", []):
+        if isinstance(vp, _Node) and vp.fields.get("orderedRGBA"):
+            packed = _packed_colours(vp, "orderedRGBA")
+            table = ((packed[:, None] >> np.array([24, 16, 8])) & 0xFF) / 255.0
+            return table, str((vp.fields.get("materialBinding") or ["OVERALL"])[0])
+    return state.get("diffuse_list"), state.get("binding", "OVERALL")
+
+
+def _per_triangle(colour: Optional[np.ndarray], faces: list[list[int]]) -> Optional[np.ndarray]:
+    """A colour per face spread over the face's triangles (a fan of len - 2); one colour as it is."""
+    if colour is None or np.ndim(colour) == 1 or len(colour) != len(faces):
+        return colour
+    return np.repeat(colour, [max(len(f) - 2, 0) for f in faces], axis=0)
+
+
 def _first_of_groups(indices: np.ndarray, n: int) -> np.ndarray:
     """The first entry of each of the first ``n`` groups of a per-vertex index field (0 where short)."""
     firsts = [g[0] if g else 0 for g in _index_groups(indices)][:n]
@@ -332,8 +350,6 @@ class _Collector:
         if not tris:
             return
         rgb = np.full((1, 3), np.nan) if colour is None else np.asarray(colour, dtype=float).reshape(-1, 3)
-        if len(rgb) == len(polygons) != len(tris):           # a colour per polygon: one per its triangles
-            rgb = np.repeat(rgb, [max(len(p) - 2, 0) for p in polygons], axis=0)
         self.colours.append(np.broadcast_to(rgb if len(rgb) in (1, len(tris)) else rgb[:1], (len(tris), 3)))
         tri = np.asarray(tris, dtype=np.int64)
         if tri.min() < 0 or tri.max() >= len(points):
@@ -400,24 +416,20 @@ class _Collector:
                     n = len(state["coords"]) - i
                 polys.append(list(range(i, i + n)))
                 i += n
-            self.add(state["coords"], polys, t, self._face_colours(node, state, polys))
+            self.add(state["coords"], polys, t, _per_triangle(self._face_colours(node, state, polys), polys))
         elif kind in ("IndexedFaceSet", "IndexedTriangleStripSet"):
             coords = state["coords"]
             for v in node.fields.get("coord", []) + node.fields.get("vertexProperty", []):
                 if isinstance(v, _Node):
                     coords = _floats(v, "point" if "point" in v.fields else "vertex").reshape(-1, 3)
             groups = _index_groups(_floats(node, "coordIndex").astype(int))
+            faces = groups                                   # what a colour is bound to
             if kind == "IndexedTriangleStripSet":
-                strips = groups
                 groups = [[g[k], g[k + 1], g[k + 2]] if k % 2 == 0 else [g[k + 1], g[k], g[k + 2]]
-                          for g in strips for k in range(len(g) - 2)]
-                if state.get("binding", "").startswith("PER_PART"):     # a strip's colour on its triangles
-                    colour = self._face_colours(node, state, strips)
-                    if colour is not None and len(colour) == len(strips):
-                        colour = np.repeat(colour, [max(len(g) - 2, 0) for g in strips], axis=0)
-                    self.add(coords, groups, t, colour)
-                    return
-            self.add(coords, groups, t, self._face_colours(node, state, groups))
+                          for g in faces for k in range(len(g) - 2)]
+                if not _colour_table(node, state)[1].startswith("PER_PART"):   # a part is a strip
+                    faces = groups
+            self.add(coords, groups, t, _per_triangle(self._face_colours(node, state, faces), faces))
         elif kind in ("Cube", "Box"):
             if "size" in node.fields:
                 size = _floats(node, "size")
@@ -479,17 +491,9 @@ class _Collector:
             else:
                 which = _first_of_groups(index, n) if index.size else first_corners
             return table[np.maximum(which, 0) % len(table)]
-        table, binding = state.get("diffuse_list"), state.get("binding", "OVERALL")
-        for vp in node.fields.get("vertexProperty", []):    # packed colours replace the Material's
-            if isinstance(vp, _Node) and vp.fields.get("orderedRGBA"):
-                packed = _packed_colours(vp, "orderedRGBA")
-                table = (packed[:, None] >> np.array([24, 16, 8])) & 0xFF
-                table = table / 255.0
-                binding = str((vp.fields.get("materialBinding") or ["OVERALL"])[0])
-                if len(table) == 1 or binding in ("OVERALL", "DEFAULT"):
-                    return table[0]
+        table, binding = _colour_table(node, state)
         if table is None or len(table) < 2 or binding in ("OVERALL", "DEFAULT"):
-            return state.get("diffuse")
+            return table[0] if table is not None else None
         index = _floats(node, "materialIndex").astype(int)
         if binding in ("PER_FACE", "PER_PART"):
             which = np.arange(n)

@@ -249,3 +249,15 @@ Separator {{
     path.write_text(bad)
     with pytest.raises(SchemaError, match="orderedRGBA: expected 0xRRGGBBAA"):
         meshes.read_inventor_coloured(path)
+
+
+def test_strip_parts_follow_the_vertex_property_binding(tmp_path):
+    path = tmp_path / "strips.iv"
+    path.write_text(f"""#Inventor V2.0 ascii
+IndexedTriangleStripSet {{
+  vertexProperty VertexProperty {{ vertex [ {_POINTS} ] orderedRGBA [ 0xff0000ff, 0x00ff00ff ]
+                                   materialBinding PER_PART }}
+  coordIndex [ 0, 1, 2, 4, -1, 1, 3, 4, -1 ]
+}}
+""")
+    np.testing.assert_allclose(meshes.read_inventor_coloured(path)[2], [RED, RED, GREEN])
