@@ -564,7 +564,7 @@ class _MeshWriter:
                 out = self._named_file(mesh, label)
                 whole, part_bytes = self._stl(mesh)
                 out.write_bytes(whole)
-                parts = [out.with_name(f"{out.stem}_part{i}.stl") for i in range(len(part_bytes))]
+                parts = [self._free_file(f"{out.stem}_part{i}") for i in range(len(part_bytes))]
                 for path, b in zip(parts, part_bytes):
                     path.write_bytes(b)
         except DescriptionError as exc:
@@ -594,14 +594,17 @@ class _MeshWriter:
             return _with_header(meshes.stl_bytes(vertices, triangles), groups[0][0] if groups else None), []
         parts = [_with_header(meshes.stl_bytes(*meshes.submesh(vertices, triangles, rows)), rgb)
                  for rgb, rows in groups]
-        main = meshes.dominant_colour(vertices, triangles, colours)
+        main = next(rgb for rgb, _ in groups if rgb is not None)      # dominant_colour, from the groups
         return _with_header(meshes.stl_bytes(vertices, triangles), main, len(parts)), parts
 
     def _named_file(self, mesh: Mesh, label: str) -> Path:
         self.mesh_dir.mkdir(parents=True, exist_ok=True)
         source, _, fragment = (mesh.uri or "").partition("#")     # inline meshes: file.zae#geometry_id
         stem = Path(mesh.path or source or label).stem + (f"_{fragment}" if fragment else "")
-        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "mesh"
+        return self._free_file(re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "mesh")
+
+    def _free_file(self, stem: str) -> Path:
+        """``<stem>.stl`` in the mesh directory, or ``<stem>_<i>.stl`` if a mesh of this run took it."""
         name, i = f"{stem}.stl", 1
         while name in self.used:
             name, i = f"{stem}_{i}.stl", i + 1

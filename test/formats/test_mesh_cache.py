@@ -220,6 +220,14 @@ def test_inventor_colours_become_a_visual_per_colour(tmp_path):
     assert [_file_of(u).name for u, _ in _visuals(text)] == ["two_part0.stl", "two_part1.stl"]
     assert sorted(p.name for p in (tmp_path / "named").iterdir()) == \
         ["two.stl", "two_part0.stl", "two_part1.stl"]
+    # a mesh named like a part gets a name of its own (the part is not overwritten)
+    (tmp_path / "two_part0.iv").write_text(CUBE_IV)
+    robot = _robot(Mesh("two.iv", str(iv)), Mesh("two_part0.iv", str(tmp_path / "two_part0.iv")))
+    text, _ = urdf.to_urdf(robot, mesh_dir=tmp_path / "both")
+    assert [_file_of(u).name for u, _ in _visuals(text)] == \
+        ["two_part0.stl", "two_part1.stl", "two_part0_1.stl"]
+    np.testing.assert_allclose(urdf.stl_colour(tmp_path / "both" / "two_part0.stl"), [0.9, 0.1, 0.1],
+                               atol=1 / 255)                               # still the red part
 
 
 def test_faces_without_a_material_are_a_part_of_their_own(tmp_path):
