@@ -68,7 +68,7 @@ class _BoundedReader:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
-    request_queue_size = 256         # the kernel queues a burst of connections; none is a thread until accepted
+    request_queue_size = 256         # a burst of connections waits in the kernel, not in threads
 
     def __init__(self, address, directory: Path, log: Optional[Callable[[str], None]],
                  max_connections: int, header_timeout: float, request_timeout: float):

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import select
 import selectors
 import socket
@@ -128,6 +129,10 @@ def test_held_partial_requests_are_dropped_at_the_timeout_and_threads_return_to_
     mesh = b"solid m\nendsolid m\n"
     (cache / cache_name(mesh)).write_bytes(mesh)
     partial = f"GET /{cache_name(mesh)} HTTP/1.1\r\nHost: bridge\r\n".encode()     # no blank line: held
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)      # 1,000 sockets here, as many there
+    wanted = 2048 if hard == resource.RLIM_INFINITY else min(2048, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
     with child_server(cache, tmp_path / "server.log", header_timeout=1.0, request_timeout=5.0) as (pid, port):
         base, held = proc_status(pid, "Threads"), []
         for _ in range(1000):
