@@ -15,8 +15,8 @@ Limits (bytes; readers look them up here at call time, so tests may lower them):
 - ``MAX_ZAE_ARCHIVE_BYTES``: a ``.zae`` archive on disk; ``MAX_ZAE_TOTAL_BYTES``: its members'
   declared uncompressed sizes together; ``MAX_ZAE_RATIO``: uncompressed/compressed per member;
   ``MAX_ZAE_ENTRIES``: members.
-- ``MAX_OBJECTS_YAML_BYTES``: world_node's ``objects_file`` (the body files it names: each a
-  description, under the limits above).
+- ``MAX_OBJECTS_YAML_BYTES``: world_node's ``objects_file``; ``MAX_OBJECT_BODIES_TOTAL_BYTES``: the
+  body files it names together (each is a description, under the limits above).
 - ``MAX_PACKAGE_XML_BYTES``: a ``package.xml`` read to resolve a ``package://`` URI.
 """
 
@@ -36,11 +36,12 @@ MAX_ZAE_TOTAL_BYTES = 256 * MIB
 MAX_ZAE_RATIO = 200.0
 MAX_ZAE_ENTRIES = 10000
 MAX_OBJECTS_YAML_BYTES = 1 * MIB
+MAX_OBJECT_BODIES_TOTAL_BYTES = 128 * MIB
 MAX_PACKAGE_XML_BYTES = 1 * MIB
 
 _CHUNK = 1 << 20
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO, a named pipe"),
           (stat.S_ISSOCK, "a socket"))
 
 
@@ -53,16 +54,17 @@ def _size_text(n: int) -> str:
 
 
 def _kind(mode: int) -> Optional[str]:
-    """What a non-regular file is ("a directory", "a FIFO (named pipe)", ...); None for a regular file."""
+    """What a non-regular file is ("a directory", "a FIFO, a named pipe", ...); None for a regular file."""
     if stat.S_ISREG(mode):
         return None
     return next((text for test, text in _KINDS if test(mode)), "not a regular file")
 
 
 def _not_regular(path, kind: str, what: str) -> NotRegularFileError:
+    article = "an" if what[:1] in "aeiouAEIOUX" else "a"
     if kind == "a directory":
-        return NotRegularFileError(f"is a directory, not a {what}", file=_name(path))
-    return NotRegularFileError(f"not a regular file: {kind}; expected a {what}", file=_name(path))
+        return NotRegularFileError(f"is a directory, not {article} {what}", file=_name(path))
+    return NotRegularFileError(f"not a regular file ({kind}); expected {article} {what}", file=_name(path))
 
 
 def check_size(size: int, limit: Optional[int], what: str, file, limit_name: str = "") -> None:
@@ -130,6 +132,18 @@ def _open_regular(path, what: str):
         os.close(fd)
         raise _not_regular(path, kind, what)
     return fd, st.st_size
+
+
+def open_regular(path, limit: Optional[int], what: str = "file", limit_name: str = ""):
+    """A binary file object on the regular file at ``path`` (opened without blocking), its size checked
+    against ``limit`` first; for readers that seek (zip archives) rather than read the whole file."""
+    fd, size = _open_regular(path, what)
+    try:
+        check_size(size, limit, what, path, limit_name)
+    except UnsafeInputError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def bounded_read(path, limit: int, what: str = "file", *, limit_name: str = "",

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...errors import MissingFileError, SchemaError
 from ...model import transform as tf
+from ..limits import ReadBudget
 from ..paths import AllowedRoots
 from ..xmlsafe import element_path, local_name
 
@@ -50,6 +51,7 @@ class Context:
     default_mass: Optional[object] = None         # KinBody-level <mass> element
     roots: Optional[AllowedRoots] = None          # allowed-roots policy of the whole load
     repairs: list = field(default_factory=list)   # warnings about values fixed on read (whole load)
+    budget: ReadBudget = field(default_factory=ReadBudget)   # bytes of all files read (whole load)
 
     @property
     def directory(self) -> Path:
@@ -61,7 +63,7 @@ class Context:
 
     def child(self, file: Path) -> "Context":
         return Context(file=file, search_path=self.search_path, stack=self.stack + (file,), roots=self.roots,
-                       repairs=self.repairs)
+                       repairs=self.repairs, budget=self.budget)
 
 
 @dataclass
