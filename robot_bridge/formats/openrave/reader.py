@@ -16,7 +16,8 @@ from typing import Optional
 import numpy as np
 from lxml import etree
 
-from ...errors import (IncludeCycleError, SchemaError, UnknownReferenceError, UnsupportedFormatError)
+from ...errors import (DescriptionError, IncludeCycleError, SchemaError, UnknownReferenceError,
+                       UnsupportedFormatError)
 from ...model import AttachedSensor, Manipulator, Mimic
 from ...model import transform as tf
 from ..limits import check_regular_file
@@ -49,7 +50,13 @@ def parse_root(path: Path, ctx: Context, el=None):
     if path in ctx.stack:
         chain = " -> ".join(p.name for p in (*ctx.stack, path))
         raise ctx.error(IncludeCycleError, f"include cycle: {chain}", el)
-    return parse_file(path, budget=ctx.budget).getroot()
+    try:
+        return parse_file(path, budget=ctx.budget).getroot()
+    except DescriptionError as exc:          # name the including element too
+        if el is not None:
+            exc.message += f" (included by {ctx.file.name}:{el.sourceline})"
+            exc.args = (str(exc),)
+        raise
 
 
 # -- KinBody / Robot -----------------------------------------------------------
