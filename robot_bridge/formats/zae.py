@@ -76,9 +76,12 @@ def read_root_document(path: str | os.PathLike) -> tuple[bytes, str]:
     stream = limits.open_regular(path, limits.MAX_ZAE_ARCHIVE_BYTES, ".zae archive", "MAX_ZAE_ARCHIVE_BYTES")
     try:
         archive = zipfile.ZipFile(stream)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         stream.close()
         raise SchemaError(f"not a readable zip (.zae) archive: {exc}", file=file) from None
+    except BaseException:
+        stream.close()
+        raise
     with stream, archive:
         members = [i for i in archive.infolist() if not i.is_dir()]
         if len(members) > limits.MAX_ZAE_ENTRIES:
