@@ -53,7 +53,7 @@ def _size_text(n: int) -> str:
     return f"{n / MIB:g} MiB" if n >= MIB and n % (MIB // 16) == 0 else f"{n} bytes"
 
 
-def _kind(mode: int) -> Optional[str]:
+def kind_of(mode: int) -> Optional[str]:
     """What a non-regular file is ("a directory", "a FIFO, a named pipe", ...); None for a regular file."""
     if stat.S_ISREG(mode):
         return None
@@ -89,7 +89,7 @@ def check_regular_file(path, limit: Optional[int] = None, what: str = "robot fil
         raise MissingFileError(f"the OS refuses this path ({exc.strerror})", file=_name(path)) from None
     except ValueError as exc:                     # embedded NUL byte
         raise MissingFileError(f"not a usable path ({exc})", file=_name(path)) from None
-    kind = _kind(st.st_mode)
+    kind = kind_of(st.st_mode)
     if kind is not None:
         raise _not_regular(path, kind, what)
     check_size(st.st_size, limit, what, path, limit_name)
@@ -127,7 +127,7 @@ def _open_regular(path, what: str):
     except OSError as exc:
         raise MissingFileError(f"cannot open: {exc.strerror}", file=_name(path)) from None
     st = os.fstat(fd)
-    kind = _kind(st.st_mode)
+    kind = kind_of(st.st_mode)
     if kind is not None:
         os.close(fd)
         raise _not_regular(path, kind, what)

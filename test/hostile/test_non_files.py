@@ -10,6 +10,7 @@ import contextlib
 import io
 import os
 import random
+import sys
 import threading
 from pathlib import Path
 
@@ -17,6 +18,9 @@ import pytest
 
 from robot_bridge import errors as E
 from robot_bridge.formats import load
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cases import openrave  # noqa: E402
 
 LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [\n <!ENTITY lol "lol">\n'
           + "".join(f' <!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">\n'
@@ -93,7 +97,7 @@ CASES = [
 PARAMS = [pytest.param(*c[1:], id=c[0]) for c in CASES]
 
 
-def _load_in_thread(path: Path):
+def _load_in_thread(path: Path, fifo: Path | None = None):
     """load(path) in a daemon thread; (finished, exception).  A FIFO open that blocks is unblocked by
     opening its write end, so a regression fails the test instead of hanging it."""
     outcome: list = []
@@ -108,9 +112,10 @@ def _load_in_thread(path: Path):
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join(30.0)
-    if thread.is_alive() and path.exists() and not path.is_file() and not path.is_dir():
+    pipe = fifo or path
+    if thread.is_alive() and pipe.exists() and not pipe.is_file() and not pipe.is_dir():
         with contextlib.suppress(OSError):
-            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+            os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
         thread.join(5.0)
         return False, None
     return bool(outcome), outcome[0] if outcome else None
@@ -149,3 +154,17 @@ def test_a_well_formed_document_of_no_known_kind_names_its_root(tmp_path):
     p.write_text('<?xml version="1.0"?>\n<launch><node/></launch>\n')
     with pytest.raises(E.UnsupportedFormatError, match=r"root element <launch>"):
         load(p)
+
+
+def test_an_include_that_is_a_fifo_is_named_as_such(tmp_path):
+    """An OpenRAVE include that is a FIFO: not a regular file, said at the including element (was: "included
+    file not found"), and never opened."""
+    os.mkfifo(tmp_path / "pipe.kinbody.xml")
+    path = tmp_path / "r.robot.xml"
+    path.write_text(openrave(BODYEXTRA='<KinBody file="pipe.kinbody.xml"/>'))
+    finished, exc = _load_in_thread(path, tmp_path / "pipe.kinbody.xml")
+    assert finished, "load blocked"
+    assert isinstance(exc, E.NotRegularFileError), f"{type(exc).__name__}: {exc}"
+    text = str(exc)
+    assert "r.robot.xml:" in text and exc.line and "KinBody" in (exc.element or ""), text
+    assert "pipe.kinbody.xml" in text and "a FIFO" in text, text
