@@ -188,3 +188,13 @@ def test_limits_module_documents_every_limit():
     for name in names:
         assert f"``{name}``" in limits.__doc__, name
 
+
+
+def test_a_file_whose_size_lies_is_read_no_further_than_the_limit(tmp_path):
+    """/proc files report size 0 and hold more: the read stops at limit + 1 bytes and is refused."""
+    status = Path("/proc/self/status")
+    if not status.is_file() or status.stat().st_size != 0:
+        pytest.skip("needs Linux /proc")
+    with pytest.raises(E.UnsafeInputError, match=r"status: XML document grew beyond the 64 bytes allowed"):
+        limits.bounded_read(status, 64, "XML document")
+    assert limits.bounded_read(status, 1 << 20, "XML document").startswith(b"Name:")
