@@ -45,7 +45,7 @@ class XMLSyntaxError(DescriptionError):
 
 class UnsafeInputError(DescriptionError):
     """The input asks for something refused for safety: DTDs, entities, XInclude,
-    paths escaping the allowed roots, zip bombs, oversized files."""
+    paths escaping the allowed roots, zip bombs, files over a size limit (``formats/limits.py``)."""
 
 
 class UnsupportedFormatError(DescriptionError):
@@ -54,6 +54,10 @@ class UnsupportedFormatError(DescriptionError):
 
 class MissingFileError(DescriptionError):
     """A referenced file (include, mesh, sensor file) could not be found."""
+
+
+class NotRegularFileError(MissingFileError):
+    """The path exists but is a directory, device, FIFO or socket, not a regular file to read."""
 
 
 class IncludeCycleError(DescriptionError):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from ..errors import DescriptionError, MissingFileError, SchemaError, UnsupportedFormatError
+from . import limits
 
 # Order matters for root-element sniffing; suffix matches are tried first.
 READER_MODULES = ("openrave_xml", "collada", "urdf", "srdf")
@@ -37,15 +38,21 @@ def _readers():
             yield mod
 
 
+_SNIFF_BYTES = 1 << 20
+
+
 def _sniff_root(path: Path) -> str:
-    """Local name of the root element (lower-case), reading only the file's head."""
+    """Local name of the root element (lower-case), reading only the file's head (at most 1 MiB)."""
+    import io
+
     from lxml import etree
 
     try:
-        for _event, el in etree.iterparse(str(path), events=("start",), resolve_entities=False,
+        head = limits.read_head(path, _SNIFF_BYTES)
+        for _event, el in etree.iterparse(io.BytesIO(head), events=("start",), resolve_entities=False,
                                           no_network=True, load_dtd=False, recover=True):
             return el.tag.rsplit("}", 1)[-1].lower() if isinstance(el.tag, str) else ""
-    except (etree.XMLSyntaxError, OSError, ValueError):
+    except (etree.XMLSyntaxError, DescriptionError, ValueError):
         return ""
     return ""
 
@@ -80,6 +87,11 @@ def reader_for(path: str | os.PathLike):
     for mod in readers:
         if root in mod.ROOT_TAGS:
             return mod
+    # no reader: say what the file is (empty, binary, not XML, a DTD/entities, too big) when it is
+    # not a well-formed document with an unknown root
+    from .xmlsafe import local_name, parse_file
+
+    root = local_name(parse_file(p).getroot()) or root
     raise UnsupportedFormatError(
         f"no reader for this file (suffix {p.suffix or 'none'!r}, root element <{root or '?'}>); "
         "expected OpenRAVE XML, COLLADA (.dae/.zae), URDF or SRDF", file=str(p))
@@ -94,12 +106,7 @@ def load(path: str | os.PathLike, search_path=None, **options):
     from .validate import validate
 
     p = Path(path)
-    try:
-        if not p.is_file():
-            raise MissingFileError("is a directory, not a robot file" if p.is_dir() else "file not found",
-                                   file=str(p))
-    except OSError as exc:
-        raise MissingFileError(f"the OS refuses this path ({exc.strerror})", file=str(p)[:300]) from None
+    limits.check_regular_file(p, None, "robot file")      # sizes: each reader, by its kind (limits.py)
     if options.get("allowed_roots", 0) is None:
         del options["allowed_roots"]
     reader = reader_for(p)

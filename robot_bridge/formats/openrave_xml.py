@@ -71,7 +71,7 @@ def read(path: str | os.PathLike, search_path=None, **options) -> Robot:
     path = Path(path).resolve()
     search = normalize_search_path(search_path)
     ctx = Context(file=path, search_path=search, stack=(path,), roots=roots_for(path, search, allowed_roots))
-    root = parse_file(path).getroot()
+    root = parse_file(path, budget=ctx.budget).getroot()
     kind = tag(root)
     notes = Notes()
     env_extras: dict = {}

@@ -444,9 +444,9 @@ def _check_match(ctx: SrdfContext, root) -> None:
 
 def read_srdf(path, robot: Optional[Robot] = None) -> Semantics:
     """Semantics from an SRDF file, checked against ``robot`` when given."""
-    from .urdf import parse_tolerant
+    from .urdf import parse_tolerant, read_bytes
 
-    data = Path(path).read_bytes()
+    data = read_bytes(path)
     tree, notes = parse_tolerant(data, str(path))
     semantics = parse_srdf(tree, str(path), robot)
     semantics.warnings[:0] = notes
@@ -476,7 +476,7 @@ def read(path, search_path=None, **options) -> Robot:
     from . import urdf
 
     p = Path(path)
-    tree, notes = urdf.parse_tolerant(p.read_bytes(), str(p))
+    tree, notes = urdf.parse_tolerant(urdf.read_bytes(p), str(p))
     if not holds_urdf(tree.getroot()):
         raise UnsupportedFormatError("SRDF is semantic only; load it with a URDF/OpenRAVE model "
                                      "(formats.srdf.read_srdf(path, robot))", file=str(p))

@@ -28,7 +28,7 @@ from ..errors import (DescriptionError, KinematicsError, SchemaError, UnknownRef
 from ..model import (Box, Cylinder, Geometry, Inertial, Joint, Link, Material, Mesh, Mimic, Robot,
                      Sphere)
 from ..model import transform as tf
-from . import xmlsafe
+from . import limits, xmlsafe
 from .paths import AllowedRoots, roots_for
 
 SUFFIXES = (".urdf",)
@@ -130,7 +130,7 @@ def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Opti
             if allowed is not None and not allowed.contains(ancestor):
                 break
             xml = ancestor / "package.xml"
-            named = xml.is_file() and f"<name>{pkg}</name>" in xml.read_text(errors="replace")
+            named = xml.is_file() and f"<name>{pkg}</name>" in _package_xml(xml).decode(errors="replace")
             if ancestor.name.replace("-", "_") == pkg.replace("-", "_") or named:
                 candidates.append(ancestor / rest)
                 break
@@ -148,6 +148,20 @@ def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Opti
     return None
 
 
+def _package_xml(xml: Path) -> bytes:
+    """A package.xml's bytes (b"" when it is not a readable regular file within its limit)."""
+    try:
+        return limits.bounded_read(xml, limits.MAX_PACKAGE_XML_BYTES, "package.xml",
+                                   limit_name="MAX_PACKAGE_XML_BYTES")
+    except DescriptionError:
+        return b""
+
+
+def read_bytes(path) -> bytes:
+    """A URDF/SRDF file's bytes, refused before reading above ``limits.MAX_XML_BYTES``."""
+    return limits.bounded_read(path, limits.MAX_XML_BYTES, "XML document", limit_name="MAX_XML_BYTES")
+
+
 def package_uri(path) -> Optional[str]:
     """``package://<name>/<relative path>`` of a file inside a ROS package (the nearest folder above it
     with a ``package.xml``), or None."""
@@ -156,8 +170,8 @@ def package_uri(path) -> Optional[str]:
         xml = ancestor / "package.xml"
         if xml.is_file():
             try:
-                name = xmlsafe.parse_bytes(xml.read_bytes(), file=str(xml)).getroot().findtext("name")
-            except (DescriptionError, OSError):
+                name = xmlsafe.parse_bytes(_package_xml(xml), file=str(xml)).getroot().findtext("name")
+            except DescriptionError:
                 return None
             name = (name or "").strip()
             return f"package://{name}/{path.relative_to(ancestor).as_posix()}" if name else None
@@ -318,7 +332,7 @@ def read_published(path, search_path=None) -> Robot:
     import yaml
 
     p = Path(path)
-    data = p.read_bytes()
+    data = read_bytes(p)
     if not data.lstrip().startswith(b"<"):
         try:
             docs = [d for d in yaml.safe_load_all(data) if isinstance(d, dict) and "data" in d]
@@ -337,7 +351,7 @@ def read(path, search_path=None, **options) -> Robot:
     from . import normalize_search_path
 
     p = Path(path)
-    data = p.read_bytes()
+    data = read_bytes(p)
     tree, notes = parse_tolerant(data, str(p))
     search = normalize_search_path(search_path)
     return _read_tree(tree, str(p), search, notes, roots_for(p, search, options.get("allowed_roots")))

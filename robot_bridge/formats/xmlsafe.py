@@ -14,8 +14,9 @@ from pathlib import Path
 from lxml import etree
 
 from ..errors import UnsafeInputError, XMLSyntaxError
+from . import limits
 
-MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILE_BYTES = limits.MAX_XML_BYTES        # kept for callers; the limit in force is limits.MAX_XML_BYTES
 # A DOCTYPE in the prolog (after an optional BOM, XML declaration, comments, PIs): refused before
 # libxml2 sees its entity declarations.  The post-parse docinfo check covers other encodings.
 # (each alternative matches one way only: nested quantifiers here backtrack exponentially)
@@ -33,20 +34,20 @@ def parse_bytes(data: bytes, *, file: str | os.PathLike | None = None,
                 recover: bool = False) -> etree._ElementTree:
     """Parse ``data`` safely; raise XMLSyntaxError / UnsafeInputError naming ``file``."""
     name = str(file) if file is not None else None
-    if len(data) > MAX_FILE_BYTES:
-        raise UnsafeInputError(f"file is {len(data)} bytes, more than the {MAX_FILE_BYTES} allowed",
-                               file=name)
+    limits.check_size(len(data), limits.MAX_XML_BYTES, "XML document", name, "MAX_XML_BYTES")
+    if not data.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r\n"):
+        raise XMLSyntaxError("empty file" if not data else "empty file (only whitespace)", file=name)
     if _PROLOG_DOCTYPE.match(data, 0, 1 << 20):
-        raise UnsafeInputError("document type declarations (DTD/entities) are not allowed", file=name,
-                               line=data[:data.find(b"<!DOCTYPE")].count(b"\n") + 1)
+        _refuse_doctype(data, name)
     if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise XMLSyntaxError("binary data, not XML", file=name)
+        raise XMLSyntaxError("binary data, not XML (NUL bytes)", file=name)
     try:
         tree = etree.ElementTree(etree.fromstring(data, _parser(recover)))
     except etree.XMLSyntaxError as exc:
         line = exc.lineno if getattr(exc, "lineno", None) else None
         msg = " ".join((exc.msg if getattr(exc, "msg", None) else str(exc)).split())   # one line
-        raise XMLSyntaxError(f"not well-formed XML: {msg}", file=name, line=line) from None
+        kind = "not well-formed XML" if _starts_like_xml(data) else "not XML"
+        raise XMLSyntaxError(f"{kind}: {msg}", file=name, line=line) from None
     except ValueError as exc:  # e.g. unicode strings with encoding declaration
         raise XMLSyntaxError(f"cannot parse: {exc}", file=name) from None
     if tree.docinfo.internalDTD or tree.docinfo.doctype:
@@ -65,17 +66,32 @@ def parse_bytes(data: bytes, *, file: str | os.PathLike | None = None,
     return tree
 
 
-def parse_file(path: str | os.PathLike, *, recover: bool = False) -> etree._ElementTree:
+def _refuse_doctype(data: bytes, name) -> None:
+    """UnsafeInputError for a DOCTYPE in the prolog, naming its first entity declaration if any."""
+    start = data.find(b"<!DOCTYPE")
+    entity = re.compile(rb"<!ENTITY\s+(%\s+)?([^\s>]{1,80})").search(data, start, start + (1 << 20))
+    if entity is not None:
+        label = entity.group(2).decode("utf-8", "replace")
+        raise UnsafeInputError(f"entity declaration <!ENTITY {label} ...> "
+                               "refused: document type declarations (DTD/entities) are not allowed",
+                               file=name, line=data.count(b"\n", 0, entity.start()) + 1)
+    raise UnsafeInputError("document type declaration <!DOCTYPE ...> refused: document type declarations "
+                           "(DTD/entities) are not allowed", file=name, line=data.count(b"\n", 0, start) + 1)
+
+
+def _starts_like_xml(data: bytes) -> bool:
+    """True when the first non-blank character is '<' (the file at least tries to be XML)."""
+    head = data[:4096].lstrip(b" \t\r\n")
+    return head.startswith((b"<", b"\xef\xbb\xbf<", b"\xff\xfe", b"\xfe\xff"))
+
+
+def parse_file(path: str | os.PathLike, *, recover: bool = False,
+               budget: limits.ReadBudget | None = None) -> etree._ElementTree:
+    """Parse the file at ``path``: a regular file of at most ``limits.MAX_XML_BYTES`` (checked before
+    reading; ``budget`` charged with its size), else a DescriptionError naming it."""
     p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise UnsafeInputError(f"file is {size} bytes, more than the {MAX_FILE_BYTES} allowed",
-                                   file=str(p))
-        data = p.read_bytes()
-    except OSError as exc:
-        from ..errors import MissingFileError
-        raise MissingFileError(f"cannot read file: {exc.strerror}", file=str(p)) from None
+    data = limits.bounded_read(p, limits.MAX_XML_BYTES, "XML document", limit_name="MAX_XML_BYTES",
+                               budget=budget)
     return parse_bytes(data, file=p, recover=recover)
 
 

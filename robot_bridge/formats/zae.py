@@ -1,5 +1,6 @@
 """COLLADA ``.zae`` containers: find the root document inside the zip and read it
-into memory (never extracted to disk), refusing zip bombs.
+into memory (never extracted to disk), refusing zip bombs.  Limits: ``limits.MAX_ZAE_*`` (archive
+size, members, declared and inflated sizes, ratio) and ``limits.MAX_XML_BYTES`` for the root document.
 
 The root document is the one ``manifest.xml`` names in ``<dae_root>`` (collada-dom
 convention, e.g. ``./robot.dae``), else the only ``.dae`` in the archive.
@@ -9,33 +10,30 @@ from __future__ import annotations
 
 import os
 import zipfile
-from pathlib import Path
 
-from ..errors import MissingFileError, SchemaError, UnsafeInputError
-from .xmlsafe import MAX_FILE_BYTES, local_name, parse_bytes
+from ..errors import DescriptionError, MissingFileError, SchemaError, UnsafeInputError
+from . import limits
+from .xmlsafe import local_name, parse_bytes
 
-MAX_ENTRY_BYTES = MAX_FILE_BYTES          # one uncompressed member
-MAX_TOTAL_BYTES = 4 * MAX_FILE_BYTES      # sum of all members (as declared)
-MAX_RATIO = 200.0                         # uncompressed / compressed, per member
-MAX_ENTRIES = 10000
 _CHUNK = 1 << 20
 
 
 def _check_info(info: zipfile.ZipInfo, file: str) -> None:
-    if info.file_size > MAX_ENTRY_BYTES:
+    if info.file_size > limits.MAX_XML_BYTES:
         raise UnsafeInputError(f"zip member {info.filename!r} is {info.file_size} bytes uncompressed, more "
-                               f"than the {MAX_ENTRY_BYTES} allowed", file=file)
-    if info.file_size > _CHUNK and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+                               f"than the {limits.MAX_XML_BYTES} allowed (MAX_XML_BYTES)", file=file)
+    ratio = limits.MAX_ZAE_RATIO
+    if info.file_size > _CHUNK and info.file_size > ratio * max(info.compress_size, 1):
         raise UnsafeInputError(f"zip member {info.filename!r} has compression ratio "
                                f"{info.file_size / max(info.compress_size, 1):.0f}, more than the "
-                               f"{MAX_RATIO:.0f} allowed (zip bomb?)", file=file)
+                               f"{ratio:.0f} allowed (zip bomb?)", file=file)
 
 
 def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, file: str) -> bytes:
     """Read one member, enforcing the limits on the bytes actually inflated (the
     header sizes may lie)."""
     _check_info(info, file)
-    limit = min(MAX_ENTRY_BYTES, max(int(MAX_RATIO * max(info.compress_size, 1)), _CHUNK))
+    limit = min(limits.MAX_XML_BYTES, max(int(limits.MAX_ZAE_RATIO * max(info.compress_size, 1)), _CHUNK))
     out = bytearray()
     with archive.open(info) as stream:
         while True:
@@ -75,20 +73,24 @@ def _root_name(archive: zipfile.ZipFile, infos: dict[str, zipfile.ZipInfo], file
 def read_root_document(path: str | os.PathLike) -> tuple[bytes, str]:
     """Bytes of the root .dae inside the .zae at ``path`` and its member name."""
     file = str(path)
+    stream = limits.open_regular(path, limits.MAX_ZAE_ARCHIVE_BYTES, ".zae archive", "MAX_ZAE_ARCHIVE_BYTES")
     try:
-        archive = zipfile.ZipFile(Path(path))
-    except FileNotFoundError:
-        raise MissingFileError("file not found", file=file) from None
-    except (zipfile.BadZipFile, OSError) as exc:
+        archive = zipfile.ZipFile(stream)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        stream.close()
         raise SchemaError(f"not a readable zip (.zae) archive: {exc}", file=file) from None
-    with archive:
+    except BaseException:
+        stream.close()
+        raise
+    with stream, archive:
         members = [i for i in archive.infolist() if not i.is_dir()]
-        if len(members) > MAX_ENTRIES:
-            raise UnsafeInputError(f"archive has {len(members)} members, more than {MAX_ENTRIES}", file=file)
+        if len(members) > limits.MAX_ZAE_ENTRIES:
+            raise UnsafeInputError(f"archive has {len(members)} members, more than {limits.MAX_ZAE_ENTRIES} "
+                                   "(MAX_ZAE_ENTRIES)", file=file)
         total = sum(i.file_size for i in members)
-        if total > MAX_TOTAL_BYTES:
+        if total > limits.MAX_ZAE_TOTAL_BYTES:
             raise UnsafeInputError(f"archive declares {total} uncompressed bytes, more than the "
-                                   f"{MAX_TOTAL_BYTES} allowed", file=file)
+                                   f"{limits.MAX_ZAE_TOTAL_BYTES} allowed (MAX_ZAE_TOTAL_BYTES)", file=file)
         infos = {i.filename: i for i in members}
         name = _root_name(archive, infos, file)
         return read_member(archive, infos[name], file), name
@@ -96,7 +98,6 @@ def read_root_document(path: str | os.PathLike) -> tuple[bytes, str]:
 
 def is_zip(path: str | os.PathLike) -> bool:
     try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"PK\x03\x04"
-    except OSError:
+        return limits.read_head(path, 4) == b"PK\x03\x04"
+    except DescriptionError:
         return False

@@ -16,6 +16,8 @@ YAML::
 
 Every body file is read when the mapping loads, so a mapping that names a broken file fails as a whole
 (a :class:`~robot_bridge.errors.DescriptionError` naming the mapping, the class and the body file).
+Sizes are checked before reading (``formats/limits.py``): the mapping file ``MAX_OBJECTS_YAML_BYTES``, the
+body files together ``MAX_OBJECT_BODIES_TOTAL_BYTES``, each body file its reader's limits.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ def _options(section: Mapping, where: str, base: dict, source: str, allow_file: 
 def parse_mapping(document: Any, source: str, base_dir: Path, search_path=None,
                   load_body=None) -> ObjectMapping:
     """An :class:`ObjectMapping` from the parsed YAML ``document`` (``source`` names it in errors)."""
-    from ..formats import load
+    from ..formats import limits, load
 
     load_body = load_body or (lambda path: load(path, search_path=search_path))
     if not isinstance(document, Mapping):
@@ -110,6 +112,8 @@ def parse_mapping(document: Any, source: str, base_dir: Path, search_path=None,
         raise SchemaError("classes: expected a non-empty mapping of class id -> {file: ...}", file=source)
     classes: dict[str, ObjectClass] = {}
     bodies: dict[str, Robot] = {}
+    budget = limits.ReadBudget(limits.MAX_OBJECT_BODIES_TOTAL_BYTES, "the mapping's body files together",
+                               "MAX_OBJECT_BODIES_TOTAL_BYTES")
     for class_id, entry in classes_section.items():
         where = f"classes.{class_id}"
         if isinstance(class_id, int) and not isinstance(class_id, bool):
@@ -125,6 +129,7 @@ def parse_mapping(document: Any, source: str, base_dir: Path, search_path=None,
         path = (path if path.is_absolute() else base_dir / path).resolve()
         if str(path) not in bodies:
             try:
+                budget.charge(limits.check_regular_file(path, None, "body file"), path)
                 bodies[str(path)] = load_body(path)
             except DescriptionError as exc:
                 raise SchemaError(f"{where}.file: cannot read the body: {exc}", file=source) from exc
@@ -136,13 +141,13 @@ def load_mapping(path: str | os.PathLike, search_path=None) -> ObjectMapping:
     """Read a mapping file (see the module docstring); raises DescriptionError or OSError."""
     import yaml
 
-    from ..errors import MissingFileError
+    from ..formats import limits
 
     p = Path(path).expanduser()
-    if not p.is_file():
-        raise MissingFileError("object mapping file not found", file=str(p))
+    data = limits.bounded_read(p, limits.MAX_OBJECTS_YAML_BYTES, "object mapping file",
+                               limit_name="MAX_OBJECTS_YAML_BYTES")
     try:
-        document = yaml.safe_load(p.read_text(encoding="utf-8"))
+        document = yaml.safe_load(data.decode("utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SchemaError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", file=str(p),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from robot_bridge.errors import SchemaError, UnknownReferenceError, UnsafeInputError, XMLSyntaxError
-from robot_bridge.formats import collada, zae
+from robot_bridge.formats import collada, limits, zae
 from robot_bridge.model import Box, Mesh
 from robot_bridge.model import transform as tf
 
@@ -205,7 +205,7 @@ def test_zae_manifest_and_single_dae(fixtures, tmp_path):
 
 
 def test_zae_bomb_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(zae, "MAX_ENTRY_BYTES", 1 << 20)
+    monkeypatch.setattr(limits, "MAX_XML_BYTES", 1 << 20)
     bomb = _zip(tmp_path, {"robot.dae": b"<COLLADA>" + b" " * (4 << 20) + b"</COLLADA>"})
     with pytest.raises(UnsafeInputError, match="robot.dae"):
         collada.read(bomb)

@@ -4,6 +4,7 @@ more than 1e-6, so FK, TF and the exported URDF agree."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -58,14 +59,14 @@ def test_an_include_that_is_a_directory_a_broken_link_or_under_a_file(tmp_path, 
 
 def test_an_unreadable_include(tmp_path, monkeypatch):
     (tmp_path / "locked.kinbody.xml").write_text('<KinBody name="k"><Body name="b"/></KinBody>')
-    real = Path.read_bytes
+    real = os.open
 
-    def read_bytes(self):
-        if self.name == "locked.kinbody.xml":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    def open_(path, flags, *args, **kwargs):         # the readers open through formats.limits (os.open)
+        if os.fspath(path).endswith("locked.kinbody.xml"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(os, "open", open_)
     with pytest.raises(MissingFileError, match="locked.kinbody.xml.*Permission denied"):
         load(_write(tmp_path, INCLUDE, "locked.kinbody.xml"))
 

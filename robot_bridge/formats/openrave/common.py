@@ -9,8 +9,9 @@ from typing import Optional
 
 import numpy as np
 
-from ...errors import MissingFileError, SchemaError
+from ...errors import MissingFileError, NotRegularFileError, SchemaError
 from ...model import transform as tf
+from ..limits import ReadBudget, kind_of
 from ..paths import AllowedRoots
 from ..xmlsafe import element_path, local_name
 
@@ -50,6 +51,7 @@ class Context:
     default_mass: Optional[object] = None         # KinBody-level <mass> element
     roots: Optional[AllowedRoots] = None          # allowed-roots policy of the whole load
     repairs: list = field(default_factory=list)   # warnings about values fixed on read (whole load)
+    budget: ReadBudget = field(default_factory=ReadBudget)   # bytes of all files read (whole load)
 
     @property
     def directory(self) -> Path:
@@ -61,7 +63,7 @@ class Context:
 
     def child(self, file: Path) -> "Context":
         return Context(file=file, search_path=self.search_path, stack=self.stack + (file,), roots=self.roots,
-                       repairs=self.repairs)
+                       repairs=self.repairs, budget=self.budget)
 
 
 @dataclass
@@ -167,9 +169,30 @@ def find_file(name: str, ctx: Context, extra_dirs: tuple[Path, ...] = (), el=Non
     return None
 
 
+def _special_file(name: str, ctx: Context) -> Optional[tuple[Path, str]]:
+    """A candidate for ``name`` (inside the allowed roots) that exists but is a device, FIFO or socket."""
+    p = Path(name).expanduser()
+    folders = () if p.is_absolute() else (ctx.directory, *ctx.search_path)
+    for candidate in [folder / p for folder in folders] or [p]:
+        if ctx.roots is not None and not ctx.roots.contains(candidate):
+            continue
+        try:
+            mode = candidate.stat().st_mode
+        except (OSError, ValueError):
+            continue
+        kind = kind_of(mode)
+        if kind is not None and kind != "a directory":
+            return candidate, kind
+    return None
+
+
 def require_file(name: str, ctx: Context, el) -> Path:
     found = find_file(name, ctx, el=el)
     if found is None:
+        special = _special_file(name, ctx)
+        if special is not None:
+            raise ctx.error(NotRegularFileError, f"included file {name!r} is not a regular file "
+                            f"({special[1]}: {special[0]})", el)
         where = ", ".join(str(d) for d in (ctx.directory, *ctx.search_path))
         raise ctx.error(MissingFileError, f"included file {name!r} not found (looked in {where})", el)
     return found

@@ -16,9 +16,11 @@ from typing import Optional
 import numpy as np
 from lxml import etree
 
-from ...errors import (IncludeCycleError, SchemaError, UnknownReferenceError, UnsupportedFormatError)
+from ...errors import (DescriptionError, IncludeCycleError, SchemaError, UnknownReferenceError,
+                       UnsupportedFormatError)
 from ...model import AttachedSensor, Manipulator, Mimic
 from ...model import transform as tf
+from ..limits import check_regular_file
 from ..xmlsafe import parse_file
 from . import sensors
 from .common import (Context, Notes, apply_transform_tag, attrs, children, floats, is_true, require_file, tag,
@@ -48,7 +50,13 @@ def parse_root(path: Path, ctx: Context, el=None):
     if path in ctx.stack:
         chain = " -> ".join(p.name for p in (*ctx.stack, path))
         raise ctx.error(IncludeCycleError, f"include cycle: {chain}", el)
-    return parse_file(path).getroot()
+    try:
+        return parse_file(path, budget=ctx.budget).getroot()
+    except DescriptionError as exc:          # name the including element too
+        if el is not None:
+            exc.message += f" (included by {ctx.file.name}:{el.sourceline})"
+            exc.args = (str(exc),)
+        raise
 
 
 # -- KinBody / Robot -----------------------------------------------------------
@@ -446,7 +454,9 @@ def merge_collada(path: Path, body: BodyState, ctx: Context, notes: Notes, el, p
     """Load a COLLADA robot with the COLLADA reader and append it to ``body`` (body appending)."""
     from ...kinematics.fk import KinematicModel
 
-    sub = collada_reader(ctx, el, path).read(path, search_path=ctx.search_path)
+    reader = collada_reader(ctx, el, path)
+    ctx.budget.charge(check_regular_file(path, None, "COLLADA file"), path)
+    sub = reader.read(path, search_path=ctx.search_path)
     prefix = passed.get("prefix", "")
     model = KinematicModel(sub)
     poses = model.link_poses(values={j.name: np.zeros(j.dof) for j in sub.joints.values() if j.dof})
