@@ -3,8 +3,12 @@ the real parameter services (what ``ros2 param describe/set`` call)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -236,17 +240,21 @@ def test_frame_names_with_control_characters_are_refused_at_start_up():
 
 def test_a_node_given_a_bad_frame_name_says_so_in_one_line_and_does_not_start(tmp_path):
     """From a params file (rcl's YAML parser passes control characters through, and cuts at NUL)."""
-    import os
-    import subprocess
-    import sys
-
     yaml = tmp_path / "world.yaml"
     yaml.write_text('/**:\n  ros__parameters:\n    frame_prefix: "a\\x1b[31mb"\n')
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    done = subprocess.run([sys.executable, "-m", "robot_bridge.nodes.world", "--ros-args", "--params-file",
-                           str(yaml)], env=env, capture_output=True, text=True, timeout=120)
-    lines = (done.stdout + done.stderr).splitlines()
-    assert done.returncode == 1, lines
+    code = str(Path(bringup.__file__).resolve().parents[1])             # the code under test, as imported
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=code)
+    node = subprocess.Popen([sys.executable, "-m", "robot_bridge.nodes.world", "--ros-args", "--params-file",
+                             str(yaml)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = node.communicate(timeout=90)       # under the suite's 120 s per test: never orphaned
+    except subprocess.TimeoutExpired:
+        node.kill()
+        output = node.communicate()[0]
+        pytest.fail(f"the node started with frame_prefix 'a\\x1b[31mb' and kept running: {output!r}")
+    lines = output.splitlines()
+    assert node.returncode == 1, lines
     assert len(lines) == 1 and "\x1b" not in lines[0], lines
     assert "[ERROR]" in lines[0] and "parameter frame_prefix refused at start-up" in lines[0], lines
     assert "control character '\\x1b' at index 1" in lines[0], lines
