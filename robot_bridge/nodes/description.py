@@ -82,13 +82,12 @@ RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_pref
                      "publish_environment", "environment_prefix", "mesh_dir",
                      "mesh_cache_dir", "mesh_cache_max_mb", "mesh_uri", "mesh_http_host", "mesh_http_port"}
 DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
+WARN_THROTTLE = 10.0                   # s
 
 
 def launch_roots(get):
     """Folders run-time description_file, srdf_file and search_path values must lie in."""
     return params.launch_roots([get("description_file"), get("srdf_file")], get("search_path"))
-
-WARN_THROTTLE = 10.0                   # s
 
 
 @dataclass

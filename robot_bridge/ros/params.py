@@ -104,7 +104,7 @@ class Param:
         if self.string:
             reason = string_refusal(value, self.string)
             if reason:
-                return f"{self.name}={value!r}: {reason}"
+                return f"{self.name}={shown(value)}: {reason}"
         if self.rule is not None:
             reason = self.rule(value)
             if reason:
@@ -131,6 +131,12 @@ STRING_RULES = {
 CONFINED_TEXT = "at run time only under the folders trusted at launch"
 
 
+def shown(value, limit: int = 200) -> str:
+    """``repr(value)`` clipped: a reason quotes what a peer sent, not all of it."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
 def string_refusal(value, kind: str) -> Optional[str]:
     """Why ``value`` (a string, or each of an array) cannot be a ``kind`` string, or None.
 
@@ -150,7 +156,7 @@ def string_refusal(value, kind: str) -> Optional[str]:
         if space is not None:
             return f"whitespace {text[space]!r} at index {space}; expected a {STRING_RULES[kind]}"
         if kind == "frame" and text.startswith("/"):
-            return f"leading '/' in {text!r}; expected a {STRING_RULES[kind]}"
+            return f"leading '/' in {shown(text)}; expected a {STRING_RULES[kind]}"
     return None
 
 
@@ -180,10 +186,11 @@ def confined_refusal(name: str, value, roots) -> Optional[str]:
         if not path or roots.contains(path):
             continue
         real = os.path.realpath(os.path.expanduser(path))
+        real = real if len(real) <= 200 else real[:200] + "..."
         trusted = ", ".join(map(str, roots.roots[:6])) + (", ..." if len(roots.roots) > 6 else "") or "none"
-        return (f"{name}: {path!r} resolves to {real}, outside the folders trusted at launch ({trusted}); "
-                f"a run-time change may only name files and folders under them (set it at launch, or "
-                f"launch with a search_path holding it)")
+        return (f"{name}: {shown(path)} resolves to {real}, outside the folders trusted at launch "
+                f"({trusted}); a run-time change may only name files and folders under them (set it at "
+                f"launch, or launch with a search_path holding it)")
     return None
 
 

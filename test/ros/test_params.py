@@ -142,3 +142,9 @@ def test_launch_roots_hold_the_files_folders_and_the_search_path(tmp_path, monke
 
     monkeypatch.setenv("OPENRAVE_DATA", str(outside))           # the launch environment is trusted too
     assert params.confined_refusal("p", str(outside / "a.urdf"), params.launch_roots([], [])) is None
+
+
+def test_a_refusal_quotes_a_huge_value_clipped():
+    frame_prefix = next(p for p in description.PARAMETERS if p.name == "frame_prefix")
+    reason = frame_prefix.refusal("x" * 1_000_000 + " ")
+    assert reason.startswith("frame_prefix='xxx") and "(1000003 characters)" in reason and len(reason) < 500
