@@ -52,22 +52,23 @@ TOLERANCE = (0.0, 1e6)
 # restart (the hardware, the joint set and the action servers are built at start-up).
 PARAMETERS = params.schema(
     Param("description_file", "", "Robot file read with robot_bridge.formats.load (unused when a Robot is "
-                                  "given)", read_only=True),
-    Param("search_path", params.STRING_ARRAY, "Directories searched for included files", read_only=True),
+                                  "given)", read_only=True, string="text"),
+    Param("search_path", params.STRING_ARRAY, "Directories searched for included files", read_only=True,
+          string="text"),
     Param("srdf_file", "", "SRDF whose groups name the controllers' joints and give the home state "
-                           "(optional)", read_only=True),
+                           "(optional)", read_only=True, string="text"),
     Param("hardware", "sim", "Modules: 'sim' (simulated) or 'canopen' (CiA 402 drives)", choices=hw.KINDS,
           read_only=True),
     Param("joints", params.STRING_ARRAY, "Joints driven, in command order (default: the description's "
                                          "active 1-DOF joints)", read_only=True,
           rule=lambda v: "duplicate joint names" if len(set(v)) != len(v) else None,
-          rule_text="distinct joints of the description"),
+          rule_text="distinct joints of the description", string="text"),
     Param("controllers", params.STRING_ARRAY,
           "Trajectory controllers, each an SRDF group or a manipulator (its arm chain): "
           "~/<name>/follow_joint_trajectory and ~/<name>/controller_state; empty: one controller of every "
           "driven joint but the grippers' at ~/follow_joint_trajectory", read_only=True,
           rule=lambda v: "duplicate controller names" if len(set(v)) != len(v) else None,
-          rule_text="distinct SRDF groups / manipulators sharing no joint"),
+          rule_text="distinct SRDF groups / manipulators sharing no joint", string="name"),
     Param("state_rate", 50.0, "Hz of /joint_states, the controller states and the action feedback",
           range=RATE),
     Param("control_rate", 100.0, "Hz of the control loop (trajectory sampling, hardware read/write, goal "
@@ -113,7 +114,7 @@ PARAMETERS = params.schema(
     Param("canopen.node_ids", params.INTEGER_ARRAY, "CANopen node id per joint (default 1, 2, ...)",
           range=(1, 127), read_only=True),
     Param("canopen.eds", "", "Object dictionary of the drives (default: config/cia402_drive.eds)",
-          read_only=True),
+          read_only=True, string="text"),
     Param("canopen.counts_per_radian", 1e6, "Drive position units per radian (or metre)", range=(1e-6, 1e12),
           read_only=True),
     Param("canopen.heartbeat_ms", 50, "Heartbeat producer time written to each drive (0x1017)",

@@ -33,44 +33,47 @@ from ..ros.tf import tf_message
 
 RELOADS = "reloads the model when set; refused (old model kept) if it does not load"
 MESH_URI_MODES = ("file", "package", "http")
-# The one parameter schema.  The files, search path, prefix and mesh settings reload the model when set
-# (refused, keeping the old model, when the new one does not load).
+# The one parameter schema.  The files, search path, prefixes and frames reload the model when set
+# (refused, keeping the old model, when the new one does not load); files and search path only within the
+# folders trusted at launch.  Where meshes are written and served is fixed at launch (read-only).
 PARAMETERS = params.schema(
     Param("description_file", "", "Robot file: .robot.xml, .kinbody.xml, .env.xml, .dae, .zae or .urdf",
-          rule_text=RELOADS),
+          rule_text=RELOADS, string="text", confined=True),
     Param("srdf_file", "", "Optional SRDF (MoveIt / hpp); without it one is generated from the model if it "
-                           "has manipulators or semantics", rule_text=RELOADS),
+                           "has manipulators or semantics", rule_text=RELOADS, string="text", confined=True),
     Param("search_path", params.STRING_ARRAY, "Directories searched for included files and meshes "
-                                              "(before $OPENRAVE_DATA)", rule_text=RELOADS),
+                                              "(before $OPENRAVE_DATA)", rule_text=RELOADS, string="text",
+          confined=True),
     Param("publish_frequency", 20.0, "Maximum /tf rate per joint in Hz, as robot_state_publisher; "
                                      "0 publishes on every JointState", range=(0.0, 10000.0)),
     Param("ignore_timestamp", False, "Publish every JointState regardless of publish_frequency"),
     Param("frame_prefix", "", "Prefix added to the robot's TF frames (not to the shared world_frame and "
-                              "environment bodies)", rule_text=RELOADS),
+                              "environment bodies)", rule_text=RELOADS, string="frame"),
     Param("world_frame", "world", "Frame shared by every robot in one world: the robot's root is placed in "
                                   "it (its file's placement; also without an environment when frame_prefix "
                                   "is set) and so are the environment bodies; empty: none",
-          rule_text=RELOADS),
+          rule_text=RELOADS, string="frame"),
     Param("publish_environment", True, "Publish the environment bodies of the file under world_frame (false "
                                        "for every robot but one sharing a world)", rule_text=RELOADS),
     Param("environment_prefix", "", "Prefix of the environment bodies' frames (empty: shared names)",
-          rule_text=RELOADS),
+          rule_text=RELOADS, string="frame"),
     Param("publish_default_joint_states", False, "Publish the initial configuration on joint_states at "
                                                  "10 Hz while no other node publishes there", read_only=True),
     Param("mesh_dir", "", "Override: directory for meshes converted for the URDF, as named files (empty: the "
-                          "content-addressed mesh cache)", rule_text=RELOADS),
+                          "content-addressed mesh cache)", string="text", read_only=True),
     Param("mesh_cache_dir", "", "Mesh cache directory (empty: $ROS_HOME/robot_bridge/mesh_cache, else "
-                                "$XDG_CACHE_HOME/robot_bridge/meshes); safe to delete", rule_text=RELOADS),
+                                "$XDG_CACHE_HOME/robot_bridge/meshes); safe to delete", string="text",
+          read_only=True),
     Param("mesh_cache_max_mb", 512, "Size bound of the mesh cache in MiB (least recently used files go "
                                     "first)",
           range=(1, 1 << 30), rule_text=RELOADS),
     Param("mesh_uri", "file", "How robot_description names mesh files: file (file://, this host), package "
                               "(package://<pkg>/... for files inside a ROS package) or http (this node "
-                              "serves the mesh cache)", choices=MESH_URI_MODES, rule_text=RELOADS),
+                              "serves the mesh cache)", choices=MESH_URI_MODES, read_only=True),
     Param("mesh_http_host", "", "mesh_uri http: address bound and written into the URIs (empty: every "
-                                "interface, URIs carry the host name)", rule_text=RELOADS),
+                                "interface, URIs carry the host name)", string="text", read_only=True),
     Param("mesh_http_port", 0, "mesh_uri http: TCP port (0: any free port)", range=(0, 65535),
-          rule_text=RELOADS),
+          read_only=True),
     Param("tf_fast_path", True, "Turn /joint_states into /tf on a thread of its own, out of the executor, "
                                 "taking and publishing serialized messages (false, or where rclpy lacks what "
                                 "it needs: through the executor)", read_only=True),
@@ -80,6 +83,11 @@ RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_pref
                      "mesh_cache_dir", "mesh_cache_max_mb", "mesh_uri", "mesh_http_host", "mesh_http_port"}
 DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
 WARN_THROTTLE = 10.0                   # s
+
+
+def launch_roots(get):
+    """Folders run-time description_file, srdf_file and search_path values must lie in."""
+    return params.launch_roots([get("description_file"), get("srdf_file")], get("search_path"))
 
 
 @dataclass
@@ -166,7 +174,7 @@ class DescriptionNode(ContainedNode):
         self.tf_relay = None                                  # the fast path's SerializedRelay
         self.mesh_server: MeshServer | None = None
         self.params = params.NodeParameters(self, PARAMETERS, validate=self._check_parameters,
-                                            apply=self._apply_parameters)
+                                            apply=self._apply_parameters, roots=launch_roots)
         self.model: LoadedModel | None = None
         self.semantic_published = False
         self.gate = RateGate(self._param("publish_frequency"), self._param("ignore_timestamp"))

@@ -61,17 +61,17 @@ def _mode(value) -> str:
 PARAMETERS = params.schema(
     Param("description_file", "", "Robot file (.robot.xml, .env.xml, .dae, .zae, .urdf) whose attached "
                                   "sensors are bridged; an .env.xml also gives the environment for "
-                                  "simulation", read_only=True),
+                                  "simulation", read_only=True, string="text"),
     Param("search_path", params.STRING_ARRAY, "Directories searched for included files and meshes "
-                                              "(before $OPENRAVE_DATA)", read_only=True),
+                                              "(before $OPENRAVE_DATA)", read_only=True, string="text"),
     Param("frame_prefix", "", "Prefix of every frame_id (as the description node's frame_prefix)",
-          read_only=True),
+          read_only=True, string="frame"),
     Param("default_mode", "sim", "Mode of sensors without sensors.<name>.mode: relay, sim or off",
           choices=MODES, any_type=True, normalize=_mode, read_only=True),
     Param("relay_namespace", "driver", "Relay input topics default to <relay_namespace>/<sensor>/<topic>",
-          read_only=True),
+          read_only=True, string="name"),
     Param("joint_states_topic", "joint_states", "JointState topic moving the simulated sensors",
-          read_only=True),
+          read_only=True, string="name"),
     Param("ray_backend", "auto", "Triangle-mesh ray casting: auto (embree > trimesh > numpy), embree, "
                                  "trimesh, numpy", choices=RAY_BACKENDS, read_only=True),
     Param("output_reliability", "reliable", "QoS reliability of published topics: reliable or best_effort",
@@ -91,7 +91,7 @@ PARAMETERS = params.schema(
                                    "(0: none)", range=(0.0, 1000.0), read_only=True),
     Param("objects_topic", "world_node/objects", "sim: detected objects (world_node's latched <Environment> "
                                                  "XML) added to, moved in and removed from the simulated "
-                                                 "scene; empty: none", read_only=True),
+                                                 "scene; empty: none", read_only=True, string="name"),
 )
 
 # Declared once per sensor as sensors.<sensor>.<name>.
@@ -99,9 +99,9 @@ SENSOR_PARAMETERS = params.schema(
     Param("mode", "", "relay, sim or off (empty: default_mode)", choices=("",) + MODES, any_type=True,
           normalize=_mode, read_only=True),
     Param("input_topic", "", "relay: driver topic (default <relay_namespace>/<sensor>/<scan|points|image_raw|"
-                             "imu|wrench|odom>)", read_only=True),
+                             "imu|wrench|odom>)", read_only=True, string="name"),
     Param("input_info_topic", "", "relay cameras: driver CameraInfo topic (default "
-                                  "<relay_namespace>/<sensor>/camera_info)", read_only=True),
+                                  "<relay_namespace>/<sensor>/camera_info)", read_only=True, string="name"),
     Param("restamp", False, "relay: replace header.stamp by the time of arrival"),
     Param("max_rate", 0.0, "relay: republish at most this often (Hz); 0 = every valid message",
           range=(0.0, 100000.0)),
@@ -120,7 +120,8 @@ SENSOR_PARAMETERS = params.schema(
           read_only=True),
     Param("encoding", "", "sim cameras: rgb8 or 32FC1 on image_raw (empty: the description's format, else "
                           "rgb8)", choices=("", "rgb8", "32FC1"), read_only=True),
-    Param("depth_topic", "", "sim cameras: also publish the 32FC1 depth image on this topic", read_only=True),
+    Param("depth_topic", "", "sim cameras: also publish the 32FC1 depth image on this topic", read_only=True,
+          string="name"),
     Param("gyro_noise_std", 0.0, "sim IMU: angular velocity noise (rad/s)", range=(0.0, 1000.0),
           read_only=True),
     Param("accel_noise_std", 0.0, "sim IMU: linear acceleration noise (m/s^2)", range=(0.0, 1000.0),

@@ -43,13 +43,14 @@ from ..world import Changes, Detection, ObjectMapping, WorldObjects, load_mappin
 RELOADS = "re-reads the mapping when set; refused (old mapping kept) if it does not load"
 PARAMETERS = params.schema(
     Param("objects_file", "", "Object mapping YAML: detection class ids -> body files (see README); empty: "
-                              "wait for a parameter change", rule_text=RELOADS),
+                              "wait for a parameter change", rule_text=RELOADS, string="text", confined=True),
     Param("search_path", params.STRING_ARRAY, "Directories searched for the body files' includes and "
-                                              "meshes (before $OPENRAVE_DATA)", rule_text=RELOADS),
+                                              "meshes (before $OPENRAVE_DATA)", rule_text=RELOADS,
+          string="text", confined=True),
     Param("frame_prefix", "", "Prefix of every published object frame (as the description node's)",
-          read_only=True),
+          read_only=True, string="frame"),
     Param("world_frame", "", "Frame the bodies are placed in; empty: world (the description node's shared "
-                             "world_frame default)", read_only=True),
+                             "world_frame default)", read_only=True, string="frame"),
     Param("publish_rate", 10.0, "Hz: /tf of every body, and how often timeouts are checked",
           range=(0.001, 1000.0)),
     Param("min_score", 0.0, "Hypotheses scoring below this are ignored",
@@ -81,8 +82,9 @@ def pose_matrix(pose) -> Optional[np.ndarray]:
 class WorldNode(ContainedNode):
     def __init__(self, **kwargs):
         super().__init__("world_node", **kwargs)
-        self.params = params.NodeParameters(self, PARAMETERS, validate=self._check_parameters,
-                                            apply=self._apply_parameters)
+        self.params = params.NodeParameters(
+            self, PARAMETERS, validate=self._check_parameters, apply=self._apply_parameters,
+            roots=lambda get: params.launch_roots([get("objects_file")], get("search_path")))
         self.tf = TFBuffer()
         self.world: Optional[WorldObjects] = None
         self._marker_counts: dict[str, int] = {}          # body -> markers published in its namespace

@@ -6,12 +6,19 @@ restart).  :class:`NodeParameters` declares them with full ``ParameterDescriptor
 ``ros2 param describe`` shows), refuses a bad value with the reason -- at start-up (overrides, YAML)
 and on ``ros2 param set`` alike -- and hands every accepted change to the node so it takes effect.
 
+Strings that become frame ids, ROS names or paths say so (``string``) and are checked by one
+validator (:func:`string_refusal`); path parameters that are ``confined`` may change at run time only to
+files and folders under the roots trusted at launch (:func:`launch_roots`): a peer on the DDS domain
+cannot widen what the readers trust (see the README's trust model).
+
 The schema part (:class:`Param`, :func:`refusal`) imports no rclpy; only the adapter does.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
@@ -47,6 +54,8 @@ class Param:
     read_only: bool = False                           # a change needs a restart: refused at run time
     any_type: bool = False                            # dynamic typing (YAML reads an unquoted off as false)
     normalize: Optional[Callable[[Any], Any]] = None  # value as the choices/rule see it (any_type)
+    string: str = ""                                  # "frame", "name" or "text": see string_refusal
+    confined: bool = False                            # a path kept under the launch-time roots at run time
 
     def __iter__(self) -> Iterator:
         """(name, default, description): unpacks like the former schema tuples."""
@@ -65,6 +74,10 @@ class Param:
             parts.append("length " + " or ".join(map(str, self.lengths)))
         if self.range is not None and isinstance(self.default, list):
             parts.append(f"each value in [{self.range[0]}, {self.range[1]}]")
+        if self.string:
+            parts.append(STRING_RULES[self.string])
+        if self.confined:
+            parts.append(CONFINED_TEXT)
         if self.rule_text:
             parts.append(self.rule_text)
         if self.read_only:
@@ -88,6 +101,10 @@ class Param:
                 if isinstance(v, (int, float)) and not isinstance(v, bool) and \
                         (not math.isfinite(v) or not low <= v <= high):
                     return f"{self.name}={v!r} is outside [{low}, {high}]"
+        if self.string:
+            reason = string_refusal(value, self.string)
+            if reason:
+                return f"{self.name}={shown(value)}: {reason}"
         if self.rule is not None:
             reason = self.rule(value)
             if reason:
@@ -102,6 +119,79 @@ def schema(*params: Param | tuple) -> tuple[Param, ...]:
 
 def positive(text: str = "> 0") -> Callable[[Any], Optional[str]]:
     return lambda v: None if v > 0 else f"must be {text}"
+
+
+# -- strings that become frame ids, names and paths --------------------------------------------------
+
+STRING_RULES = {
+    "frame": "tf2 frame id: no whitespace or control characters, no leading '/'",
+    "name": "ROS name: no whitespace or control characters",
+    "text": "no control characters",
+}
+CONFINED_TEXT = "at run time only under the folders trusted at launch"
+
+
+def shown(value, limit: int = 200) -> str:
+    """``repr(value)`` clipped: a reason quotes what a peer sent, not all of it."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def string_refusal(value, kind: str) -> Optional[str]:
+    """Why ``value`` (a string, or each of an array) cannot be a ``kind`` string, or None.
+
+    Every kind refuses control characters (NUL cuts a C string short: ``'a b\\x00c'`` arrived as
+    ``'a b'``; newlines and escapes forge log lines).  Frame ids and names also refuse whitespace (ROS
+    names are letters, digits, ``_``, ``/``, ``~``; tf2 frame ids follow them by convention) and frame
+    ids a leading ``/`` (tf2 refuses such ids in every lookup).  Other printable characters (``-``,
+    ``.``) stay allowed: frames named after a file's links use them.
+    """
+    for text in (value if isinstance(value, (list, tuple)) else [value]):
+        if not isinstance(text, str):
+            continue
+        control = next((i for i, char in enumerate(text) if unicodedata.category(char) == "Cc"), None)
+        if control is not None:
+            return f"control character {text[control]!r} at index {control}; expected a {STRING_RULES[kind]}"
+        space = next((i for i, char in enumerate(text) if char.isspace()), None) if kind != "text" else None
+        if space is not None:
+            return f"whitespace {text[space]!r} at index {space}; expected a {STRING_RULES[kind]}"
+        if kind == "frame" and text.startswith("/"):
+            return f"leading '/' in {shown(text)}; expected a {STRING_RULES[kind]}"
+    return None
+
+
+def launch_roots(files: Iterable[str] = (), folders: Iterable[str] = ()):
+    """The folders trusted at launch for run-time changes of ``confined`` parameters: each launch-time
+    file's folder (widened to its ROS package, as the readers do), the launch-time search path,
+    ``$OPENRAVE_DATA`` and ``$ROBOT_BRIDGE_ALLOWED_ROOTS``."""
+    from pathlib import Path
+
+    from ..formats import normalize_search_path
+    from ..formats.paths import ENV_ALLOWED_ROOTS, AllowedRoots
+
+    roots: list = [r for r in os.environ.get(ENV_ALLOWED_ROOTS, "").split(os.pathsep) if r]
+    for file in files:
+        if file:
+            folder = Path(os.path.realpath(os.path.expanduser(file))).parent
+            package = next((d for d in (folder, *folder.parents) if (d / "package.xml").is_file()), None)
+            roots += [folder] + ([package] if package else [])
+    roots += normalize_search_path([f for f in folders if f])
+    return AllowedRoots(roots)
+
+
+def confined_refusal(name: str, value, roots) -> Optional[str]:
+    """Why a run-time ``value`` of a confined path parameter leaves ``roots`` (an AllowedRoots), or None.
+    An empty value (no file) is always allowed."""
+    for path in (value if isinstance(value, (list, tuple)) else [value]):
+        if not path or roots.contains(path):
+            continue
+        real = os.path.realpath(os.path.expanduser(path))
+        real = real if len(real) <= 200 else real[:200] + "..."
+        trusted = ", ".join(map(str, roots.roots[:6])) + (", ..." if len(roots.roots) > 6 else "") or "none"
+        return (f"{name}: {shown(path)} resolves to {real}, outside the folders trusted at launch "
+                f"({trusted}); a run-time change may only name files and folders under them (set it at "
+                f"launch, or launch with a search_path holding it)")
+    return None
 
 
 # -- rclpy adapter ---------------------------------------------------------------------------------
@@ -140,18 +230,24 @@ class NodeParameters:
     ``validate(changes)`` (optional) returns a reason to refuse a set the schema accepts (e.g. a file that
     does not load); ``apply(changes)`` (optional) runs after an accepted set so it takes effect.  Both get
     ``{name: value}`` of the parameters set, and are not called while parameters are being declared.
+    ``roots(get)`` (needed with ``confined`` parameters) returns the AllowedRoots trusted at launch, from
+    the declared values (``get(name)``); a run-time value of a confined parameter outside them is refused.
     """
 
     def __init__(self, node, params: Iterable[Param] = (), *,
                  validate: Callable[[dict], Optional[str]] | None = None,
-                 apply: Callable[[dict], None] | None = None):
+                 apply: Callable[[dict], None] | None = None,
+                 roots: Callable[[Callable[[str], Any]], Any] | None = None):
         self.node = node
         self.specs: dict[str, Param] = {}
         self.validate, self.apply = validate, apply
         self._declaring = False
+        self.roots = None
         node.add_on_set_parameters_callback(self._on_set)
         node.add_post_set_parameters_callback(self._on_post_set)
         self.declare(params)
+        if roots is not None:
+            self.roots = roots(self.get)
 
     def declare(self, params: Iterable[Param], prefix: str = "") -> dict:
         """Declare ``params`` (names prefixed with ``prefix``); their values.  A bad start-up value
@@ -190,6 +286,9 @@ class NodeParameters:
         for name, value in changes.items():
             spec = self.specs.get(name)
             reason = spec.refusal(value) if spec is not None else None
+            if not reason and spec is not None and spec.confined and not self._declaring:
+                reason = confined_refusal(name, value, self.roots) if self.roots is not None else \
+                    f"{name}: no folders trusted at launch; set it at launch"
             if reason:
                 return SetParametersResult(successful=False, reason=reason)
         if self.validate is not None and not self._declaring:

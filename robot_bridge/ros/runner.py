@@ -5,10 +5,12 @@ from __future__ import annotations
 import signal
 import socket
 import threading
+import unicodedata
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 import rclpy
+from rclpy.exceptions import InvalidParameterValueException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -85,15 +87,28 @@ def _woken_by_signals(executor) -> Iterator[None]:
         read.close()
 
 
+def start_up_refusal(exc: InvalidParameterValueException) -> str:
+    """One printable line for a parameter refused at start-up (the node does not start)."""
+    text = str(exc.args[0]) if exc.args else str(exc)     # "Invalid parameter value (..) ... Reason: R: NAME"
+    reason, _, name = text.split("Reason: ", 1)[-1].rpartition(": ")
+    reason = "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" else c for c in reason or name)
+    return f"parameter {name} refused at start-up, the node does not start: {reason}"
+
+
 def spin_node(make_node: Callable[[], Node], args=None) -> int:
-    """Spin the node until SIGINT/SIGTERM or shutdown, then clean up; exit status 0."""
+    """Spin the node until SIGINT/SIGTERM or shutdown, then clean up; exit status 0 (1: a start-up
+    parameter value refused, in one error line)."""
     from ..cli.stop import REQUESTED, ignore_further_stop_requests   # REQUESTED: set by a Ctrl-C since
                                                                      # the executable started
     try:
         with stoppable_rclpy(args, stop=REQUESTED) as stop:
             if stop.is_set():
                 return 0
-            node = make_node()
+            try:
+                node = make_node()
+            except InvalidParameterValueException as exc:     # a start-up value its schema refuses
+                rclpy.logging.get_logger("robot_bridge").error(start_up_refusal(exc))
+                return 1
             executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:

@@ -7,6 +7,7 @@ from message stamps and positions recorded by a listener, never from wall-clock 
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -82,9 +83,16 @@ class Listener:
 # -- ros2 launch on the embedded robot --------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def embedded(tmp_path_factory):
+def trusted(tmp_path_factory):
+    """A folder on the launch's $OPENRAVE_DATA: trusted at launch, description_file may name files in it."""
+    return tmp_path_factory.mktemp("trusted")
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory, trusted):
+    data = os.pathsep.join([str(trusted), *filter(None, [os.environ.get("OPENRAVE_DATA")])])
     launch = Ros2Process(["launch", "robot_bridge", "bridge.launch.py"],
-                         tmp_path_factory.mktemp("launch") / "launch.log")
+                         tmp_path_factory.mktemp("launch") / "launch.log", OPENRAVE_DATA=data)
     listener = Listener()
     try:
         wait_for_nodes(NODES, launch)
@@ -166,8 +174,8 @@ def test_param_set_publish_frequency_changes_the_tf_rate(embedded):
     assert (after < 0.05 - 1e-6).sum() >= 3, (before, after)
 
 
-def test_param_set_broken_description_file_is_refused_and_the_old_model_kept(embedded, tmp_path):
-    broken = tmp_path / "broken.robot.xml"
+def test_param_set_broken_description_file_is_refused_and_the_old_model_kept(embedded, trusted):
+    broken = trusted / "broken.robot.xml"
     broken.write_text('<Robot name="broken">\n  <KinBody>\n    <Body name="a">\n  </KinBody>\n</Robot>\n')
     before = echo_once("/robot_description", "std_msgs/msg/String", "data", *LATCHED)
     result = ros2("param", "set", "/description_node", "description_file", str(broken), *PARAM,

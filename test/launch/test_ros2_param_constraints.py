@@ -1,6 +1,6 @@
 """Parameter constraints seen and enforced through the real ``ros2 param`` against ``ros2 launch``:
-describe shows ranges, choices and read-only; out-of-range, wrong-choice and read-only sets are refused
-with the reason and change nothing."""
+describe shows ranges, choices and read-only; out-of-range, wrong-choice, read-only, outside-the-trusted-
+folders and bad frame name sets are refused with the reason and change nothing."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ def bridge(tmp_path_factory):
     ("/sensor_bridge", "default_mode", ["one of: relay, sim, off"]),
     ("/sensor_bridge", "output_depth", ["Min value: 1", "Max value: 10000"]),
     ("/description_node", "publish_frequency", ["Min value: 0.0"]),
+    ("/description_node", "search_path", ["at run time only under the folders trusted at launch"]),
+    ("/description_node", "mesh_cache_dir", ["Read only: true"]),
+    ("/description_node", "frame_prefix", ["tf2 frame id: no whitespace or control characters"]),
 ])
 def test_describe_shows_the_constraints(bridge, node, name, shown):
     out = ros2("param", "describe", node, name, *PARAM).stdout
@@ -43,7 +46,15 @@ def test_describe_shows_the_constraints(bridge, node, name, shown):
     ("/controller_node", "sim.fault_rate", "-3.0", "out of range"),
     ("/controller_node", "hardware", "foo", "read-only"),
     ("/controller_node", "joints", "[foo]", "read-only"),
-    ("/description_node", "mesh_uri", "ftp", "is not one of"),
+    ("/description_node", "mesh_uri", "ftp", "read-only"),
+    # any peer on the domain could widen the roots the readers trust, or where meshes are written and served
+    ("/description_node", "search_path", "['/', '/etc']", "outside the folders trusted at launch"),
+    ("/description_node", "description_file", "/etc/passwd", "outside the folders trusted at launch"),
+    ("/description_node", "mesh_dir", "/etc", "read-only"),
+    ("/description_node", "mesh_cache_dir", "/proc/self", "read-only"),
+    # the CLI's YAML makes a NUL of \x00; the service's C string ends there: 'a b' arrives, refused
+    ("/description_node", "frame_prefix", '"a b\\x00c"', "frame_prefix='a b': whitespace"),
+    ("/description_node", "world_frame", '"w\\x1bx"', "control character '\\x1b'"),
 ])
 def test_bad_values_are_refused(bridge, node, name, value, reason):
     before = ros2("param", "get", node, name, *PARAM, check=False).stdout     # joints: "Parameter not set"

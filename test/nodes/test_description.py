@@ -265,7 +265,7 @@ def test_bad_file_at_startup_then_parameter_change(harness_factory, fixtures, tm
     assert not result.successful and "bad.robot.xml" in result.reason
     assert h.node.get_parameter("description_file").value.endswith("missing.robot.xml")
 
-    good = fixtures / "description" / "two_link.robot.xml"
+    good = shutil.copy(fixtures / "description" / "two_link.robot.xml", tmp_path)   # in a launch-time root
     assert h.set_param("description_file", str(good)).successful
     assert '<robot name="two_link"' in h.latched(String, "/robot_description").data
     assert not h.set_param("publish_frequency", -1.0).successful

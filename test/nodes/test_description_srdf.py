@@ -25,7 +25,8 @@ def test_mismatched_srdf_is_refused_and_the_previous_semantics_kept(tmp_path):
     context.init()
     node = DescriptionNode(context=context, parameter_overrides=[
         Parameter("description_file", value=str(DATA / "lwa3_gripper.robot.xml")),
-        Parameter("srdf_file", value=str(DATA / "lwa3_gripper.srdf"))])
+        Parameter("srdf_file", value=str(DATA / "lwa3_gripper.srdf")),
+        Parameter("search_path", value=[str(tmp_path)])])      # trusted at launch: other.srdf may be set
     try:
         before = node.model
         assert before is not None and "lwa3_gripper" in before.srdf

@@ -3,8 +3,12 @@ the real parameter services (what ``ros2 param describe/set`` call)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,16 +24,17 @@ from robot_bridge import bringup  # noqa: E402
 from robot_bridge.cli.verbs.run import create_node  # noqa: E402
 
 TIMEOUT = 30.0
+OBJECTS = bringup.DATA_DIR / "objects.yaml"
 
 
 class Bridge:
     """description_node, sensor_bridge and controller_node of the default bringup in one context."""
 
-    def __init__(self, overrides: dict[str, dict]):
+    def __init__(self, overrides: dict[str, dict], options: bringup.Options | None = None):
         self.context = rclpy.Context()
         self.context.init()
         self.nodes = {}
-        for spec in bringup.node_set(bringup.Options()):
+        for spec in bringup.node_set(options or bringup.Options()):
             spec.parameters.update(overrides.get(spec.name, {}))
             self.nodes[spec.name] = create_node(spec, self.context)
         self.client_node = rclpy.create_node("param_client", context=self.context)
@@ -80,7 +85,8 @@ class Bridge:
 
 @pytest.fixture(scope="module")
 def bridge():
-    b = Bridge({"sensor_bridge": {"default_mode": "off", "sensors.base_laser.mode": "relay"}})
+    b = Bridge({"sensor_bridge": {"default_mode": "off", "sensors.base_laser.mode": "relay"}},
+               bringup.Options(objects=str(OBJECTS)))
     yield b
     b.close()
 
@@ -152,3 +158,103 @@ def test_accepted_dynamic_values_take_effect(bridge):
     assert sensors.relays[("base_laser", "scan")].min_period_ns == 500_000_000
     assert bridge.set("sensor_bridge", "sensors.base_laser.restamp", True).successful
     assert sensors.relays[("base_laser", "scan")].restamp is True
+
+
+# -- who may widen what: parameters that reach the file system or become frame ids ---------------------
+
+@pytest.mark.parametrize("node, name, value, reason", [
+    # the readers' roots: only folders under those trusted at launch (the launch-time files' folders,
+    # search_path, $OPENRAVE_DATA); what was accepted before from any peer on the domain
+    ("description_node", "search_path", ["/", "/etc"], "'/' resolves to /, outside the folders trusted"),
+    ("description_node", "description_file", "/etc/passwd", "resolves to /etc/passwd, outside the folders"),
+    ("description_node", "srdf_file", "/etc/robot.srdf", "resolves to /etc/robot.srdf, outside the folders"),
+    ("world_node", "objects_file", "/etc/passwd", "resolves to /etc/passwd, outside the folders"),
+    ("world_node", "search_path", ["/"], "'/' resolves to /, outside the folders"),
+    # where meshes are written and served, and the HTTP listener: fixed at launch
+    ("description_node", "mesh_dir", "/etc", "read-only"),
+    ("description_node", "mesh_cache_dir", "/proc/self", "read-only"),
+    ("description_node", "mesh_uri", "http", "read-only"),
+    ("description_node", "mesh_http_host", "0.0.0.0", "read-only"),
+])
+def test_widening_file_access_at_run_time_is_refused_old_value_kept(bridge, node, name, value, reason):
+    before = bridge.nodes[node].params.get(name)
+    model = getattr(bridge.nodes[node], "model", None)
+    result = bridge.set(node, name, value)
+    assert not result.successful and reason in result.reason, result.reason
+    assert bridge.nodes[node].params.get(name) == before
+    assert getattr(bridge.nodes[node], "model", None) is model          # nothing reloaded
+
+
+def test_description_file_switches_within_the_launch_time_roots(bridge):
+    """The documented run-time switch stays: a file beside the launch-time one loads; the way back too."""
+    node = bridge.nodes["description_node"]
+    launched = node.params.get("description_file")
+    other = str(bringup.DATA_DIR / "lwa3_gripper.robot.xml")
+    assert bridge.set("description_node", "description_file", other).successful
+    assert node.model.robot.name == "lwa3_gripper"
+    assert bridge.set("description_node", "description_file", launched).successful
+    assert node.params.get("description_file") == launched
+
+
+@pytest.mark.parametrize("name, value", [
+    ("frame_prefix", "a b\x00c"),
+    ("frame_prefix", "arm\x00"),
+    ("world_frame", "world\x1b[2J"),
+    ("environment_prefix", "env\n"),
+    ("frame_prefix", "r 2/"),
+    ("world_frame", "/world"),
+])
+def test_frame_names_with_control_characters_are_refused_at_run_time(bridge, name, value):
+    """Through the parameter service (what ``ros2 param set`` calls) the message's C string ends at a NUL:
+    what arrives is checked ('a b\\x00c' arrives as 'a b', refused for its space; 'arm\\x00' as 'arm',
+    a good name).  In the process (rclpy's set_parameters) the NUL itself reaches the check."""
+    node = bridge.nodes["description_node"]
+    before, model = node.params.get(name), node.model
+    arrived = value.partition("\x00")[0]
+    results = [node.set_parameters([Parameter(name, value=value)])[0]]
+    if arrived != "arm":
+        results.append(bridge.set("description_node", name, value))
+    for result, seen in zip(results, [value, arrived]):
+        assert not result.successful and result.reason.startswith(f"{name}={seen!r}: "), result.reason
+        assert "expected a tf2 frame id" in result.reason and "\n" not in result.reason
+        assert node.params.get(name) == before
+        assert node.model is model                                       # not reloaded with it
+
+
+def test_frame_names_with_control_characters_are_refused_at_start_up():
+    context = rclpy.Context()
+    context.init()
+    try:
+        for node, params, reason in (
+                ("description_node", {"frame_prefix": "a b\x00c"}, r"frame_prefix='a b\\x00c': control "
+                                                                    r"character '\\x00' at index 3"),
+                ("sensor_bridge", {"frame_prefix": "r\x01/"}, r"control character '\\x01' at index 1"),
+                ("sensor_bridge", {"joint_states_topic": "joint states"}, r"whitespace ' ' at index 5")):
+            spec = next(s for s in bringup.node_set() if s.name == node)
+            spec.parameters.update(params)
+            with pytest.raises(InvalidParameterValueException, match=reason):
+                create_node(spec, context)
+    finally:
+        context.try_shutdown()
+
+
+def test_a_node_given_a_bad_frame_name_says_so_in_one_line_and_does_not_start(tmp_path):
+    """From a params file (rcl's YAML parser passes control characters through, and cuts at NUL)."""
+    yaml = tmp_path / "world.yaml"
+    yaml.write_text('/**:\n  ros__parameters:\n    frame_prefix: "a\\x1b[31mb"\n')
+    code = str(Path(bringup.__file__).resolve().parents[1])             # the code under test, as imported
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=code)
+    node = subprocess.Popen([sys.executable, "-m", "robot_bridge.nodes.world", "--ros-args", "--params-file",
+                             str(yaml)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = node.communicate(timeout=90)       # under the suite's 120 s per test: never orphaned
+    except subprocess.TimeoutExpired:
+        node.kill()
+        output = node.communicate()[0]
+        pytest.fail(f"the node started with frame_prefix 'a\\x1b[31mb' and kept running: {output!r}")
+    lines = output.splitlines()
+    assert node.returncode == 1, lines
+    assert len(lines) == 1 and "\x1b" not in lines[0], lines
+    assert "[ERROR]" in lines[0] and "parameter frame_prefix refused at start-up" in lines[0], lines
+    assert "control character '\\x1b' at index 1" in lines[0], lines
