@@ -57,10 +57,12 @@ if [[ $mode == wheels ]]; then
 
     # Every interface package in tools/venv_interfaces (tf2_msgs, control_msgs, vision_msgs, ...), each rebuilt
     # only when its own files, the shared cmake or the wheels change.  The wheels provide every dependency they have.
-    for pkg_dir in "$IFACE_SRC"/*/; do
-        pkg=$(basename "$pkg_dir")
-        [[ -f "$pkg_dir/CMakeLists.txt" ]] || continue
-        iface_hash=$(cat "$REQUIREMENTS" "$IFACE_SRC"/*.cmake $(find "$pkg_dir" -type f | LC_ALL=C sort) \
+    # In dependency order (moveit_msgs after octomap_msgs and object_recognition_msgs); a package's hash covers
+    # the local packages it depends on, so a changed dependency rebuilds its dependents.
+    while read -r pkg deps; do
+        pkg_dir="$IFACE_SRC/$pkg/"
+        iface_hash=$(cat "$REQUIREMENTS" "$IFACE_SRC"/*.cmake \
+            $(for d in $deps "$pkg"; do find "$IFACE_SRC/$d" -type f; done | LC_ALL=C sort) \
             | sha256sum | cut -c1-16)
         build_dir="$VENV_ABS/.build/$pkg"
         if [[ "$(cat "$build_dir.stamp" 2>/dev/null)" == "$iface_hash" ]] \
@@ -82,7 +84,7 @@ if [[ $mode == wheels ]]; then
             die "building $pkg failed (full log: $build_dir/build.log)"
         fi
         echo "$iface_hash" >"$build_dir.stamp"
-    done
+    done < <("$VPY" tools/venv_interfaces/build_order.py "$IFACE_SRC")
 fi
 
 note "installing robot_bridge (editable) with the test and raycast extras"

@@ -1,9 +1,11 @@
-"""The venv's vision_msgs subset (tools/venv_interfaces) is upstream's: same fields, types, constants and
-RIHS01 type hashes.  Venv side: what the middleware announces for a live publisher (the compiled type
-support); upstream side: the hash rosidl computes from ../shared/ros2-tools/vision_msgs' own .msg files."""
+"""The venv's interface subsets (tools/venv_interfaces: vision_msgs, moveit_msgs and the two packages it
+depends on) are upstream's: the same files, fields, constants and RIHS01 type hashes.  Venv side: what the
+middleware announces for a live publisher (the compiled type support) and the type descriptions the build
+installed; upstream side: the hash rosidl computes from ../shared/ros2-tools' own definition files."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -12,45 +14,69 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-UPSTREAM = (REPO / ".." / "shared" / "ros2-tools" / "vision_msgs" / "vision_msgs").resolve()
-VENV_PKG = REPO / "tools" / "venv_interfaces" / "vision_msgs"
-SUBSET = ["ObjectHypothesis", "ObjectHypothesisWithPose", "BoundingBox3D", "Detection3D", "Detection3DArray"]
+SHARED = (REPO / ".." / "shared" / "ros2-tools").resolve()
+VENV_INTERFACES = REPO / "tools" / "venv_interfaces"
+# package -> the packages its definitions refer to (rosidl needs their share/ folders for the hashes)
+PACKAGES = {
+    "vision_msgs": ("std_msgs", "geometry_msgs", "builtin_interfaces"),
+    "object_recognition_msgs": (),
+    "octomap_msgs": ("std_msgs", "geometry_msgs", "builtin_interfaces"),
+    "moveit_msgs": ("std_msgs", "geometry_msgs", "builtin_interfaces", "sensor_msgs", "shape_msgs",
+                    "trajectory_msgs", "action_msgs", "unique_identifier_msgs", "service_msgs",
+                    "octomap_msgs", "object_recognition_msgs"),
+}
+KINDS = {"msg": ".msg", "srv": ".srv", "action": ".action"}
+
+
+def _upstream(package: str) -> Path:
+    return SHARED / package / package
+
+
+def _subset(package: str) -> list[tuple[str, str]]:
+    """(kind, name) of every definition the venv package holds."""
+    return sorted((kind, f.stem) for kind, suffix in KINDS.items()
+                  for f in (VENV_INTERFACES / package / kind).glob(f"*{suffix}"))
 
 
 def _share(package: str) -> Path:
     """share/<package> of the installed interfaces (the venv, or the prefixes of a sourced ROS 2)."""
     prefixes = [sys.prefix, *[p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]]
     for prefix in prefixes:
-        if (Path(prefix) / "share" / package / "msg").is_dir():
+        if (Path(prefix) / "share" / package / "package.xml").is_file():
             return Path(prefix) / "share" / package
-    pytest.skip(f"share/{package}/msg not found in {prefixes}")
+    pytest.skip(f"share/{package} not found in {prefixes}")
 
 
-@pytest.fixture(scope="module")
-def upstream_hashes(tmp_path_factory) -> dict[str, str]:
-    """type name -> RIHS01 hash computed by rosidl from the upstream .msg files."""
-    if not (UPSTREAM / "msg").is_dir():
-        pytest.skip(f"upstream vision_msgs not found at {UPSTREAM} (../shared is on developer/CI machines)")
+def _require_upstream(package: str) -> Path:
+    if not (_upstream(package) / "package.xml").is_file():
+        pytest.skip(f"upstream {package} not found at {_upstream(package)} (../shared is on developer/CI machines)")
+    return _upstream(package)
+
+
+def _upstream_hashes(package: str, out: Path) -> dict[str, str]:
+    """type name -> RIHS01 hash computed by rosidl from the upstream definitions of the subset."""
     pytest.importorskip("rosidl_generator_type_description")
+    from rosidl_adapter.action import convert_action_to_idl
     from rosidl_adapter.msg import convert_msg_to_idl
+    from rosidl_adapter.srv import convert_srv_to_idl
     from rosidl_generator_type_description import generate_type_hash
 
-    out = tmp_path_factory.mktemp("vision_msgs_upstream")
-    idl_dir = out / "idl" / "msg"
-    idl_dir.mkdir(parents=True)
+    convert = {"msg": convert_msg_to_idl, "srv": convert_srv_to_idl, "action": convert_action_to_idl}
+    upstream = _require_upstream(package)
+    tuples = []
     saved = sys.stdout
     sys.stdout = open(os.devnull, "w")         # the adapter prints every file it reads and writes
     try:
-        tuples = []
-        for msg in sorted((UPSTREAM / "msg").glob("*.msg")):
-            convert_msg_to_idl(UPSTREAM, "vision_msgs", Path("msg") / msg.name, idl_dir)
-            tuples.append(f"{out / 'idl'}:msg/{msg.stem}.idl")
+        for kind, name in _subset(package):
+            idl_dir = out / "idl" / kind
+            idl_dir.mkdir(parents=True, exist_ok=True)
+            convert[kind](upstream, package, Path(kind) / f"{name}{KINDS[kind]}", idl_dir)
+            tuples.append(f"{out / 'idl'}:{kind}/{name}.idl")
     finally:
         sys.stdout.close()
         sys.stdout = saved
-    args = {"package_name": "vision_msgs", "output_dir": str(out / "json"), "idl_tuples": tuples,
-            "include_paths": [f"{p}:{_share(p)}"
-                              for p in ("std_msgs", "geometry_msgs", "builtin_interfaces")]}
+    args = {"package_name": package, "output_dir": str(out / "json"), "idl_tuples": tuples,
+            "include_paths": [f"{p}:{_share(p)}" for p in PACKAGES[package]]}
     args_file = out / "args.json"
     args_file.write_text(json.dumps(args))
     hashes = {}
@@ -60,45 +86,80 @@ def upstream_hashes(tmp_path_factory) -> dict[str, str]:
     return hashes
 
 
-def test_venv_package_holds_upstream_definitions_unmodified():
-    if not (UPSTREAM / "msg").is_dir():
-        pytest.skip(f"upstream vision_msgs not found at {UPSTREAM}")
-    for name in SUBSET:
-        ours, theirs = VENV_PKG / "msg" / f"{name}.msg", UPSTREAM / "msg" / f"{name}.msg"
-        assert ours.read_text() == theirs.read_text()
+@pytest.fixture(scope="module")
+def upstream_hashes(tmp_path_factory):
+    cache: dict[str, dict[str, str]] = {}
+
+    def get(package: str) -> dict[str, str]:
+        if package not in cache:
+            cache[package] = _upstream_hashes(package, tmp_path_factory.mktemp(f"{package}_upstream"))
+        return cache[package]
+    return get
 
 
-@pytest.mark.parametrize("name", SUBSET)
-def test_type_hash_equals_upstream(name, upstream_hashes, ros_process, wait_for):
-    import vision_msgs.msg
-
-    msg_type = getattr(vision_msgs.msg, name)
-    node = ros_process("hash").node(f"hash_{name.lower()}")
-    topic = f"/type_hash_{name.lower()}"
-    node.create_publisher(msg_type, topic, 1)
-    assert wait_for(lambda: node.get_publishers_info_by_topic(topic))
-    announced = node.get_publishers_info_by_topic(topic)[0].topic_type_hash
-    expected = upstream_hashes[f"vision_msgs/msg/{name}"]
-    assert str(announced) == expected
-    assert expected.startswith("RIHS01_")
+ALL = [(package, kind, name) for package in PACKAGES for kind, name in _subset(package)]
+MESSAGES = [(package, name) for package, kind, name in ALL if kind == "msg"]
 
 
-@pytest.mark.parametrize("name", SUBSET)
-def test_fields_and_constants_equal_upstream(name):
-    if not (UPSTREAM / "msg").is_dir():
-        pytest.skip(f"upstream vision_msgs not found at {UPSTREAM}")
-    import vision_msgs.msg
+@pytest.mark.parametrize("package", PACKAGES)
+def test_venv_package_holds_upstream_definitions_unmodified(package):
+    upstream = _require_upstream(package)
+    assert _subset(package), f"tools/venv_interfaces/{package} holds no definitions"
+    for kind, name in _subset(package):
+        rel = Path(kind) / f"{name}{KINDS[kind]}"
+        assert (VENV_INTERFACES / package / rel).read_bytes() == (upstream / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_subset_is_closed(package):
+    """Every type a definition of the subset names is in the subset or in a package it depends on."""
     from rosidl_adapter.parser import parse_message_string
 
-    upstream = parse_message_string("vision_msgs", name, (UPSTREAM / "msg" / f"{name}.msg").read_text())
-    msg_type = getattr(vision_msgs.msg, name)
+    names = {name for _kind, name in _subset(package)}
+    for kind, name in _subset(package):
+        text = (VENV_INTERFACES / package / kind / f"{name}{KINDS[kind]}").read_text()
+        for part in text.split("\n---\n"):
+            for field in parse_message_string(package, name, part).fields:
+                if field.type.is_primitive_type():
+                    continue
+                owner = field.type.pkg_name or package
+                if owner == package:
+                    assert field.type.type in names, f"{package}/{kind}/{name}: {field.type.type} missing"
+                else:
+                    assert owner in PACKAGES[package], f"{package}/{kind}/{name}: depends on {owner}"
+
+
+@pytest.mark.parametrize("package,kind,name", ALL)
+def test_installed_type_hash_equals_upstream(package, kind, name, upstream_hashes):
+    """The type description the venv build installed (share/<pkg>/<kind>/<name>.json) hashes as upstream's."""
+    installed = json.loads((_share(package) / kind / f"{name}.json").read_text())
+    ours = {item["type_name"]: item["hash_string"] for item in installed["type_hashes"]}
+    theirs = upstream_hashes(package)
+    type_name = f"{package}/{kind}/{name}"
+    assert ours[type_name] == theirs[type_name]
+    assert theirs[type_name].startswith("RIHS01_")
+
+
+@pytest.mark.parametrize("package,name", MESSAGES)
+def test_announced_type_hash_equals_upstream(package, name, upstream_hashes, ros_process, wait_for):
+    """What the compiled type support announces for a live publisher equals upstream's hash."""
+    msg_type = getattr(importlib.import_module(f"{package}.msg"), name)
+    expected = upstream_hashes(package)[f"{package}/msg/{name}"]
+    node = ros_process("hash").node(f"hash_{package}_{name.lower()}")
+    topic = f"/type_hash_{package}_{name.lower()}"
+    node.create_publisher(msg_type, topic, 1)
+    assert wait_for(lambda: node.get_publishers_info_by_topic(topic))
+    assert str(node.get_publishers_info_by_topic(topic)[0].topic_type_hash) == expected
+
+
+@pytest.mark.parametrize("package,name", MESSAGES)
+def test_fields_and_constants_equal_upstream(package, name):
+    from rosidl_adapter.parser import parse_message_string
+
+    upstream = _require_upstream(package)
+    parsed = parse_message_string(package, name, (upstream / "msg" / f"{name}.msg").read_text())
+    msg_type = getattr(importlib.import_module(f"{package}.msg"), name)
     fields = msg_type.get_fields_and_field_types()
-    assert list(fields) == [f.name for f in upstream.fields]
-    for f in upstream.fields:
-        base = f.type.pkg_name + "/" + f.type.type if f.type.pkg_name else f.type.type
-        base = base.replace("float64", "double")
-        text = fields[f.name]
-        expected = f"sequence<{base}>" if f.type.is_array and f.type.array_size is None else base
-        assert text == expected, (f.name, text, expected)
-    for constant in upstream.constants:
+    assert list(fields) == [f.name for f in parsed.fields]
+    for constant in parsed.constants:
         assert getattr(msg_type, constant.name) == constant.value
