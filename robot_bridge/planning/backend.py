@@ -89,13 +89,20 @@ class Backend:
         if self.always_pairs:
             self.scene.setCollisions(self.always_pairs, False)
         self.groups: dict[str, list[str]] = {}
-        self._geometry: dict[str, str] = {}          # added geometry name -> parent frame
+        self._geometry: dict[str, tuple[str, object]] = {}      # added geometry -> (parent frame, shape)
         self.collision_checks = 0
         self._seed = seed
 
     # -- model -----------------------------------------------------------------------------------
     def _link_names(self) -> list[str]:
         model = pin.buildModelFromXML(self.urdf)
+        # roboplan places a shape added on a link relative to that link's joint frame
+        self._in_joint = {f.name: np.array(f.placement.homogeneous) for f in model.frames}
+        self._link_geometries = {}
+        geom = pin.buildGeomFromUrdfString(model, self.urdf, pin.GeometryType.COLLISION,
+                                           package_dirs=self.package_paths)
+        for o in geom.geometryObjects:
+            self._link_geometries.setdefault(model.frames[o.parentFrame].name, []).append(o.name)
         return [f.name for f in model.frames if f.type == pin.FrameType.BODY]
 
     def _always_colliding(self, seed: int, disabled: set) -> list[tuple[str, str]]:
@@ -153,6 +160,8 @@ class Backend:
         ("universe" for the world); False when its kind is not supported or its mesh cannot be read."""
         from ..model import Box, Cylinder, Mesh, Sphere
 
+        if parent != "universe":
+            pose = self._in_joint[parent] @ pose
         pose = np.asfortranarray(pose, dtype=float)
         colour = np.array([0.5, 0.5, 0.5, 1.0])
         if isinstance(shape, Box):
@@ -173,20 +182,30 @@ class Backend:
                                        pose, colour)
         else:
             return False
-        self._geometry[name] = parent
+        self._geometry[name] = (parent, shape)
         return True
 
     def move_geometry(self, name: str, pose: np.ndarray, parent: Optional[str] = None) -> None:
-        parent = parent or self._geometry[name]
-        self.scene.updateGeometryPlacement(name, parent, np.asfortranarray(pose, dtype=float))
-        self._geometry[name] = parent
+        """Place a geometry at ``pose`` in ``parent`` (default: its parent); a new parent re-adds it, so
+        its collision pairs are those of a shape of that frame."""
+        old, shape = self._geometry[name]
+        if parent is not None and parent != old:
+            self.scene.removeGeometry(name)
+            del self._geometry[name]
+            self.add_geometry(name, parent, shape, pose)
+            return
+        if old != "universe":
+            pose = self._in_joint[old] @ pose
+        self.scene.updateGeometryPlacement(name, old, np.asfortranarray(pose, dtype=float))
 
     def remove_geometry(self, name: str) -> None:
         if self._geometry.pop(name, None) is not None:
             self.scene.removeGeometry(name)
 
     def allow_collisions(self, geometry: str, links: Iterable[str], allow: bool = True) -> None:
-        self.set_pairs([(geometry, link) for link in links], allow)
+        """Contacts of a geometry with these links (not its own parent's: never checked)."""
+        parent = self._geometry[geometry][0]
+        self.set_pairs([(geometry, link) for link in links if link != parent], allow)
 
     def set_pairs(self, pairs: Sequence[tuple[str, str]], allow: bool) -> None:
         """Allow (True) or check again (False) contacts between these geometry / link pairs."""
