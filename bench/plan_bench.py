@@ -10,7 +10,9 @@ the straight joint segment between them in collision (checked every 0.01 rad).
 
 - ``robot_bridge``: ``Planner.plan(JointGoal)``: start/goal checks, RRT-Connect (roboplan), shortcutting, the
   path re-checked every 0.01 rad; ``total`` adds TOPP-RA under the velocity and acceleration limits.
-- ``roboplan``: ``roboplan.rrt.RRT`` (rrt_connect, default options) on the planner's own collision scene.
+- ``roboplan``: ``roboplan.rrt.RRT`` (rrt_connect, default options) on the planner's own collision scene;
+  its raw paths (edges checked every 0.05) are rechecked every 0.01 rad by the independent checker, and the
+  ones that collide counted.
 - ``ompl``: ``ompl.geometric.RRTConnect`` on a RealVectorStateSpace, the validity checker in Python
   (pinocchio + coal on the same URDF and world, test/planning/pin_checker.py), then ``simplifySolution``.
 
@@ -105,10 +107,12 @@ def run_scene(name: str, queries: list, timeout: float) -> dict:
     for gname, shape, pose in scenes.world_shapes(robot):
         checker.add_shape(gname, shape, pose)
     base = planner.positions(planner.state)
+    pin_idx = [checker.model.joints[checker.model.getJointId(n)].idx_q for n in names]
 
     res = {"robot_bridge": [], "robot_bridge_total": [], "roboplan": [], "ompl": []}
     ok = {k: 0 for k in ("robot_bridge", "roboplan", "ompl")}
     ompl_checks, ompl_time = 0, 0.0
+    raw_colliding = 0
     scene = planner._backend.scene          # roboplan direct: the very collision scene the planner uses
     for k, query in enumerate(queries):
         # interleaved per query, so machine load hits every method alike
@@ -138,6 +142,10 @@ def run_scene(name: str, queries: list, timeout: float) -> dict:
         if found:
             ok["roboplan"] += 1
             res["roboplan"].append(dt)
+            values = dict(base)
+            values.update(query["start"])
+            if checker.path_collisions(names, np.array(path.positions), values, 0.01):
+                raw_colliding += 1
 
         space = ob.RealVectorStateSpace(len(names))
         bounds = ob.RealVectorBounds(len(names))
@@ -147,13 +155,13 @@ def run_scene(name: str, queries: list, timeout: float) -> dict:
         space.setBounds(bounds)
         ss = og.SimpleSetup(space)
         calls = [0]
-        values = dict(base)
+        q_pin = checker.q(base)
 
-        def valid(state, calls=calls, values=values):
+        def valid(state, calls=calls, q_pin=q_pin):
             calls[0] += 1
-            for i, n in enumerate(names):
-                values[n] = state[i]
-            return not checker.collides(checker.q(values))
+            for i, j in enumerate(pin_idx):
+                q_pin[j] = state[i]
+            return not checker.collides(q_pin)
 
         ss.setStateValidityChecker(valid)
         si = ss.getSpaceInformation()
@@ -195,6 +203,7 @@ def run_scene(name: str, queries: list, timeout: float) -> dict:
            "robot_bridge": stats("robot_bridge", "robot_bridge"),
            "robot_bridge_with_toppra": stats("robot_bridge_total", "robot_bridge"),
            "roboplan_rrt_connect": stats("roboplan", "roboplan"),
+           "roboplan_raw_paths_colliding_at_0.01_rad": raw_colliding,
            "ompl_rrt_connect_python_checker": stats("ompl", "ompl"),
            "collision_checks_per_s": {
                "roboplan_from_python": round(roboplan_rate),
