@@ -67,10 +67,12 @@ class _Body:
 class Planner:
     def __init__(self, robot: Robot, urdf: Optional[str] = None, *, package_paths: Sequence[str] = (),
                  environment: bool = True, seed: int = 0, dt: float = 0.02, check_step: float = 0.01,
-                 plan_step: float = 0.05, default_velocity: float = 1.0, default_acceleration: float = 2.0):
+                 plan_step: float = 0.05, default_velocity: float = 1.0, default_acceleration: float = 2.0,
+                 acceleration_limits: Optional[Mapping[str, float]] = None):
         """``urdf``: the published description (default: ``to_urdf(robot)`` with converted meshes cached as
         the description node does).  Velocity and acceleration limits are the controller's
-        (``hardware.base.limits_from_robot``: a URDF carries no acceleration limit)."""
+        (``hardware.base.limits_from_robot``); a URDF carries no acceleration limit, so a robot read back
+        from one needs ``acceleration_limits`` (joint -> rad/s^2 or m/s^2), else ``default_acceleration``."""
         _backend.require()
         from ..formats import srdf as srdf_format
 
@@ -89,8 +91,8 @@ class Planner:
                     if not p.enabled}
         disabled |= {tuple(sorted(p)) for p in robot.collision_ignore}
         srdf_text = srdf_format.to_srdf(self.semantics, robot.name)
-        self._backend = _backend.Backend(urdf, srdf_text, package_paths, sorted(disabled),
-                                         self._limits_yaml(default_velocity, default_acceleration), seed)
+        limits = self._limits_yaml(default_velocity, default_acceleration, acceleration_limits or {})
+        self._backend = _backend.Backend(urdf, srdf_text, package_paths, sorted(disabled), limits, seed)
         b = self._backend
         new_pairs = [p for p in b.always_pairs if p not in disabled]
         if new_pairs:
@@ -108,15 +110,19 @@ class Planner:
                 self.add_body(name, body)
 
     # -- model -------------------------------------------------------------------------------------
-    def _limits_yaml(self, default_velocity: float, default_acceleration: float) -> str:
+    def _limits_yaml(self, default_velocity: float, default_acceleration: float,
+                     acceleration: Mapping[str, float]) -> str:
         from ..hardware.base import limits_from_robot
 
         names = [j.name for j in self.robot.active_joints if j.dof == 1]
         lines = ["joint_limits:"]
         for name, lim in zip(names, limits_from_robot(self.robot, names, default_velocity,
                                                       default_acceleration)):
+            given = acceleration.get(name)
+            ok = given is not None and math.isfinite(given) and given > 0
+            acc = float(given) if ok else lim.acceleration
             lines += [f"  {name}:", f"    max_velocity: [{float(lim.velocity)!r}]",
-                      f"    max_acceleration: [{float(lim.acceleration)!r}]"]
+                      f"    max_acceleration: [{float(acc)!r}]"]
         return "\n".join(lines) + "\n"
 
     def _initial_state(self) -> np.ndarray:

@@ -378,3 +378,34 @@ def test_only_the_backend_imports_planning_libraries():
             if f"import {lib}" in text or f"from {lib}" in text:
                 offenders.append(f"{path.relative_to(root)}: {lib}")
     assert offenders == []
+
+
+# -- from what the bridge publishes ------------------------------------------------------------------------
+def test_planner_from_published_strings_and_world_node_objects():
+    from robot_bridge.formats.srdf import to_srdf
+    from robot_bridge.formats.urdf import to_urdf
+    from robot_bridge.planning.sync import BodyFiles, objects_from_xml, robot_from_description
+    from robot_bridge.world import load_mapping, to_xml
+    from robot_bridge.world.document import PlacedBody
+
+    source = scenes.embedded_robot()
+    urdf, _ = to_urdf(source)
+    robot = robot_from_description(urdf, to_srdf(source.semantics, source.name))
+    accelerations = {j.name: float(j.acceleration[0]) for j in source.active_joints}
+    planner = Planner(robot, urdf, acceleration_limits=accelerations)
+    assert planner.group_joints("arm") == ["j1", "j2", "j3", "j4", "j5", "j6", "j7"]
+    assert np.allclose(planner.acceleration_limits[:7], [accelerations[f"j{i}"] for i in range(1, 8)])
+    assert "table" not in planner.bodies                    # a URDF has no environment: world_node's bodies
+    mapping = load_mapping(DATA_DIR / "objects.yaml")
+    q = planner.vector({"j1": 0.0, "j2": 0.6, "j4": 0.9})
+    tip = planner.link_pose("gripper_base", q)[:3, 3]
+    files = BodyFiles()
+    document = to_xml([PlacedBody("ball_0", "ball", mapping.classes["ball"].file, _at(tip))], stamp=1.0)
+    planner.set_objects(objects_from_xml(document, files))
+    assert list(planner.bodies) == ["ball_0"] and planner.in_collision(q)
+    body = planner.bodies["ball_0"].robot
+    moved = to_xml([PlacedBody("ball_0", "ball", mapping.classes["ball"].file, _at(tip + [0, 0.5, 0]))])
+    planner.set_objects(objects_from_xml(moved, files))
+    assert planner.bodies["ball_0"].robot is body and not planner.in_collision(q)
+    planner.set_objects(objects_from_xml('<Environment frame="world"/>', files))
+    assert planner.bodies == {}
