@@ -339,7 +339,8 @@ class Planner:
             self._backend.move_geometry(gname, entry.grip @ local, link)
             self._backend.allow_collisions(gname, touch, True)
         entry.touch = touch
-        # a carried body hits the world like a link, except what it rests on when picked up
+        # a carried body hits the world like a link, except what it rests on when picked up (until a
+        # plan starts where it no longer touches it: _settle)
         self._world_pairs(mine, allow=False)
         entry.resting = []
         if self._backend.in_collision(self.state):
@@ -381,9 +382,25 @@ class Planner:
                    for i in np.flatnonzero(out)]
             raise InvalidRobotState("start state outside the joint limits: " + ", ".join(bad))
         q = np.clip(q, b.lower, b.upper)
+        self._settle(q)
         if b.in_collision(q):
             raise StartInCollision("the start state is in collision")
         return q
+
+    def _settle(self, q: np.ndarray) -> None:
+        """A carried body checked again against what it rested on, once it no longer touches it at ``q``."""
+        b = self._backend
+        for entry in self.bodies.values():
+            for other in list(entry.resting):
+                if other not in self.bodies:
+                    entry.resting.remove(other)
+                    continue
+                pairs = [(a, c) for a, *_ in entry.geometries for c, *_ in self.bodies[other].geometries]
+                b.set_pairs(pairs, False)
+                if b.in_collision(q):
+                    b.set_pairs(pairs, True)
+                else:
+                    entry.resting.remove(other)
 
     def _check_goal(self, q: np.ndarray, group: str, what: str) -> None:
         b = self._backend

@@ -409,3 +409,26 @@ def test_planner_from_published_strings_and_world_node_objects():
     assert planner.bodies["ball_0"].robot is body and not planner.in_collision(q)
     planner.set_objects(objects_from_xml('<Environment frame="world"/>', files))
     assert planner.bodies == {}
+
+
+def test_carried_body_checked_against_its_support_once_lifted(fresh):
+    planner = fresh
+    pose = _at(BALL_AT)
+    planner.add_body("ball_0", ball_body(), pose)
+    grasp = planner.plan_grasp(GraspGoal("hand", "ball_0", side_handle()), timeout=5.0)
+    q_grasp = planner.full_vector("arm", grasp.approach.waypoints[-1])
+    planner.state = q_grasp.copy()
+    planner.attach("ball_0", "gripper_base")
+    assert planner.bodies["ball_0"].resting == ["table"]
+    lifted = q_grasp.copy()
+    lifted[planner.joint_names.index("j2")] -= 0.3
+    arm = planner.group_joints("arm")
+    lift = planner.plan(JointGoal({n: planner.positions(lifted)[n] for n in arm}), group="arm", timeout=5.0)
+    planner.state = planner.full_vector("arm", lift.waypoints[-1])
+    # the next plan starts in the air: the ball is checked against the table again
+    planner.plan(JointGoal({n: planner.positions(q_grasp)[n] for n in ("j1",)}), group="arm", timeout=5.0)
+    assert planner.bodies["ball_0"].resting == []
+    # pushing the carried ball down into the table top is now a collision
+    sunk = q_grasp.copy()
+    sunk[planner.joint_names.index("j2")] += 0.15
+    assert planner.in_collision(sunk)
