@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 SUCCESS = 1
+FAILURE = 99999
 PLANNING_FAILED = -1
 INVALID_MOTION_PLAN = -2
 TIMED_OUT = -6

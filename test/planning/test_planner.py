@@ -432,3 +432,37 @@ def test_carried_body_checked_against_its_support_once_lifted(fresh):
     sunk = q_grasp.copy()
     sunk[planner.joint_names.index("j2")] += 0.15
     assert planner.in_collision(sunk)
+
+
+def test_master_model_keeps_the_last_good_state():
+    from robot_bridge.formats.srdf import to_srdf
+    from robot_bridge.formats.urdf import to_urdf
+    from robot_bridge.planning.master import MasterModel
+    from robot_bridge.world import load_mapping, to_xml
+    from robot_bridge.world.document import PlacedBody
+
+    source = scenes.embedded_robot()
+    urdf, _ = to_urdf(source)
+    srdf = to_srdf(source.semantics, source.name)
+    master = MasterModel(acceleration_limits={j.name: float(j.acceleration[0]) for j in source.active_joints})
+    assert master.plan(NamedGoal("home")).code == errors.FAILURE          # nothing received yet
+    ball = load_mapping(DATA_DIR / "objects.yaml").classes["ball"].file
+    # objects and joint states before the description are applied once it comes; the SRDF comes first
+    master.set_joint_state(["j1", "j4", "unknown_joint"], [0.3, 0.5, 1.0])
+    assert master.set_objects_xml(to_xml([PlacedBody("ball_0", "ball", ball, _at((0.0, 0.0, 1.9)))])) is None
+    assert master.set_description(srdf=srdf) is None and master.planner is None
+    assert master.set_description(urdf=urdf) is None
+    planner = master.planner
+    assert planner.positions(planner.state)["j1"] == 0.3 and list(planner.bodies) == ["ball_0"]
+    result = master.plan(NamedGoal("home"), timeout=5.0)
+    assert result.code == errors.SUCCESS and result.plan.group == "arm"
+    # bad input: a reason back, the last good planner and world kept
+    assert "robot description not used" in master.set_description(urdf="<robot name='x'><link/></robot>")
+    assert master.planner is planner
+    nameless_file = "<Environment><KinBody name='a'/></Environment>"
+    assert "world objects not used" in master.set_objects_xml(nameless_file)
+    assert master.set_objects_xml("<not xml") and list(planner.bodies) == ["ball_0"]
+    # goals that get no motion: their code, never an exception
+    assert master.plan(JointGoal({"j1": 0.1}), group="nope").code == errors.INVALID_GROUP_NAME
+    assert master.plan(GraspGoal("hand", "nothing", side_handle())).code == errors.INVALID_OBJECT_NAME
+    assert len(master.problems) >= 3
