@@ -8,6 +8,7 @@ answers with a :class:`PlanResult` (MoveIt error code, message, the plan) and ne
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
@@ -103,7 +104,7 @@ class MasterModel:
              timeout: float = 1.0) -> PlanResult:
         if self.planner is None:
             return PlanResult(FAILURE, "no robot_description received yet")
-        timeout = min(max(float(timeout), 1e-3), MAX_PLANNING_TIME) if timeout == timeout else 1.0
+        timeout = min(max(float(timeout), 1e-3), MAX_PLANNING_TIME) if math.isfinite(timeout) else 1.0
         try:
             if isinstance(goal, GraspGoal):
                 plan = self.planner.plan_grasp(goal, start=start, timeout=timeout)
