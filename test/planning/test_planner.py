@@ -197,6 +197,12 @@ def test_grasp_reaches_handle_on_masked_axes_and_attached_body_follows(fresh):
     back = np.linalg.inv(handle_world) @ at_pre
     assert np.allclose(back[:3, 3], [0, 0, -(handle.clearance + gripper.clearance)], atol=1e-3)
     assert np.allclose(grasp.reach.trajectory.positions[-1], grasp.approach.trajectory.positions[0])
+    # the approach (a straight joint segment) keeps the gripper frame within 3 mm of the straight line
+    line = handle_world[:3, 3] - at_pre[:3, 3]
+    line /= np.linalg.norm(line)
+    for values in grasp.approach.trajectory.positions:
+        off = gripper_frame(values)[:3, 3] - at_pre[:3, 3]
+        assert np.linalg.norm(off - (off @ line) * line) < 3e-3
 
     # attach at the grasp, move the arm: the body's pose follows the gripper link (pinocchio's FK)
     q_grasp = planner.full_vector("arm", grasp.approach.waypoints[-1])
