@@ -472,3 +472,29 @@ def test_master_model_keeps_the_last_good_state():
     assert master.plan(JointGoal({"j1": 0.1}), group="nope").code == errors.INVALID_GROUP_NAME
     assert master.plan(GraspGoal("hand", "nothing", side_handle())).code == errors.INVALID_OBJECT_NAME
     assert len(master.problems) >= 3
+
+
+def test_mesh_bodies_collide_like_their_triangles(fresh, tmp_path):
+    import trimesh
+
+    from robot_bridge.model import Geometry, Link, Mesh, Robot
+
+    planner = fresh
+    q = planner.vector({"j1": 0.0, "j2": 0.6, "j4": 0.9})
+    tip = planner.link_pose("gripper_base", q)[:3, 3]
+    box = trimesh.creation.box((0.1, 0.1, 0.1))
+    path = tmp_path / "cube.stl"
+    box.export(path)
+    from_file = Mesh(uri=path.as_uri(), path=str(path))
+    inline = Mesh(uri="inline", vertices=np.array(box.vertices), triangles=np.array(box.faces))
+    for k, mesh in enumerate((from_file, inline)):
+        body = Robot(f"m{k}", links={"m": Link("m", collisions=[Geometry(mesh)])}, is_robot=False)
+        planner.add_body(f"mesh_{k}", body, _at(tip))
+        assert planner.in_collision(q), mesh.uri
+        planner.move_body(f"mesh_{k}", _at(tip + [0.0, 0.0, 0.14]))    # 9 cm above the link's origin
+        assert not planner.in_collision(q), mesh.uri
+        planner.remove_body(f"mesh_{k}")
+    missing = Geometry(Mesh(uri="missing.stl"))
+    broken = Robot("b", links={"b": Link("b", collisions=[missing])}, is_robot=False)
+    planner.add_body("broken", broken)
+    assert any("broken" in note for note in planner.notes)
