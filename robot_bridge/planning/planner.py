@@ -650,6 +650,9 @@ class Planner:
         """Whether the trajectory from ``from_time`` on stays collision-free in the current world (checked
         between samples every ``check_step``); joints it does not name stay as in ``base`` (default: the
         current state)."""
+        unknown = sorted(set(trajectory.joint_names) - set(self._index))
+        if unknown:
+            raise InvalidRobotState(f"trajectory names joints the planner does not drive: {unknown}")
         idx = np.array([self._index[n] for n in trajectory.joint_names], dtype=int)
         q_base = np.array(self.state if base is None else base, dtype=float)
         i0 = trajectory.index_at(from_time)
