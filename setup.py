@@ -23,6 +23,8 @@ INSTALL_REQUIRES = [
 # Optional fast ray casting for the simulated sensors (robot_bridge.sim.raycast falls back without them);
 # numba: the camera's z-buffer (robot_bridge.sim.raster; without it the camera casts rays).
 RAYCAST_REQUIRES = ["embreex", "rtree", "numba"]
+# robot_bridge.planning: roboplan (C++ RRT-Connect, TOPP-RA on pinocchio + coal; it brings pin and coal).
+PLANNING_REQUIRES = ["roboplan>=0.7,<0.8"]
 TEST_REQUIRES = [
     "pytest",
     "pytest-timeout",
@@ -31,6 +33,8 @@ TEST_REQUIRES = [
     "pin",  # pinocchio: independent forward-kinematics truth
     "cmeel-urdfdom",  # check_urdf
     "colcon-common-extensions",  # the colcon build test (a real ROS 2 install's build tool)
+    "example-robot-data",  # the Panda of the planning tests and bench/plan_bench.py
+    "ompl",  # bench/plan_bench.py's baseline (OMPL's RRTConnect with a Python validity checker)
 ]
 
 
@@ -55,7 +59,7 @@ setup(
     ],
     python_requires=">=3.10",
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES, "raycast": RAYCAST_REQUIRES},
+    extras_require={"test": TEST_REQUIRES, "raycast": RAYCAST_REQUIRES, "planning": PLANNING_REQUIRES},
     zip_safe=True,
     maintainer="robot_bridge maintainers",
     maintainer_email="robot_bridge@example.com",

@@ -4,7 +4,7 @@
 # Without a system ROS 2: pinned ROS 2 Kilted wheels from PyPI + the interface packages of tools/venv_interfaces
 # (tf2_msgs, control_msgs, vision_msgs, ...) built into the venv.
 # With a sourced system ROS 2 (rclpy and tf2_msgs import): a --system-site-packages venv that uses it.
-# Then robot_bridge is installed editable with its test extras. Safe to re-run.
+# Then robot_bridge is installed editable with its test, raycast and planning extras. Safe to re-run.
 set -euo pipefail
 
 VENV=${VENV:-.venv}
@@ -87,8 +87,8 @@ if [[ $mode == wheels ]]; then
     done < <("$VPY" tools/venv_interfaces/build_order.py "$IFACE_SRC")
 fi
 
-note "installing robot_bridge (editable) with the test and raycast extras"
-"$VPY" -m pip install -q -e '.[test,raycast]'
+note "installing robot_bridge (editable) with the test, raycast and planning extras"
+"$VPY" -m pip install -q -e '.[test,raycast,planning]'
 
 "$VPY" -c 'import rclpy; from tf2_msgs.msg import TFMessage; from sensor_msgs.msg import LaserScan' \
     || die "the venv cannot import rclpy / tf2_msgs / sensor_msgs after setup"

@@ -1,0 +1,32 @@
+"""The master's planning core (no rclpy): the robot, its joint state and the world's bodies as the bridge
+publishes them; joint, named-state, pose and grasp goals; trajectories under the joint limits; typed failures.
+
+The planning library (roboplan) is an extra: ``pip install 'robot_bridge[planning]'``.  Goals, results and
+errors import without it; :class:`Planner` raises :class:`PlanningUnavailable` naming what to install.
+Only :mod:`.backend` imports the library.
+"""
+
+from .errors import PlanningError, PlanningUnavailable
+from .goals import (GraspGoal, GraspPlan, JointGoal, MotionPlan, NamedGoal, PathCheck, PoseGoal,
+                    Trajectory)
+
+__all__ = ["GraspGoal", "GraspPlan", "JointGoal", "MotionPlan", "NamedGoal", "PathCheck", "Planner",
+           "PlanningError", "PlanningUnavailable", "PoseGoal", "Trajectory", "available"]
+
+
+def available() -> bool:
+    """True when the planning libraries import."""
+    from . import backend
+
+    return backend._IMPORT_ERROR is None
+
+
+def __getattr__(name: str):
+    if name == "Planner":
+        from . import backend
+
+        backend.require()
+        from .planner import Planner
+
+        return Planner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

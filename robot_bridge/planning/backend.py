@@ -1,0 +1,323 @@
+"""The one module that imports the planning libraries (roboplan on pinocchio + coal).
+
+Everything else in :mod:`robot_bridge.planning` talks to :class:`Backend`: a collision scene built from a URDF
+string (what the description node publishes), joint groups, geometry of world bodies added, moved and removed
+by name, collision checks, RRT-Connect, path shortcutting, TOPP-RA, forward kinematics and frame Jacobians.
+Another library would replace this file only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from .errors import PlanningUnavailable
+
+INSTALL_HINT = ("robot_bridge.planning needs the planning libraries: pip install 'robot_bridge[planning]' "
+                "(the roboplan package, which brings pin and coal)")
+
+try:                                    # noqa: SIM105  (one clear error below, not at every use)
+    import pinocchio as pin
+    import roboplan.core as rc
+    import roboplan.rrt as rrt
+    import roboplan.toppra as rtoppra
+    _IMPORT_ERROR: Optional[BaseException] = None
+except ImportError as exc:              # pragma: no cover - exercised by the skip path of the tests
+    _IMPORT_ERROR = exc
+
+
+def require() -> None:
+    """Raise :class:`PlanningUnavailable` (one line naming what to install) without the libraries."""
+    if _IMPORT_ERROR is not None:
+        raise PlanningUnavailable(f"{INSTALL_HINT}; import failed: {_IMPORT_ERROR}") from _IMPORT_ERROR
+
+
+ALWAYS_SAMPLES = 200          # random configurations to find link pairs in collision everywhere
+ALWAYS_FRACTION = 0.95        # ... in at least this share of them (MoveIt Setup Assistant's "Always")
+_MESH_DIR = Path(tempfile.gettempdir()) / f"robot_bridge_planning_meshes_{os.getuid()}"
+
+
+def _stl_file(vertices: np.ndarray, triangles: np.ndarray) -> str:
+    """A binary STL of these triangles in a per-user cache, named by content (written once)."""
+    from ..formats.meshes import stl_bytes
+
+    data = stl_bytes(vertices, triangles)
+    _MESH_DIR.mkdir(mode=0o700, exist_ok=True)
+    path = _MESH_DIR / (hashlib.sha256(data).hexdigest()[:24] + ".stl")
+    if not path.is_file():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    return str(path)
+
+
+class Backend:
+    """A roboplan Scene over one URDF; ``q`` vectors are the scene's (active, non-mimic joints, in
+    :attr:`joint_names` order)."""
+
+    def __init__(self, urdf: str, srdf: str = "", package_paths: Sequence[str] = (),
+                 disabled_pairs: Iterable[tuple[str, str]] = (), limits_yaml: Optional[str] = None,
+                 seed: int = 0):
+        require()
+        self.urdf = urdf
+        self.package_paths = [str(p) for p in package_paths]
+        self.scene = rc.Scene("robot_bridge", rc.loadUrdfSceneDescriptionFromXml(urdf, list(package_paths)))
+        if srdf:
+            self.scene.importSrdf(srdf)
+        if limits_yaml:
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+                f.write(limits_yaml)
+            try:
+                self.scene.importJointLimitsFromConfig(rc.loadJointLimitsConfig(f.name))
+            finally:
+                os.unlink(f.name)
+        self.joint_names: list[str] = list(self.scene.getJointNames())
+        self.lower, self.upper = (np.asarray(v, dtype=float) for v in self.scene.getPositionLimitVectors())
+        self.velocity = np.asarray(self.scene.getVelocityLimitVectors()[1], dtype=float)
+        self.acceleration = np.asarray(self.scene.getAccelerationLimitVectors()[1], dtype=float)
+        self.link_names = self._link_names()
+        pairs = [tuple(p) for p in disabled_pairs if p[0] in self.link_names and p[1] in self.link_names]
+        if pairs:
+            self.scene.setCollisions(pairs, False)
+        self.always_pairs = self._always_colliding(seed, {tuple(sorted(p)) for p in pairs})
+        if self.always_pairs:
+            self.scene.setCollisions(self.always_pairs, False)
+        self.groups: dict[str, list[str]] = {}
+        self._geometry: dict[str, tuple[str, object]] = {}      # added geometry -> (parent frame, shape)
+        self.collision_checks = 0
+        self._seed = seed
+
+    # -- model -----------------------------------------------------------------------------------
+    def _link_names(self) -> list[str]:
+        model = pin.buildModelFromXML(self.urdf)
+        # roboplan places a shape added on a link relative to that link's joint frame
+        self._in_joint = {f.name: np.array(f.placement.homogeneous) for f in model.frames}
+        self._link_geometries = {}
+        geom = pin.buildGeomFromUrdfString(model, self.urdf, pin.GeometryType.COLLISION,
+                                           package_dirs=self.package_paths)
+        for o in geom.geometryObjects:
+            self._link_geometries.setdefault(model.frames[o.parentFrame].name, []).append(o.name)
+        return [f.name for f in model.frames if f.type == pin.FrameType.BODY]
+
+    def _always_colliding(self, seed: int, disabled: set) -> list[tuple[str, str]]:
+        """Link pairs (not disabled yet) in collision in nearly every configuration, e.g. the cylinders of
+        two modules meeting in the ball of the joint between them: such pairs would forbid every state."""
+        model = pin.buildModelFromXML(self.urdf)
+        geom = pin.buildGeomFromUrdfString(model, self.urdf, pin.GeometryType.COLLISION,
+                                           package_dirs=self.package_paths)
+        if geom.ngeoms < 2:
+            return []
+        frames = [model.frames[o.parentFrame].name for o in geom.geometryObjects]
+        for i in range(geom.ngeoms):
+            for k in range(i + 1, geom.ngeoms):
+                if frames[i] != frames[k] and tuple(sorted((frames[i], frames[k]))) not in disabled:
+                    geom.addCollisionPair(pin.CollisionPair(i, k))
+        if not len(geom.collisionPairs):
+            return []
+        data, gdata = model.createData(), pin.GeometryData(geom)
+        rng = np.random.default_rng(seed)
+        lo = np.where(np.isfinite(model.lowerPositionLimit), model.lowerPositionLimit, -np.pi)
+        hi = np.where(np.isfinite(model.upperPositionLimit), model.upperPositionLimit, np.pi)
+        counts = np.zeros(len(geom.collisionPairs))
+        for _ in range(ALWAYS_SAMPLES):
+            pin.computeCollisions(model, data, geom, gdata, rng.uniform(lo, hi), False)
+            counts += [r.isCollision() for r in gdata.collisionResults]
+        candidates = set()
+        for k, pair in enumerate(geom.collisionPairs):
+            if counts[k] >= ALWAYS_FRACTION * ALWAYS_SAMPLES:
+                a, b = frames[pair.first], frames[pair.second]
+                if a != b:
+                    candidates.add(tuple(sorted((a, b))))
+        return sorted(candidates)
+
+    def define_group(self, name: str, joints: Sequence[str]) -> None:
+        if name not in self.groups:
+            self.scene.addGroup(name, list(joints))
+            self.groups[name] = list(joints)
+
+    def has_group(self, name: str) -> bool:
+        try:
+            self.scene.getJointGroupInfo(name)
+        except Exception:               # roboplan raises a plain RuntimeError for an unknown group
+            return False
+        return True
+
+    def group_joints(self, name: str) -> list[str]:
+        return list(self.scene.getJointGroupInfo(name).joint_names)
+
+    def group_indices(self, name: str) -> np.ndarray:
+        return np.asarray(self.scene.getJointGroupInfo(name).q_indices, dtype=int)
+
+    # -- world geometry --------------------------------------------------------------------------
+    def add_geometry(self, name: str, parent: str, shape, pose: np.ndarray) -> bool:
+        """Add one collision shape (robot_bridge Box / Sphere / Cylinder / Mesh) at ``pose`` in ``parent``
+        ("universe" for the world); False when its kind is not supported or its mesh cannot be read."""
+        from ..model import Box, Cylinder, Mesh, Sphere
+
+        if parent != "universe":
+            pose = self._in_joint[parent] @ pose
+        pose = np.asfortranarray(pose, dtype=float)
+        colour = np.array([0.5, 0.5, 0.5, 1.0])
+        if isinstance(shape, Box):
+            size = 2.0 * np.asarray(shape.half_extents, dtype=float)
+            self.scene.addBoxGeometry(name, parent, rc.Box(*map(float, size)), pose, colour)
+        elif isinstance(shape, Sphere):
+            self.scene.addSphereGeometry(name, parent, rc.Sphere(float(shape.radius)), pose, colour)
+        elif isinstance(shape, Cylinder):
+            cylinder = rc.Cylinder(float(shape.radius), float(shape.length))
+            self.scene.addCylinderGeometry(name, parent, cylinder, pose, colour)
+        elif isinstance(shape, Mesh):
+            from ..formats.meshes import mesh_arrays
+
+            vertices, triangles = mesh_arrays(shape)     # DescriptionError when unreadable (reported)
+            if not len(triangles):
+                return False
+            self.scene.addMeshGeometry(name, parent, rc.Mesh(_stl_file(vertices, triangles), np.ones(3)),
+                                       pose, colour)
+        else:
+            return False
+        self._geometry[name] = (parent, shape)
+        return True
+
+    def move_geometry(self, name: str, pose: np.ndarray, parent: Optional[str] = None) -> None:
+        """Place a geometry at ``pose`` in ``parent`` (default: its parent); a new parent re-adds it, so
+        its collision pairs are those of a shape of that frame."""
+        old, shape = self._geometry[name]
+        if parent is not None and parent != old:
+            self.scene.removeGeometry(name)
+            del self._geometry[name]
+            self.add_geometry(name, parent, shape, pose)
+            return
+        if old != "universe":
+            pose = self._in_joint[old] @ pose
+        self.scene.updateGeometryPlacement(name, old, np.asfortranarray(pose, dtype=float))
+
+    def remove_geometry(self, name: str) -> None:
+        if self._geometry.pop(name, None) is not None:
+            self.scene.removeGeometry(name)
+
+    def allow_collisions(self, geometry: str, links: Iterable[str], allow: bool = True) -> None:
+        """Contacts of a geometry with these links (not its own parent's: never checked)."""
+        parent = self._geometry[geometry][0]
+        self.set_pairs([(geometry, link) for link in links if link != parent], allow)
+
+    def set_pairs(self, pairs: Sequence[tuple[str, str]], allow: bool) -> None:
+        """Allow (True) or check again (False) contacts between these geometry / link pairs."""
+        if pairs:
+            self.scene.setCollisions(list(pairs), not allow)
+
+    # -- queries ---------------------------------------------------------------------------------
+    def in_collision(self, q: np.ndarray) -> bool:
+        self.collision_checks += 1
+        return bool(self.scene.hasCollisions(np.asarray(q, dtype=float)))
+
+    def within_limits(self, q: np.ndarray, tol: float = 1e-9) -> bool:
+        q = np.asarray(q, dtype=float)
+        return bool(np.all(q >= self.lower - tol) and np.all(q <= self.upper + tol))
+
+    def segment_free(self, qa: np.ndarray, qb: np.ndarray, step: float) -> bool:
+        """No collision on the straight segment, checked (by bisection) so that no joint moves more than
+        ``step`` between two checks."""
+        qa, qb = np.asarray(qa, dtype=float), np.asarray(qb, dtype=float)
+        d = qb - qa
+        largest = float(np.max(np.abs(d))) if d.size else 0.0
+        if largest == 0.0:
+            return not self.in_collision(qa)
+        norm_step = float(step) * float(np.linalg.norm(d)) / largest      # roboplan steps in the norm
+        self.collision_checks += int(np.ceil(largest / step)) + 1
+        return not rc.hasCollisionsAlongPath(self.scene, qa, qb, norm_step, True, True)
+
+    def frame_pose(self, q: np.ndarray, frame: str) -> np.ndarray:
+        return np.array(self.scene.forwardKinematics(np.asarray(q, dtype=float), frame))
+
+    def frame_jacobian(self, q: np.ndarray, frame: str) -> np.ndarray:
+        """6 x nq Jacobian of ``frame`` in its own (local) frame: rows linear then angular."""
+        return np.array(self.scene.computeFrameJacobian(np.asarray(q, dtype=float), frame, True))
+
+    def has_frame(self, frame: str) -> bool:
+        try:
+            self.scene.getFrameId(frame)
+        except Exception:
+            return False
+        return True
+
+    # -- planning --------------------------------------------------------------------------------
+    def plan(self, q_start: np.ndarray, q_goal: np.ndarray, group: str, timeout: float,
+             step: float = 0.05, check_step: float = 0.01) -> Optional[list[np.ndarray]]:
+        """RRT-Connect from ``q_start`` to ``q_goal`` (full vectors; joints outside ``group`` stay as in
+        ``q_start``; edges checked every ``step``), then pruned and verified every ``check_step`` (no joint
+        moves more between checks): full-vector waypoints; None when no path was found in ``timeout`` s;
+        [] when the path found collides between the planner's checks (plan again with a smaller step)."""
+        idx = self.group_indices(group)
+        names = self.group_joints(group)
+        self.scene.setJointPositions(np.asarray(q_start, dtype=float))
+        options = rrt.RRTOptions(group_name=group, max_nodes=100000, collision_check_step_size=step,
+                                 collision_check_use_bisection=True, max_planning_time=float(timeout),
+                                 rrt_connect=True)
+        planner = rrt.RRT(self.scene, options)
+        self._seed += 1
+        planner.setRngSeed(self._seed)
+        start = rc.JointConfiguration(names, np.asarray(q_start, dtype=float)[idx])
+        goal = rc.JointConfiguration(names, np.asarray(q_goal, dtype=float)[idx])
+        try:
+            path = planner.plan(start, goal)
+        except RuntimeError:
+            return None
+        if path is None or not path.positions:
+            return None
+        waypoints = []
+        for p in path.positions:
+            q = np.array(q_start, dtype=float)
+            q[idx] = p
+            waypoints.append(q)
+        return self.prune(waypoints, check_step)
+
+    def prune(self, waypoints: list[np.ndarray], check_step: float) -> list[np.ndarray]:
+        """Greedy shortcut that is also the fine check: from each kept waypoint, the farthest later one
+        reachable by a free straight segment (checked every ``check_step``).  [] when some edge of the
+        input itself collides."""
+        out = [waypoints[0]]
+        i, n = 0, len(waypoints)
+        while i < n - 1:
+            for j in range(n - 1, i, -1):
+                if self.segment_free(waypoints[i], waypoints[j], check_step):
+                    break
+            else:
+                return []
+            out.append(waypoints[j])
+            i = j
+        return out
+
+    def parameterize(self, waypoints: Sequence[np.ndarray], group: str, dt: float,
+                     velocity_scale: float = 1.0, acceleration_scale: float = 1.0):
+        """TOPP-RA through the waypoints (straight segments, at rest at each corner: the path checked is
+        the path driven): (times, positions, velocities, accelerations) of the group's joints."""
+        idx = self.group_indices(group)
+        path = rc.JointPath()
+        path.joint_names = self.group_joints(group)
+        path.positions = [np.asarray(w, dtype=float)[idx] for w in waypoints]
+        options = rtoppra.TOPPRAOptions(dt=float(dt), mode=rtoppra.SplineFittingMode.Hermite,
+                                        velocity_scale=float(velocity_scale),
+                                        acceleration_scale=float(acceleration_scale))
+        traj = rtoppra.PathParameterizerTOPPRA(self.scene, group).generate(path, options)
+        return (np.asarray(traj.times, dtype=float), np.asarray(traj.positions, dtype=float),
+                np.asarray(traj.velocities, dtype=float), np.asarray(traj.accelerations, dtype=float))
+
+    def random_configuration(self, rng: np.random.Generator, group: str, base: np.ndarray) -> np.ndarray:
+        idx = self.group_indices(group)
+        q = np.array(base, dtype=float)
+        lo, hi = self.lower[idx], self.upper[idx]
+        lo = np.where(np.isfinite(lo), lo, -np.pi)
+        hi = np.where(np.isfinite(hi), hi, np.pi)
+        q[idx] = rng.uniform(lo, hi)
+        return q
+
+
+def monotonic() -> float:
+    return time.perf_counter()

@@ -1,0 +1,115 @@
+"""The planner node's state without rclpy: what it receives, kept as one current :class:`Planner`.
+
+``robot_description`` and ``robot_description_semantic`` (in any order) build the planner; joint states and
+world_node's ``~/objects`` documents keep it current and are applied again to a planner built anew.  Bad
+input gets its reason back (and is kept in ``problems``) while the last good planner keeps serving.  ``plan``
+answers with a :class:`PlanResult` (MoveIt error code, message, the plan) and never raises for a bad goal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+from ..errors import DescriptionError
+from .errors import FAILURE, SUCCESS, PlanningError
+from .goals import GraspGoal
+
+MAX_PLANNING_TIME = 30.0        # s: a goal asking for more is planned for this long
+MAX_PROBLEMS = 100              # problem messages kept (oldest dropped)
+
+
+@dataclass
+class PlanResult:
+    code: int                   # SUCCESS (1) or a MoveItErrorCodes value
+    message: str
+    plan: object = None         # MotionPlan or GraspPlan
+
+
+class MasterModel:
+    def __init__(self, search_path: Sequence[str] = (),
+                 acceleration_limits: Optional[Mapping[str, float]] = None, **planner_options):
+        from .backend import require
+
+        require()
+        self.search_path = list(search_path)
+        self.acceleration_limits = dict(acceleration_limits or {})
+        self.planner_options = planner_options
+        self.planner = None
+        self.problems: list[str] = []
+        self._urdf: Optional[str] = None
+        self._srdf: Optional[str] = None
+        self._joint_state: dict[str, float] = {}
+        self._objects: dict = {}
+        from .sync import BodyFiles
+
+        self._files = BodyFiles(self.search_path)
+
+    def _problem(self, text: str) -> str:
+        if text not in self.problems:
+            self.problems.append(text)
+            del self.problems[:-MAX_PROBLEMS]
+        return text
+
+    # -- inputs --------------------------------------------------------------------------------------
+    def set_description(self, urdf: Optional[str] = None, srdf: Optional[str] = None) -> Optional[str]:
+        """A new robot_description and/or semantic description (None: keep the one received); the planner is
+        built anew.  Returns the reason when it cannot be (the previous planner stays)."""
+        urdf_text = self._urdf if urdf is None else urdf
+        srdf_text = self._srdf if srdf is None else srdf
+        if not urdf_text:
+            self._srdf = srdf_text
+            return None
+        from .planner import Planner
+        from .sync import robot_from_description
+
+        try:
+            robot = robot_from_description(urdf_text, srdf_text or None, self.search_path)
+            planner = Planner(robot, urdf_text, environment=False,
+                              acceleration_limits=self.acceleration_limits, **self.planner_options)
+        except (DescriptionError, PlanningError, ValueError, RuntimeError) as exc:
+            return self._problem(f"robot description not used: {type(exc).__name__}: {exc}")
+        self._urdf, self._srdf = urdf_text, srdf_text
+        planner.set_joint_state(self._joint_state)
+        if self._objects:
+            planner.set_objects(self._objects)
+        self.planner = planner
+        for note in planner.notes:
+            self._problem(note)
+        return None
+
+    def set_joint_state(self, names: Sequence[str], positions: Sequence[float]) -> None:
+        state = dict(zip(names, (float(p) for p in positions)))
+        self._joint_state.update(state)
+        if self.planner is not None:
+            self.planner.set_joint_state(state)
+
+    def set_objects_xml(self, text: str) -> Optional[str]:
+        """world_node's ``~/objects`` document; returns the reason when it cannot be used (the bodies known
+        before stay)."""
+        from .sync import objects_from_xml
+
+        try:
+            objects = objects_from_xml(text, self._files)
+        except (DescriptionError, OSError) as exc:
+            return self._problem(f"world objects not used: {exc}")
+        self._objects = objects
+        if self.planner is not None:
+            self.planner.set_objects(objects)
+        return None
+
+    # -- requests ------------------------------------------------------------------------------------
+    def plan(self, goal, group: Optional[str] = None, start: Optional[Mapping[str, float]] = None,
+             timeout: float = 1.0) -> PlanResult:
+        if self.planner is None:
+            return PlanResult(FAILURE, "no robot_description received yet")
+        timeout = min(max(float(timeout), 1e-3), MAX_PLANNING_TIME) if math.isfinite(timeout) else 1.0
+        try:
+            if isinstance(goal, GraspGoal):
+                plan = self.planner.plan_grasp(goal, start=start, timeout=timeout)
+            else:
+                plan = self.planner.plan(goal, group=group, start=start, timeout=timeout)
+        except PlanningError as exc:
+            return PlanResult(exc.code, str(exc))
+        return PlanResult(SUCCESS, "planned", plan)

@@ -1,0 +1,689 @@
+"""The master's planner: the robot the bridge publishes, its joint state and the world's bodies, kept current;
+joint, named, pose and grasp goals; trajectories under the joint limits; typed failures.
+
+    planner = Planner(robot)                       # robot: a Robot with its SRDF semantics attached
+    planner.set_joint_state({"j1": 0.1, ...})
+    planner.set_objects({"ball_0": (ball_body, pose)})   # detections, as world_node holds them
+    plan = planner.plan(JointGoal({"j1": 1.0}), group="arm")
+    plan.trajectory.times / positions / velocities / accelerations
+
+Collision model: the robot's collision geometry from its URDF (``to_urdf``, what the description node
+publishes, meshes included), SRDF ``disable_collisions`` and the model's OpenRAVE adjacent / ignored pairs,
+link pairs in collision in nearly every state (see ``backend.ALWAYS_FRACTION``), and every world body.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+from ..model import Gripper, Handle, Robot
+from . import backend as _backend
+from .errors import (GoalInCollision, InvalidGoal, InvalidGroup, InvalidMotionPlan, InvalidObject,
+                     InvalidRobotState, NoIKSolution, NoPathFound, PlanningTimedOut, StartInCollision)
+from .goals import (GraspGoal, GraspPlan, JointGoal, MotionPlan, NamedGoal, PathCheck, PoseGoal,
+                    Trajectory)
+from .grasp import grasp_pose, masked_error, pregrasp_pose
+
+UNIVERSE = "universe"
+LIMIT_TOLERANCE = 1e-6        # rad / m a joint state may lie outside its limits (and is clamped)
+START_LIMIT_TOLERANCE = 1e-3  # a measured start state this far out is clamped, further is refused
+RATE_MARGIN = 1e-3            # trajectories keep this relative margin below the rate limits
+
+
+def _package_roots(robot: Robot) -> list[str]:
+    """Directories resolving the model's ``package://`` mesh URIs (from where its reader found them)."""
+    from ..model import Mesh
+
+    roots = []
+    for link in robot.links.values():
+        for geom in link.collisions + link.visuals:
+            shape = geom.shape
+            if isinstance(shape, Mesh) and shape.path and shape.uri.startswith("package://"):
+                rest = shape.uri[len("package://"):]
+                path = str(shape.path)
+                if path.endswith(rest.split("/", 1)[-1]):
+                    root = path[: len(path) - len(rest)].rstrip("/")
+                    if root and root not in roots:
+                        roots.append(root)
+    return roots
+
+
+@dataclass
+class _Body:
+    robot: Robot
+    pose: np.ndarray                                 # world pose of the body's root link
+    geometries: list[tuple[str, str, np.ndarray, object]] = field(default_factory=list)
+    # (geometry name, body link, body root -> geometry, shape)
+    attached: Optional[str] = None                    # robot link carrying it
+    grip: Optional[np.ndarray] = None                 # robot link -> body root while attached
+    touch: list[str] = field(default_factory=list)    # robot links it may touch while attached
+    resting: list[str] = field(default_factory=list)  # world bodies it touched when picked up
+
+
+class Planner:
+    def __init__(self, robot: Robot, urdf: Optional[str] = None, *, package_paths: Sequence[str] = (),
+                 environment: bool = True, seed: int = 0, dt: float = 0.02, check_step: float = 0.01,
+                 plan_step: float = 0.05, default_velocity: float = 1.0, default_acceleration: float = 2.0,
+                 acceleration_limits: Optional[Mapping[str, float]] = None):
+        """``urdf``: the published description (default: ``to_urdf(robot)`` with converted meshes cached as
+        the description node does).  Velocity and acceleration limits are the controller's
+        (``hardware.base.limits_from_robot``); a URDF carries no acceleration limit, so a robot read back
+        from one needs ``acceleration_limits`` (joint -> rad/s^2 or m/s^2), else ``default_acceleration``."""
+        _backend.require()
+        from ..formats import srdf as srdf_format
+
+        self.robot = robot
+        self.notes: list[str] = []
+        if urdf is None:
+            from ..formats.mesh_cache import MeshCache
+            from ..formats.urdf import MeshTarget, to_urdf
+
+            urdf, _report = to_urdf(robot, target=MeshTarget(cache=MeshCache()))
+        self.urdf = urdf
+        package_paths = list(package_paths) + _package_roots(robot)
+        self.semantics = robot.semantics if robot.semantics is not None else \
+            srdf_format.semantics_from_model(robot)
+        disabled = {tuple(sorted((p.link1, p.link2))) for p in self.semantics.collision_pairs
+                    if not p.enabled}
+        disabled |= {tuple(sorted(p)) for p in robot.collision_ignore}
+        srdf_text = srdf_format.to_srdf(self.semantics, robot.name)
+        limits = self._limits_yaml(default_velocity, default_acceleration, acceleration_limits or {})
+        self._backend = _backend.Backend(urdf, srdf_text, package_paths, sorted(disabled), limits, seed)
+        b = self._backend
+        new_pairs = [p for p in b.always_pairs if p not in disabled]
+        if new_pairs:
+            self.notes.append("link pairs in collision in nearly every state, not checked: "
+                              + ", ".join(f"{a}/{c}" for a, c in new_pairs))
+        self.joint_names = b.joint_names
+        self._index = {n: i for i, n in enumerate(self.joint_names)}
+        self.dt, self.check_step, self.plan_step = dt, check_step, plan_step
+        self._rng = np.random.default_rng(seed)
+        self.state = self._initial_state()
+        self.bodies: dict[str, _Body] = {}
+        self._placement_inv = np.linalg.inv(robot.placement)
+        if environment:
+            for name, body in robot.environment.items():
+                self.add_body(name, body)
+
+    # -- model -------------------------------------------------------------------------------------
+    def _limits_yaml(self, default_velocity: float, default_acceleration: float,
+                     acceleration: Mapping[str, float]) -> str:
+        from ..hardware.base import limits_from_robot
+
+        names = [j.name for j in self.robot.active_joints if j.dof == 1]
+        lines = ["joint_limits:"]
+        for name, lim in zip(names, limits_from_robot(self.robot, names, default_velocity,
+                                                      default_acceleration)):
+            given = acceleration.get(name)
+            ok = given is not None and math.isfinite(given) and given > 0
+            acc = float(given) if ok else lim.acceleration
+            lines += [f"  {name}:", f"    max_velocity: [{float(lim.velocity)!r}]",
+                      f"    max_acceleration: [{float(acc)!r}]"]
+        return "\n".join(lines) + "\n"
+
+    def _initial_state(self) -> np.ndarray:
+        q = np.zeros(len(self.joint_names))
+        for name, i in self._index.items():
+            joint = self.robot.joints.get(name)
+            if joint is not None and joint.dof == 1:
+                q[i] = float(joint.initial[0])
+        return np.clip(q, self._backend.lower, self._backend.upper)
+
+    @property
+    def lower(self) -> np.ndarray:
+        return self._backend.lower
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self._backend.upper
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        return self._backend.velocity
+
+    @property
+    def acceleration_limits(self) -> np.ndarray:
+        return self._backend.acceleration
+
+    @property
+    def collision_checks(self) -> int:
+        return self._backend.collision_checks
+
+    def vector(self, positions: Mapping[str, float], base: Optional[np.ndarray] = None) -> np.ndarray:
+        """A full joint vector: ``base`` (default: the current state) with ``positions`` set."""
+        q = np.array(self.state if base is None else base, dtype=float)
+        for name, value in positions.items():
+            q[self._index[name]] = float(value)
+        return q
+
+    def positions(self, q: np.ndarray) -> dict[str, float]:
+        return {n: float(q[i]) for n, i in self._index.items()}
+
+    def set_joint_state(self, positions: Mapping[str, float]) -> None:
+        """Joint positions from /joint_states: names this robot plans for are taken, others ignored."""
+        for name, value in positions.items():
+            i = self._index.get(name)
+            if i is not None and math.isfinite(value):
+                self.state[i] = float(value)
+
+    # -- groups ----------------------------------------------------------------------------------
+    def group_names(self) -> list[str]:
+        return sorted(set(self.semantics.groups) | set(self.robot.manipulators))
+
+    def group(self, name: Optional[str]) -> str:
+        """A planning group by SRDF group or manipulator name (InvalidGroup otherwise)."""
+        from ..model.groups import group_joints
+
+        if name is None:
+            raise InvalidGroup(f"no group given (groups: {self.group_names()})")
+        b = self._backend
+        if name in b.groups or (name in self.semantics.groups and b.has_group(name)):
+            return name
+        try:
+            joints = group_joints(self.robot, name)
+        except ValueError as exc:
+            raise InvalidGroup(str(exc)) from None
+        joints = [j for j in self.joint_names if j in joints]
+        if not joints:
+            raise InvalidGroup(f"group {name!r} moves no joint the planner drives")
+        b.define_group(name, joints)
+        return name
+
+    def group_joints(self, group: str) -> list[str]:
+        return self._backend.group_joints(self.group(group))
+
+    def _group_for_link(self, link: str) -> str:
+        """The largest group all of whose joints lie on the chain from the root to ``link``."""
+        from ..model.groups import chain_joints
+
+        try:
+            chain = set(chain_joints(self.robot, self.robot.root, link))
+        except ValueError:
+            raise InvalidGoal(f"link {link!r} is not a link of robot {self.robot.name!r}") from None
+        best, size = None, 0
+        for name in self.group_names():
+            try:
+                joints = set(self.group_joints(name))
+            except InvalidGroup:
+                continue
+            if joints <= chain and len(joints) > size:
+                best, size = name, len(joints)
+        if best is None:
+            raise InvalidGroup(f"no group moves link {link!r} (groups: {self.group_names()})")
+        return best
+
+    def _tip(self, group: str) -> str:
+        g = self.semantics.groups.get(group)
+        if g is not None and g.chains:
+            tip = g.chains[-1][1]
+            return self.robot.manipulators[tip[:-5]].effector if tip.endswith("_tool") and \
+                tip[:-5] in self.robot.manipulators else tip
+        if group in self.robot.manipulators:
+            return self.robot.manipulators[group].effector
+        joints = self.group_joints(group)
+        return self.robot.joints[joints[-1]].child
+
+    # -- world bodies ----------------------------------------------------------------------------
+    def add_body(self, name: str, body: Robot, pose: Optional[np.ndarray] = None) -> None:
+        """A world body at ``pose`` (the pose of its file's frame; default: identity, i.e. where its own
+        placement puts it).  A name in use is replaced."""
+        from ..kinematics.fk import KinematicModel
+
+        if name in self.bodies:
+            self.remove_body(name)
+        root = (np.eye(4) if pose is None else np.asarray(pose, dtype=float)) @ body.placement
+        entry = _Body(body, root)
+        links = KinematicModel(body, compiled=False).link_poses()
+        for link in body.links.values():
+            for i, geom in enumerate(link.collisions or link.visuals):
+                local = links.get(link.name, np.eye(4)) @ geom.origin
+                gname = f"{name}::{link.name}::{i}"
+                try:
+                    added = self._backend.add_geometry(gname, UNIVERSE, geom.shape,
+                                                       self._placement_inv @ root @ local)
+                except Exception as exc:           # an unreadable mesh: reported, other shapes kept
+                    self._note(f"body {name!r}: {link.name} geometry {i} not added ({exc})")
+                    continue
+                if added:
+                    entry.geometries.append((gname, link.name, local, geom.shape))
+                else:
+                    self._note(f"body {name!r}: {type(geom.shape).__name__} geometry of {link.name} "
+                               "is not supported")
+        self.bodies[name] = entry
+        self._world_pairs([g for g, *_ in entry.geometries], allow=True)
+
+    def _world_geometries(self) -> list[str]:
+        return [g for e in self.bodies.values() if e.attached is None for g, *_ in e.geometries]
+
+    def _world_pairs(self, geometries: list[str], allow: bool) -> None:
+        """Allow (or check again) contacts between ``geometries`` and every world body's geometry: bodies
+        resting on each other are no collision of the robot's."""
+        others = set(self._world_geometries()) | set(geometries)
+        pairs = [(a, c) for a in geometries for c in others if a != c]
+        if pairs:
+            self._backend.set_pairs(pairs, allow)
+
+    def move_body(self, name: str, pose: np.ndarray) -> None:
+        entry = self._body(name)
+        if entry.attached is not None:
+            raise InvalidObject(f"body {name!r} is attached to {entry.attached!r}; detach it first")
+        entry.pose = np.asarray(pose, dtype=float) @ entry.robot.placement
+        for gname, _link, local, _shape in entry.geometries:
+            self._backend.move_geometry(gname, self._placement_inv @ entry.pose @ local, UNIVERSE)
+
+    def remove_body(self, name: str) -> None:
+        entry = self._body(name)
+        for gname, *_ in entry.geometries:
+            self._backend.remove_geometry(gname)
+        del self.bodies[name]
+
+    def set_objects(self, objects: Mapping[str, tuple[Robot, np.ndarray]], keep: Sequence[str] = ()) -> None:
+        """Make the detected bodies exactly ``objects`` (name -> (body, pose)); bodies of the environment
+        file (``keep``: their names) and attached ones stay."""
+        stay = set(keep) | set(self.robot.environment)
+        for name in [n for n, b in self.bodies.items() if n not in objects and n not in stay
+                     and b.attached is None]:
+            self.remove_body(name)
+        for name, (body, pose) in objects.items():
+            current = self.bodies.get(name)
+            if current is None or current.robot is not body:
+                self.add_body(name, body, pose)
+            elif current.attached is None:
+                self.move_body(name, pose)
+
+    def _body(self, name: str) -> _Body:
+        if name not in self.bodies:
+            raise InvalidObject(f"no body {name!r} in the world (bodies: {sorted(self.bodies)})")
+        return self.bodies[name]
+
+    def body_pose(self, name: str, q: Optional[np.ndarray] = None) -> np.ndarray:
+        """World pose of a body's root link (an attached body: where the robot at ``q`` carries it)."""
+        entry = self._body(name)
+        if entry.attached is None:
+            return entry.pose.copy()
+        q = self.state if q is None else q
+        return self.robot.placement @ self._backend.frame_pose(q, entry.attached) @ entry.grip
+
+    def link_pose(self, link: str, q: Optional[np.ndarray] = None) -> np.ndarray:
+        """World pose of a robot link at ``q`` (default: the current state)."""
+        if not self._backend.has_frame(link):
+            raise InvalidGoal(f"no frame {link!r} in robot {self.robot.name!r}")
+        return self.robot.placement @ self._backend.frame_pose(self.state if q is None else q, link)
+
+    def _link_subtree(self, link: str) -> list[str]:
+        out, todo = [], [link]
+        while todo:
+            current = todo.pop()
+            out.append(current)
+            todo += [j.child for j in self.robot.child_joints(current)]
+        return [n for n in out if n in self._backend.link_names]
+
+    def attach(self, name: str, link: str, touch_links: Optional[Sequence[str]] = None) -> None:
+        """Carry body ``name`` with ``link`` from the current state on: its geometry moves with the link,
+        and it may touch ``touch_links`` (default: ``link`` and every link below it, e.g. the fingers)."""
+        entry = self._body(name)
+        if entry.attached is not None:
+            raise InvalidObject(f"body {name!r} is already attached to {entry.attached!r}")
+        if not self._backend.has_frame(link):
+            raise InvalidObject(f"no link {link!r} to attach {name!r} to")
+        link_pose = self._backend.frame_pose(self.state, link)
+        entry.grip = np.linalg.inv(link_pose) @ self._placement_inv @ entry.pose
+        entry.attached = link
+        touch = list(touch_links) if touch_links is not None else self._link_subtree(link)
+        mine = [g for g, *_ in entry.geometries]
+        for gname, _l, local, _s in entry.geometries:
+            self._backend.move_geometry(gname, entry.grip @ local, link)
+            self._backend.allow_collisions(gname, touch, True)
+        entry.touch = touch
+        # a carried body hits the world like a link, except what it rests on when picked up (until a
+        # plan starts where it no longer touches it: _settle)
+        self._world_pairs(mine, allow=False)
+        entry.resting = []
+        if self._backend.in_collision(self.state):
+            for other in self._colliding_bodies(self.state):
+                entry.resting.append(other)
+                geoms = [g for g, *_ in self.bodies[other].geometries]
+                self._backend.set_pairs([(a, c) for a in mine for c in geoms], True)
+
+    def detach(self, name: str) -> np.ndarray:
+        """Leave an attached body where the current state holds it; returns its new world pose."""
+        entry = self._body(name)
+        if entry.attached is None:
+            raise InvalidObject(f"body {name!r} is not attached")
+        entry.pose = self.body_pose(name)
+        for gname, _l, local, _s in entry.geometries:
+            self._backend.move_geometry(gname, self._placement_inv @ entry.pose @ local, UNIVERSE)
+            self._backend.allow_collisions(gname, entry.touch, False)
+        entry.attached, entry.grip = None, None
+        self._world_pairs([g for g, *_ in entry.geometries], allow=True)
+        return entry.pose @ np.linalg.inv(entry.robot.placement)
+
+    # -- checks ----------------------------------------------------------------------------------
+    def in_collision(self, q: np.ndarray) -> bool:
+        return self._backend.in_collision(q)
+
+    def segment_free(self, qa: np.ndarray, qb: np.ndarray, step: Optional[float] = None) -> bool:
+        return self._backend.segment_free(qa, qb, step or self.check_step)
+
+    def _start(self, start: Optional[Mapping[str, float]]) -> np.ndarray:
+        if start is not None:
+            unknown = sorted(set(start) - set(self._index))
+            if unknown:
+                raise InvalidRobotState(f"start state names unknown joints {unknown}")
+        q = self.vector(start or {})
+        b = self._backend
+        out = (q < b.lower - START_LIMIT_TOLERANCE) | (q > b.upper + START_LIMIT_TOLERANCE)
+        if out.any():
+            bad = [f"{self.joint_names[i]}={q[i]:.4g} not in [{b.lower[i]:.4g}, {b.upper[i]:.4g}]"
+                   for i in np.flatnonzero(out)]
+            raise InvalidRobotState("start state outside the joint limits: " + ", ".join(bad))
+        q = np.clip(q, b.lower, b.upper)
+        self._settle(q)
+        if b.in_collision(q):
+            raise StartInCollision("the start state is in collision")
+        return q
+
+    def _settle(self, q: np.ndarray) -> None:
+        """A carried body checked again against what it rested on, once it no longer touches it at ``q``."""
+        b = self._backend
+        for entry in self.bodies.values():
+            for other in list(entry.resting):
+                if other not in self.bodies:
+                    entry.resting.remove(other)
+                    continue
+                pairs = [(a, c) for a, *_ in entry.geometries for c, *_ in self.bodies[other].geometries]
+                b.set_pairs(pairs, False)
+                if b.in_collision(q):
+                    b.set_pairs(pairs, True)
+                else:
+                    entry.resting.remove(other)
+
+    def _check_goal(self, q: np.ndarray, group: str, what: str) -> None:
+        b = self._backend
+        idx = b.group_indices(group)
+        out = [i for i in idx if q[i] < b.lower[i] - LIMIT_TOLERANCE or q[i] > b.upper[i] + LIMIT_TOLERANCE]
+        if out:
+            raise InvalidGoal(f"{what} outside the joint limits: " + ", ".join(
+                f"{self.joint_names[i]}={q[i]:.4g} not in [{b.lower[i]:.4g}, {b.upper[i]:.4g}]" for i in out))
+        if b.in_collision(q):
+            raise GoalInCollision(f"{what} is in collision")
+
+    # -- goals -> joint vectors ----------------------------------------------------------------------
+    def goal_vector(self, goal, group: Optional[str], start: np.ndarray,
+                    timeout: float = 0.5) -> tuple[np.ndarray, str]:
+        if isinstance(goal, JointGoal):
+            unknown = sorted(set(goal.positions) - set(self._index))
+            if unknown:
+                raise InvalidGoal(f"goal names joints the robot has not (or does not drive): {unknown}")
+            group = self.group(goal.group or group) if (goal.group or group) else \
+                self._joint_group(list(goal.positions))
+            outside = sorted(set(goal.positions) - set(self.group_joints(group)))
+            if outside:
+                raise InvalidGoal(f"goal joints {outside} are not in group {group!r}")
+            q = self.vector(goal.positions, start)
+            self._check_goal(q, group, "the joint goal")
+            return q, group
+        if isinstance(goal, NamedGoal):
+            states = [s for s in self.semantics.group_states if s.name == goal.name
+                      and (goal.group in (None, s.group))]
+            if not states:
+                known = sorted({s.name for s in self.semantics.group_states})
+                raise InvalidGoal(f"no group_state {goal.name!r} (states: {known})")
+            state = states[0]
+            group = self.group(goal.group or state.group)
+            values = {j: v[0] for j, v in state.values.items() if j in self._index}
+            q = self.vector(values, start)
+            self._check_goal(q, group, f"group_state {goal.name!r}")
+            return q, group
+        if isinstance(goal, PoseGoal):
+            group = self.group(goal.group)
+            frame = goal.frame or self._tip(group)
+            q = self.solve_ik(group, frame, goal.pose, goal.offset, goal.mask, start, timeout)
+            return q, group
+        raise InvalidGoal(f"unknown goal type {type(goal).__name__}")
+
+    def _joint_group(self, joints: list[str]) -> str:
+        """The smallest group holding every named joint, else a group of exactly these joints."""
+        best = None
+        for name in self.group_names():
+            try:
+                members = self.group_joints(name)
+            except InvalidGroup:
+                continue
+            if set(joints) <= set(members) and (best is None or len(members) < len(best[1])):
+                best = (name, members)
+        if best is not None:
+            return best[0]
+        name = "joints:" + ",".join(sorted(joints))
+        self._backend.define_group(name, [j for j in self.joint_names if j in joints])
+        return name
+
+    def solve_ik(self, group: str, frame: str, pose: np.ndarray, offset: np.ndarray = np.eye(4),
+                 mask: Sequence[bool] = (True,) * 6, seed: Optional[np.ndarray] = None, timeout: float = 0.5,
+                 allowed: Sequence[tuple[str, Sequence[str]]] = (), position_tolerance: float = 2e-4,
+                 angle_tolerance: float = 2e-3) -> np.ndarray:
+        """Joint vector (group joints changed) within limits and collision-free whose ``frame @ offset``
+        reaches world ``pose`` on the ``mask`` axes.  Damped least squares from ``seed``, then random restarts
+        until ``timeout``.  ``allowed``: (geometry names, links) pairs of contacts allowed here (a grasp)."""
+        b = self._backend
+        if not b.has_frame(frame):
+            raise InvalidGoal(f"no frame {frame!r} in robot {self.robot.name!r}")
+        mask = np.asarray(list(mask), dtype=bool)
+        if mask.shape != (6,) or not mask.any():
+            raise InvalidGoal("mask needs 6 booleans, at least one true")
+        target = self._placement_inv @ np.asarray(pose, dtype=float)
+        offset = np.asarray(offset, dtype=float)
+        idx = b.group_indices(group)
+        base = np.array(self.state if seed is None else seed, dtype=float)
+        deadline = _backend.monotonic() + timeout
+        tries = 0
+        reached_in_collision = False
+        while tries == 0 or _backend.monotonic() < deadline:
+            q = base.copy() if tries == 0 else b.random_configuration(self._rng, group, base)
+            tries += 1
+            q = self._descend(q, idx, frame, offset, target, mask, position_tolerance, angle_tolerance)
+            if q is None:
+                continue
+            for geoms, links in allowed:
+                for g in geoms:
+                    b.allow_collisions(g, links, True)
+            try:
+                free = not b.in_collision(q)
+            finally:
+                for geoms, links in allowed:
+                    for g in geoms:
+                        b.allow_collisions(g, links, False)
+            if free:
+                return q
+            reached_in_collision = True
+        if reached_in_collision:
+            raise NoIKSolution(f"every IK solution found for {frame!r} in {timeout:.3g} s is in collision")
+        raise NoIKSolution(f"no IK solution for {frame!r} within the joint limits in {timeout:.3g} s")
+
+    def _descend(self, q, idx, frame, offset, target, mask, ptol, atol, iterations: int = 200):
+        b = self._backend
+        lo, hi = b.lower[idx], b.upper[idx]
+        rows = np.flatnonzero(mask)
+        tol = np.where(rows < 3, ptol, atol)
+        for _ in range(iterations):
+            current = b.frame_pose(q, frame) @ offset
+            err = masked_error(current, target, mask)[rows]
+            if np.all(np.abs(err) < tol):
+                return q
+            jl = b.frame_jacobian(q, frame)[:, idx]        # link frame, linear then angular
+            # the offset frame's twist in its own axes, then in the target's axes
+            r, p = offset[:3, :3], offset[:3, 3]
+            skew = np.array([[0, -p[2], p[1]], [p[2], 0, -p[0]], [-p[1], p[0], 0]])
+            jg = np.vstack([r.T @ (jl[:3] - skew @ jl[3:]), r.T @ jl[3:]])
+            rel = target[:3, :3].T @ current[:3, :3]
+            jt = np.vstack([rel @ jg[:3], rel @ jg[3:]])[rows]
+            damping = 1e-4
+            dq = -jt.T @ np.linalg.solve(jt @ jt.T + damping * np.eye(len(rows)), err)
+            step = np.max(np.abs(dq))
+            if step > 0.2:
+                dq *= 0.2 / step
+            q = q.copy()
+            q[idx] = np.clip(q[idx] + dq, lo, hi)
+        return None
+
+    # -- planning --------------------------------------------------------------------------------
+    def plan(self, goal, group: Optional[str] = None, start: Optional[Mapping[str, float]] = None,
+             timeout: float = 1.0) -> MotionPlan:
+        """Plan from ``start`` (default: the current state) to ``goal``; raises a PlanningError subclass."""
+        t0 = _backend.monotonic()
+        q0 = self._start(start)
+        q1, group = self.goal_vector(goal, group, q0, timeout=min(0.5, timeout))
+        left = timeout - (_backend.monotonic() - t0)
+        return self._plan_vectors(q0, q1, group, max(left, 1e-3), t0)
+
+    def _plan_vectors(self, q0: np.ndarray, q1: np.ndarray, group: str, timeout: float,
+                      t0: Optional[float] = None) -> MotionPlan:
+        b = self._backend
+        t0 = _backend.monotonic() if t0 is None else t0
+        deadline = t0 + timeout
+        step = self.plan_step
+        waypoints = [q0, q1] if b.segment_free(q0, q1, self.check_step) else []
+        while not waypoints:
+            left = deadline - _backend.monotonic()
+            if left <= 0:
+                raise PlanningTimedOut(f"no path found for group {group!r} in {timeout:.3g} s")
+            path = b.plan(q0, q1, group, left, step, self.check_step)
+            if path is None:
+                if _backend.monotonic() >= deadline - 1e-3:
+                    raise PlanningTimedOut(f"no path found for group {group!r} in {timeout:.3g} s")
+                raise NoPathFound(f"the planner found no path for group {group!r}")
+            waypoints = path
+            if not path:                # a contact between the planner's checks: plan again, finer
+                step = max(self.check_step, step / 2)
+        return self._timed(waypoints, group, _backend.monotonic() - t0)
+
+    def _timed(self, waypoints: list[np.ndarray], group: str, planning_time: float) -> MotionPlan:
+        b = self._backend
+        idx = b.group_indices(group)
+        names = b.group_joints(group)
+        times, pos, vel, acc = b.parameterize(waypoints, group, self.dt)
+        if len(times) < 2:
+            raise InvalidMotionPlan("time parameterization returned no trajectory")
+        # the samples' own rates may overshoot the limits by the spline fit: stretch time to be within
+        vmax, amax = b.velocity[idx] * (1 - RATE_MARGIN), b.acceleration[idx] * (1 - RATE_MARGIN)
+        k = max(1.0, float(np.max(np.abs(vel) / vmax)), math.sqrt(float(np.max(np.abs(acc) / amax))))
+        if k > 1.0:
+            times, vel, acc = times * k, vel / k, acc / (k * k)
+        pos[0], pos[-1] = waypoints[0][idx], waypoints[-1][idx]
+        trajectory = Trajectory(list(names), times, pos, vel, acc)
+        return MotionPlan(group, np.array([w[idx] for w in waypoints]), trajectory, planning_time)
+
+    def full_vector(self, group: str, values: np.ndarray, base: Optional[np.ndarray] = None) -> np.ndarray:
+        q = np.array(self.state if base is None else base, dtype=float)
+        q[self._backend.group_indices(group)] = values
+        return q
+
+    # -- grasps ----------------------------------------------------------------------------------
+    def gripper(self, name: str) -> Gripper:
+        if name not in self.semantics.grippers:
+            raise InvalidObject(f"no gripper {name!r} (grippers: {sorted(self.semantics.grippers)})")
+        return self.semantics.grippers[name]
+
+    def handle(self, body: str, handle: str | Handle) -> Handle:
+        entry = self._body(body)
+        if isinstance(handle, Handle):
+            h = handle
+        else:
+            handles = entry.robot.semantics.handles if entry.robot.semantics is not None else {}
+            if handle not in handles:
+                raise InvalidObject(f"body {body!r} has no handle {handle!r} (handles: {sorted(handles)})")
+            h = handles[handle]
+        if h.link not in entry.robot.links:
+            raise InvalidObject(f"handle {h.name!r}: body {body!r} has no link {h.link!r}")
+        return h
+
+    def handle_link_pose(self, body: str, link: str) -> np.ndarray:
+        from ..kinematics.fk import KinematicModel
+
+        entry = self._body(body)
+        links = KinematicModel(entry.robot, compiled=False).link_poses()
+        return self.body_pose(body) @ links.get(link, np.eye(4))
+
+    def plan_grasp(self, goal: GraspGoal, start: Optional[Mapping[str, float]] = None,
+                   timeout: float = 2.0) -> GraspPlan:
+        """Reach the pre-grasp pose, then approach the handle: the gripper frame on the handle frame on the
+        handle's masked axes.  The body and the gripper's links may touch during the approach."""
+        t0 = _backend.monotonic()
+        gripper = self.gripper(goal.gripper)
+        handle = self.handle(goal.body, goal.handle)
+        if self.bodies[goal.body].attached is not None:
+            raise InvalidObject(f"body {goal.body!r} is already held")
+        group = self.group(goal.group) if goal.group else self._group_for_link(gripper.link)
+        q0 = self._start(start)
+        link_pose = self.handle_link_pose(goal.body, handle.link)
+        grasp = grasp_pose(handle, link_pose)
+        pre = pregrasp_pose(handle, gripper, link_pose)
+        mask = list(handle.mask)
+        q_pre = self.solve_ik(group, gripper.link, pre, gripper.pose, mask, q0, timeout=min(1.0, timeout / 2))
+        touch = self._link_subtree(gripper.link)
+        geoms = [g for g, *_ in self.bodies[goal.body].geometries]
+        allowed = [(geoms, touch)]
+        q_grasp = self.solve_ik(group, gripper.link, grasp, gripper.pose, mask, q_pre,
+                                timeout=min(0.5, timeout / 4), allowed=allowed, position_tolerance=1e-4,
+                                angle_tolerance=1e-3)
+        left = max(1e-3, timeout - (_backend.monotonic() - t0))
+        reach = self._plan_vectors(q0, q_pre, group, left)
+        for g in geoms:
+            self._backend.allow_collisions(g, touch, True)
+        try:
+            if not self._backend.segment_free(q_pre, q_grasp, self.check_step):
+                raise NoPathFound("the straight approach from pre-grasp to grasp is blocked")
+            approach = self._timed([q_pre, q_grasp], group, 0.0)
+        finally:
+            for g in geoms:
+                self._backend.allow_collisions(g, touch, False)
+        return GraspPlan(reach, approach, pre, grasp, gripper.link, np.array(gripper.pose), goal.body, handle,
+                         mask)
+
+    # -- execution feedback ------------------------------------------------------------------------
+    def path_valid(self, trajectory: Trajectory, from_time: float = 0.0,
+                   base: Optional[np.ndarray] = None) -> PathCheck:
+        """Whether the trajectory from ``from_time`` on stays collision-free in the current world (checked
+        between samples every ``check_step``); joints it does not name stay as in ``base`` (default: the
+        current state)."""
+        unknown = sorted(set(trajectory.joint_names) - set(self._index))
+        if unknown:
+            raise InvalidRobotState(f"trajectory names joints the planner does not drive: {unknown}")
+        idx = np.array([self._index[n] for n in trajectory.joint_names], dtype=int)
+        q_base = np.array(self.state if base is None else base, dtype=float)
+        i0 = trajectory.index_at(from_time)
+        previous = None
+        for i in range(i0, len(trajectory.times)):
+            q = q_base.copy()
+            q[idx] = trajectory.positions[i]
+            if previous is None:
+                if self._backend.in_collision(q):
+                    return PathCheck(False, float(trajectory.times[i]), self._colliding_bodies(q))
+            elif not self._backend.segment_free(previous, q, self.check_step):
+                return PathCheck(False, float(trajectory.times[i]), self._colliding_bodies(q))
+            previous = q
+        return PathCheck(True)
+
+    def _colliding_bodies(self, q: np.ndarray) -> list[str]:
+        """World bodies whose removal clears a collision at ``q`` (a few checks per body)."""
+        b = self._backend
+        out = []
+        for name, entry in self.bodies.items():
+            if entry.attached is not None:
+                continue
+            for gname, *_ in entry.geometries:
+                b.allow_collisions(gname, b.link_names, True)
+            hit = not b.in_collision(q)
+            for gname, *_ in entry.geometries:
+                b.allow_collisions(gname, b.link_names, False)
+            if hit:
+                out.append(name)
+        return out
+
+    def _note(self, message: str) -> None:
+        if message not in self.notes:
+            self.notes.append(message)

@@ -1,0 +1,500 @@
+"""robot_bridge.planning against independent truth: every path rechecked by pinocchio + coal on the URDF the
+description node publishes (test/planning/pin_checker.py, 0.01 rad steps), limits read from that URDF and the
+model, grasp frames by pinocchio's own forward kinematics, typed failures with their MoveIt codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("roboplan", reason="the planning extra is not installed "
+                    "(pip install 'robot_bridge[planning]')")
+pytest.importorskip("pinocchio", reason="pinocchio (pin) is needed for the independent checker")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import scenes  # noqa: E402
+from lxml import etree  # noqa: E402
+from pin_checker import PinChecker  # noqa: E402
+
+from robot_bridge.bringup import DATA_DIR  # noqa: E402
+from robot_bridge.formats import load  # noqa: E402
+from robot_bridge.model import Handle  # noqa: E402
+from robot_bridge.planning import (GraspGoal, JointGoal, NamedGoal, Planner, PoseGoal,  # noqa: E402
+                                   errors)
+
+QUERIES = json.loads((Path(__file__).resolve().parents[2] / "bench" / "plan_queries.json").read_text())
+STEP = 0.01                 # rad: the independent recheck's largest joint change between two checks
+BALL_AT = (0.66, 0.0, 0.79)   # on the table's near edge, within the arm's reach
+# A side grasp: the handle's z axis (its approaching direction) along world x, away from the robot; the
+# rotation about it is free (mask), as for a ball.
+SIDE = np.array([[0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+
+
+def side_handle() -> Handle:
+    return Handle("side", "ball", pose=SIDE.copy(), mask=[True] * 5 + [False], clearance=0.05,
+                  approaching_direction=np.array([0.0, 0.0, 1.0]))
+
+
+@pytest.fixture(scope="module")
+def embedded():
+    robot = scenes.embedded_robot()
+    planner = Planner(robot, seed=3)
+    checker = PinChecker(planner.urdf, scenes.disabled_pairs(robot))
+    for name, shape, pose in scenes.world_shapes(robot):
+        checker.add_shape(name, shape, pose)
+    return robot, planner, checker
+
+
+@pytest.fixture(scope="module")
+def panda():
+    if scenes.erd_share() is None:
+        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
+    robot = scenes.panda_robot()
+    planner = Planner(robot, seed=3)
+    checker = PinChecker(planner.urdf, scenes.disabled_pairs(robot), [str(scenes.erd_share())])
+    for name, shape, pose in scenes.world_shapes(robot):
+        checker.add_shape(name, shape, pose)
+    return robot, planner, checker
+
+
+@pytest.fixture
+def fresh():
+    """A planner of the embedded scene of its own (tests that change the world or the state)."""
+    return Planner(scenes.embedded_robot(), seed=5)
+
+
+def urdf_limits(urdf: str) -> dict:
+    root = etree.fromstring(urdf.encode())
+    out = {}
+    for joint in root.iter("joint"):
+        limit = joint.find("limit")
+        if limit is not None and joint.get("type") in ("revolute", "prismatic"):
+            out[joint.get("name")] = (float(limit.get("lower")), float(limit.get("upper")),
+                                      float(limit.get("velocity")))
+    return out
+
+
+def check_trajectory(robot, planner, checker, plan, start: dict, goal: dict):
+    traj = plan.trajectory
+    base = planner.positions(planner.state)
+    base.update(start)
+    # 1. the path driven (every trajectory sample, straight between them) and the waypoints: no collision
+    assert checker.path_collisions(traj.joint_names, traj.positions, base, STEP) == []
+    assert checker.path_collisions(traj.joint_names, plan.waypoints, base, STEP) == []
+    # 2. it starts at the start and ends at the goal
+    assert np.allclose(traj.positions[0], [start[n] for n in traj.joint_names], atol=1e-9)
+    assert np.allclose(traj.positions[-1], [goal[n] for n in traj.joint_names], atol=1e-6)
+    # 3. within the limits: position and velocity from the URDF, acceleration the controller's (the model's)
+    limits = urdf_limits(planner.urdf)
+    times = traj.times
+    assert np.all(np.diff(times) > 0)
+    for k, name in enumerate(traj.joint_names):
+        lower, upper, velocity = limits[name]
+        joint = robot.joints[name]
+        acceleration = float(joint.acceleration[0]) if joint.acceleration[0] > 0 else 2.0
+        p, v, a = traj.positions[:, k], traj.velocities[:, k], traj.accelerations[:, k]
+        assert p.min() >= lower - 1e-9 and p.max() <= upper + 1e-9, name
+        assert np.abs(v).max() <= velocity * (1 + 1e-6), name
+        assert np.abs(a).max() <= acceleration * (1 + 1e-6), name
+        # the samples' own finite differences agree with the limits too (what a controller interpolates)
+        fd_v = np.diff(p) / np.diff(times)
+        assert np.abs(fd_v).max() <= velocity * 1.01, name
+
+
+@pytest.mark.parametrize("k", range(0, 20, 2))
+def test_embedded_paths_collision_free_and_within_limits(embedded, k):
+    robot, planner, checker = embedded
+    query = QUERIES["embedded"][k]
+    base = planner.positions(planner.state)
+    # the query is a real one: its straight line collides for the independent checker too
+    names = list(query["start"])
+    straight = np.array([[query["start"][n] for n in names], [query["goal"][n] for n in names]])
+    assert checker.path_collisions(names, straight, base, STEP)
+    plan = planner.plan(JointGoal(query["goal"]), group="arm", start=query["start"], timeout=5.0)
+    check_trajectory(robot, planner, checker, plan, query["start"], query["goal"])
+
+
+@pytest.mark.parametrize("k", range(1, 20, 4))
+def test_panda_paths_collision_free_and_within_limits(panda, k):
+    robot, planner, checker = panda
+    query = QUERIES["panda"][k]
+    plan = planner.plan(JointGoal(query["goal"]), group="arm", start=query["start"], timeout=5.0)
+    check_trajectory(robot, planner, checker, plan, query["start"], query["goal"])
+
+
+def test_named_state_reached(embedded):
+    robot, planner, checker = embedded
+    plan = planner.plan(NamedGoal("home"), timeout=5.0)
+    home = {j: v[0] for j, v in robot.semantics.state("home").values.items()}
+    assert plan.group == "arm"
+    assert np.allclose(plan.trajectory.positions[-1], [home[n] for n in plan.trajectory.joint_names])
+    check_trajectory(robot, planner, checker, plan, planner.positions(planner.state), home)
+
+
+def test_pose_goal_reached_within_tolerance(embedded):
+    robot, planner, checker = embedded
+    home = planner.vector({j: v[0] for j, v in robot.semantics.state("home").values.items()})
+    target = planner.link_pose("gripper_base", home)         # a reachable, collision-free pose
+    plan = planner.plan(PoseGoal("arm", target, frame="gripper_base"), timeout=5.0)
+    end = dict(planner.positions(planner.state))
+    end.update(zip(plan.trajectory.joint_names, plan.trajectory.positions[-1]))
+    pose = pin_frame(checker, end, "gripper_base")
+    assert np.linalg.norm(pose[:3, 3] - target[:3, 3]) < 1e-3
+    assert rotation_angle(pose, target) < 0.01
+
+
+def pin_frame(checker: PinChecker, positions: dict, frame: str) -> np.ndarray:
+    import pinocchio as pin
+
+    data = checker.model.createData()
+    pin.framesForwardKinematics(checker.model, data, checker.q(positions))
+    return np.array(data.oMf[checker.model.getFrameId(frame)].homogeneous)
+
+
+def rotation_angle(a: np.ndarray, b: np.ndarray) -> float:
+    cos = (np.trace(a[:3, :3].T @ b[:3, :3]) - 1) / 2
+    return float(np.arccos(np.clip(cos, -1, 1)))
+
+
+# -- grasps ------------------------------------------------------------------------------------------------
+def ball_body():
+    return load(str(DATA_DIR / "objects" / "ball.kinbody.xml"))
+
+
+def test_grasp_reaches_handle_on_masked_axes_and_attached_body_follows(fresh):
+    planner = fresh
+    checker = PinChecker(planner.urdf, scenes.disabled_pairs(planner.robot))
+    pose = np.eye(4)
+    pose[:3, 3] = BALL_AT
+    planner.add_body("ball_0", ball_body(), pose)
+    handle = side_handle()
+    gripper = planner.semantics.grippers["hand"]
+    grasp = planner.plan_grasp(GraspGoal("hand", "ball_0", handle), timeout=5.0)
+    start = planner.positions(planner.state)
+
+    def gripper_frame(values) -> np.ndarray:
+        positions = dict(start)
+        positions.update(zip(grasp.approach.trajectory.joint_names, values))
+        return pin_frame(checker, positions, gripper.link) @ gripper.pose
+
+    handle_world = pose @ handle.pose
+    at_grasp = gripper_frame(grasp.approach.trajectory.positions[-1])
+    # the handle frame in the gripper frame: translation and rotation vector in the handle's axes
+    from scipy.spatial.transform import Rotation
+
+    rel = np.linalg.inv(handle_world) @ at_grasp
+    err = np.concatenate([rel[:3, 3], Rotation.from_matrix(rel[:3, :3]).as_rotvec()])
+    mask = np.array(handle.mask)
+    assert np.all(np.abs(err[:3][mask[:3]]) < 1e-3), err
+    assert np.all(np.abs(err[3:][mask[3:]]) < 0.01), err
+    # pre-grasp: backed off by both clearances against the approach (the handle's z here)
+    at_pre = gripper_frame(grasp.reach.trajectory.positions[-1])
+    back = np.linalg.inv(handle_world) @ at_pre
+    assert np.allclose(back[:3, 3], [0, 0, -(handle.clearance + gripper.clearance)], atol=1e-3)
+    assert np.allclose(grasp.reach.trajectory.positions[-1], grasp.approach.trajectory.positions[0])
+    # the approach (a straight joint segment) keeps the gripper frame within 3 mm of the straight line
+    line = handle_world[:3, 3] - at_pre[:3, 3]
+    line /= np.linalg.norm(line)
+    for values in grasp.approach.trajectory.positions:
+        off = gripper_frame(values)[:3, 3] - at_pre[:3, 3]
+        assert np.linalg.norm(off - (off @ line) * line) < 3e-3
+
+    # attach at the grasp, move the arm: the body's pose follows the gripper link (pinocchio's FK)
+    q_grasp = planner.full_vector("arm", grasp.approach.waypoints[-1])
+    planner.state = q_grasp.copy()
+    planner.attach("ball_0", gripper.link)
+    assert not planner.in_collision(planner.state)          # resting on the table when picked up: allowed
+    link_at_grasp = pin_frame(checker, planner.positions(q_grasp), gripper.link)
+    lifted = q_grasp.copy()
+    lifted[planner.joint_names.index("j2")] -= 0.3
+    link_lifted = pin_frame(checker, planner.positions(lifted), gripper.link)
+    expected = link_lifted @ np.linalg.inv(link_at_grasp) @ pose
+    assert np.allclose(planner.body_pose("ball_0", lifted), expected, atol=1e-9)
+    assert np.linalg.norm(expected[:3, 3] - pose[:3, 3]) > 0.1
+    # the carried geometry collides where the ball now is: a box there blocks the lifted state
+    assert not planner.in_collision(lifted)
+    probe = scenes.box_body("probe", expected[:3, 3] + [0.0, 0.0, 0.07], (0.05, 0.05, 0.05))
+    planner.add_body("probe", probe)
+    assert planner.in_collision(lifted)
+    planner.detach("ball_0")
+    planner.state = lifted.copy()
+    assert not planner.in_collision(lifted)                 # the ball stayed at the grasp, not in the probe
+    planner.remove_body("probe")
+    # place: carried to the lifted pose and detached there, it stays there
+    planner.state = q_grasp.copy()
+    planner.move_body("ball_0", pose)
+    planner.attach("ball_0", gripper.link)
+    planner.state = lifted.copy()
+    placed = planner.detach("ball_0")
+    assert np.allclose(placed, expected, atol=1e-9)
+    assert np.allclose(planner.body_pose("ball_0"), expected, atol=1e-9)
+
+
+def test_grasp_failures_are_typed(fresh):
+    planner = fresh
+    with pytest.raises(errors.InvalidObject) as info:
+        planner.plan_grasp(GraspGoal("hand", "no_such_body", side_handle()))
+    assert info.value.code == errors.INVALID_OBJECT_NAME == -23
+    planner.add_body("ball_0", ball_body())
+    with pytest.raises(errors.InvalidObject):
+        planner.plan_grasp(GraspGoal("hand", "ball_0", "no_such_handle"))
+    with pytest.raises(errors.InvalidObject):
+        planner.plan_grasp(GraspGoal("no_such_gripper", "ball_0", side_handle()))
+    far = np.eye(4)
+    far[:3, 3] = (3.0, 0.0, 0.8)                            # out of reach
+    planner.move_body("ball_0", far)
+    with pytest.raises(errors.NoIKSolution) as info:
+        planner.plan_grasp(GraspGoal("hand", "ball_0", side_handle()), timeout=0.5)
+    assert info.value.code == -31
+
+
+# -- bad goals ---------------------------------------------------------------------------------------------
+def test_bad_goals_get_typed_failures(fresh):
+    planner = fresh
+    cases = [
+        (lambda: planner.plan(JointGoal({"j1": 0.5}), group="no_such_group"), errors.InvalidGroup, -15),
+        (lambda: planner.plan(JointGoal({"no_such_joint": 0.5})), errors.InvalidGoal, -17),
+        (lambda: planner.plan(JointGoal({"j1": 10.0}), group="arm"), errors.InvalidGoal, -17),
+        (lambda: planner.plan(NamedGoal("no_such_state")), errors.InvalidGoal, -17),
+        (lambda: planner.plan(JointGoal({"j1": 0.5}), start={"no_such_joint": 0.0}), errors.InvalidRobotState,
+         -11),
+        (lambda: planner.plan(JointGoal({"j1": 0.5}), start={"j2": 5.0}), errors.InvalidRobotState, -11),
+        (lambda: planner.plan(PoseGoal("arm", far_pose())), errors.NoIKSolution, -31),
+        (lambda: planner.plan(PoseGoal("arm", np.eye(4), frame="no_such_link")), errors.InvalidGoal, -17),
+    ]
+    for call, kind, code in cases:
+        with pytest.raises(kind) as info:
+            call()
+        assert info.value.code == code, info.value
+        assert str(info.value)
+
+
+def far_pose():
+    pose = np.eye(4)
+    pose[:3, 3] = (5.0, 0.0, 1.0)
+    return pose
+
+
+def test_goal_and_start_in_collision(fresh):
+    planner = fresh
+    # j2 = 1.5 with j4 = 0 lays the straight arm on the table (checked independently)
+    checker = PinChecker(planner.urdf, scenes.disabled_pairs(planner.robot))
+    for name, shape, pose in scenes.world_shapes(planner.robot):
+        checker.add_shape(name, shape, pose)
+    down = {"j1": 0.0, "j2": 1.5}
+    values = planner.positions(planner.state)
+    values.update(down)
+    assert checker.collides(checker.q(values))
+    with pytest.raises(errors.GoalInCollision) as info:
+        planner.plan(JointGoal(down), group="arm")
+    assert info.value.code == -12
+    with pytest.raises(errors.StartInCollision) as info:
+        planner.plan(JointGoal({"j2": 0.0}), group="arm", start=down)
+    assert info.value.code == -10
+
+
+def test_no_path_in_the_time_allowed(fresh):
+    planner = fresh
+    query = QUERIES["embedded"][0]
+    with pytest.raises(errors.PlanningTimedOut) as info:
+        planner.plan(JointGoal(query["goal"]), group="arm", start=query["start"], timeout=1e-4)
+    assert info.value.code == -6
+
+
+# -- the world, kept current -------------------------------------------------------------------------------
+def test_bodies_added_moved_removed_change_the_answers(fresh):
+    planner = fresh
+    goal = {"j1": 0.0, "j2": 0.6, "j4": 0.9}
+    q = planner.vector(goal)
+    tip = planner.link_pose("gripper_base", q)[:3, 3]
+    assert not planner.in_collision(q)
+    planner.add_body("box_0", scenes.box_body("box_0", (0, 0, 0), (0.1, 0.1, 0.1)), _at(tip))
+    assert planner.in_collision(q)
+    with pytest.raises(errors.GoalInCollision):
+        planner.plan(JointGoal(goal), group="arm")
+    planner.move_body("box_0", _at(tip + [0.0, 0.6, 0.0]))
+    assert not planner.in_collision(q)
+    planner.move_body("box_0", _at(tip))
+    assert planner.in_collision(q)
+    planner.remove_body("box_0")
+    assert not planner.in_collision(q)
+    # set_objects: detections come and go; the environment file's bodies stay
+    body = scenes.box_body("det", (0, 0, 0), (0.1, 0.1, 0.1))
+    planner.set_objects({"det_0": (body, _at(tip))})
+    assert planner.in_collision(q) and "table" in planner.bodies
+    planner.set_objects({})
+    assert not planner.in_collision(q) and "det_0" not in planner.bodies and "table" in planner.bodies
+
+
+def _at(xyz) -> np.ndarray:
+    pose = np.eye(4)
+    pose[:3, 3] = xyz
+    return pose
+
+
+def test_path_validity_for_replanning(fresh):
+    planner = fresh
+    plan = planner.plan(NamedGoal("home"), timeout=5.0)
+    traj = plan.trajectory
+    assert planner.path_valid(traj).valid
+    # a body appears on the path, around the gripper at 40 % of the motion
+    i = int(0.4 * (len(traj.times) - 1))
+    q = planner.full_vector(plan.group, traj.positions[i])
+    planner.add_body("box_0", scenes.box_body("box_0", (0, 0, 0), (0.04, 0.04, 0.04)),
+                     _at(planner.link_pose("gripper_base", q)[:3, 3]))
+    check = planner.path_valid(traj, from_time=0.0)
+    assert not check.valid and check.bodies == ["box_0"]
+    assert check.collision_time <= traj.times[i] + 1e-9
+    # from past the samples in collision on, the rest of the path is free
+    hits = [k for k in range(len(traj.times))
+            if planner.in_collision(planner.full_vector(plan.group, traj.positions[k]))]
+    assert i in hits and hits[-1] + 2 < len(traj.times)
+    assert planner.path_valid(traj, from_time=traj.times[hits[-1] + 2]).valid
+    planner.remove_body("box_0")
+    assert planner.path_valid(traj).valid
+
+
+# -- the extra is optional ---------------------------------------------------------------------------------
+def test_without_the_libraries_one_clear_error(monkeypatch):
+    import robot_bridge.planning as planning
+    from robot_bridge.planning import backend
+
+    monkeypatch.setattr(backend, "_IMPORT_ERROR", ImportError("No module named 'roboplan'"))
+    with pytest.raises(planning.PlanningUnavailable) as info:
+        planning.Planner  # noqa: B018
+    assert "pip install 'robot_bridge[planning]'" in str(info.value)
+    assert not planning.available()
+    # goals and results stay importable
+    assert planning.JointGoal({"j1": 0.0}).positions == {"j1": 0.0}
+
+
+def test_only_the_backend_imports_planning_libraries():
+    root = Path(__file__).resolve().parents[2] / "robot_bridge"
+    offenders = []
+    for path in root.rglob("*.py"):
+        if path.name == "backend.py" and path.parent.name == "planning":
+            continue
+        text = path.read_text(encoding="utf-8")
+        for lib in ("roboplan", "ompl", "toppra", "pinocchio", "coal"):
+            if f"import {lib}" in text or f"from {lib}" in text:
+                offenders.append(f"{path.relative_to(root)}: {lib}")
+    assert offenders == []
+
+
+# -- from what the bridge publishes ------------------------------------------------------------------------
+def test_planner_from_published_strings_and_world_node_objects():
+    from robot_bridge.formats.srdf import to_srdf
+    from robot_bridge.formats.urdf import to_urdf
+    from robot_bridge.planning.sync import BodyFiles, objects_from_xml, robot_from_description
+    from robot_bridge.world import load_mapping, to_xml
+    from robot_bridge.world.document import PlacedBody
+
+    source = scenes.embedded_robot()
+    urdf, _ = to_urdf(source)
+    robot = robot_from_description(urdf, to_srdf(source.semantics, source.name))
+    accelerations = {j.name: float(j.acceleration[0]) for j in source.active_joints}
+    planner = Planner(robot, urdf, acceleration_limits=accelerations)
+    assert planner.group_joints("arm") == ["j1", "j2", "j3", "j4", "j5", "j6", "j7"]
+    assert np.allclose(planner.acceleration_limits[:7], [accelerations[f"j{i}"] for i in range(1, 8)])
+    assert "table" not in planner.bodies                    # a URDF has no environment: world_node's bodies
+    mapping = load_mapping(DATA_DIR / "objects.yaml")
+    q = planner.vector({"j1": 0.0, "j2": 0.6, "j4": 0.9})
+    tip = planner.link_pose("gripper_base", q)[:3, 3]
+    files = BodyFiles()
+    document = to_xml([PlacedBody("ball_0", "ball", mapping.classes["ball"].file, _at(tip))], stamp=1.0)
+    planner.set_objects(objects_from_xml(document, files))
+    assert list(planner.bodies) == ["ball_0"] and planner.in_collision(q)
+    body = planner.bodies["ball_0"].robot
+    moved = to_xml([PlacedBody("ball_0", "ball", mapping.classes["ball"].file, _at(tip + [0, 0.5, 0]))])
+    planner.set_objects(objects_from_xml(moved, files))
+    assert planner.bodies["ball_0"].robot is body and not planner.in_collision(q)
+    planner.set_objects(objects_from_xml('<Environment frame="world"/>', files))
+    assert planner.bodies == {}
+
+
+def test_carried_body_checked_against_its_support_once_lifted(fresh):
+    planner = fresh
+    pose = _at(BALL_AT)
+    planner.add_body("ball_0", ball_body(), pose)
+    grasp = planner.plan_grasp(GraspGoal("hand", "ball_0", side_handle()), timeout=5.0)
+    q_grasp = planner.full_vector("arm", grasp.approach.waypoints[-1])
+    planner.state = q_grasp.copy()
+    planner.attach("ball_0", "gripper_base")
+    assert planner.bodies["ball_0"].resting == ["table"]
+    lifted = q_grasp.copy()
+    lifted[planner.joint_names.index("j2")] -= 0.3
+    arm = planner.group_joints("arm")
+    lift = planner.plan(JointGoal({n: planner.positions(lifted)[n] for n in arm}), group="arm", timeout=5.0)
+    planner.state = planner.full_vector("arm", lift.waypoints[-1])
+    # the next plan starts in the air: the ball is checked against the table again
+    planner.plan(JointGoal({n: planner.positions(q_grasp)[n] for n in ("j1",)}), group="arm", timeout=5.0)
+    assert planner.bodies["ball_0"].resting == []
+    # pushing the carried ball down into the table top is now a collision
+    sunk = q_grasp.copy()
+    sunk[planner.joint_names.index("j2")] += 0.15
+    assert planner.in_collision(sunk)
+
+
+def test_master_model_keeps_the_last_good_state():
+    from robot_bridge.formats.srdf import to_srdf
+    from robot_bridge.formats.urdf import to_urdf
+    from robot_bridge.planning.master import MasterModel
+    from robot_bridge.world import load_mapping, to_xml
+    from robot_bridge.world.document import PlacedBody
+
+    source = scenes.embedded_robot()
+    urdf, _ = to_urdf(source)
+    srdf = to_srdf(source.semantics, source.name)
+    master = MasterModel(acceleration_limits={j.name: float(j.acceleration[0]) for j in source.active_joints})
+    assert master.plan(NamedGoal("home")).code == errors.FAILURE          # nothing received yet
+    ball = load_mapping(DATA_DIR / "objects.yaml").classes["ball"].file
+    # objects and joint states before the description are applied once it comes; the SRDF comes first
+    master.set_joint_state(["j1", "j4", "unknown_joint"], [0.3, 0.5, 1.0])
+    assert master.set_objects_xml(to_xml([PlacedBody("ball_0", "ball", ball, _at((0.0, 0.0, 1.9)))])) is None
+    assert master.set_description(srdf=srdf) is None and master.planner is None
+    assert master.set_description(urdf=urdf) is None
+    planner = master.planner
+    assert planner.positions(planner.state)["j1"] == 0.3 and list(planner.bodies) == ["ball_0"]
+    result = master.plan(NamedGoal("home"), timeout=5.0)
+    assert result.code == errors.SUCCESS and result.plan.group == "arm"
+    # bad input: a reason back, the last good planner and world kept
+    assert "robot description not used" in master.set_description(urdf="<robot name='x'><link/></robot>")
+    assert master.planner is planner
+    nameless_file = "<Environment><KinBody name='a'/></Environment>"
+    assert "world objects not used" in master.set_objects_xml(nameless_file)
+    assert master.set_objects_xml("<not xml") and list(planner.bodies) == ["ball_0"]
+    # goals that get no motion: their code, never an exception
+    assert master.plan(JointGoal({"j1": 0.1}), group="nope").code == errors.INVALID_GROUP_NAME
+    assert master.plan(GraspGoal("hand", "nothing", side_handle())).code == errors.INVALID_OBJECT_NAME
+    assert len(master.problems) >= 3
+
+
+def test_mesh_bodies_collide_like_their_triangles(fresh, tmp_path):
+    import trimesh
+
+    from robot_bridge.model import Geometry, Link, Mesh, Robot
+
+    planner = fresh
+    q = planner.vector({"j1": 0.0, "j2": 0.6, "j4": 0.9})
+    tip = planner.link_pose("gripper_base", q)[:3, 3]
+    box = trimesh.creation.box((0.1, 0.1, 0.1))
+    path = tmp_path / "cube.stl"
+    box.export(path)
+    from_file = Mesh(uri=path.as_uri(), path=str(path))
+    inline = Mesh(uri="inline", vertices=np.array(box.vertices), triangles=np.array(box.faces))
+    for k, mesh in enumerate((from_file, inline)):
+        body = Robot(f"m{k}", links={"m": Link("m", collisions=[Geometry(mesh)])}, is_robot=False)
+        planner.add_body(f"mesh_{k}", body, _at(tip))
+        assert planner.in_collision(q), mesh.uri
+        planner.move_body(f"mesh_{k}", _at(tip + [0.0, 0.0, 0.14]))    # 9 cm above the link's origin
+        assert not planner.in_collision(q), mesh.uri
+        planner.remove_body(f"mesh_{k}")
+    missing = Geometry(Mesh(uri="missing.stl"))
+    broken = Robot("b", links={"b": Link("b", collisions=[missing])}, is_robot=False)
+    planner.add_body("broken", broken)
+    assert any("broken" in note for note in planner.notes)
