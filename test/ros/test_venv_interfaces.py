@@ -49,7 +49,8 @@ def _share(package: str) -> Path:
 
 def _require_upstream(package: str) -> Path:
     if not (_upstream(package) / "package.xml").is_file():
-        pytest.skip(f"upstream {package} not found at {_upstream(package)} (../shared is on developer/CI machines)")
+        pytest.skip(f"upstream {package} not found at {_upstream(package)} "
+                    "(../shared is on developer/CI machines)")
     return _upstream(package)
 
 
