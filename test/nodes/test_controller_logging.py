@@ -104,3 +104,27 @@ def test_a_failed_goal_after_a_success_logs_and_ends_with_its_code():
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)
+
+
+def test_sensor_bridge_warnings_follow_a_changed_warn_throttle_without_raising():
+    """warn_throttle is dynamic: with rclpy's throttle filter, the next warning after a change raised
+    ValueError ("Logging filter parameters cannot be changed between calls.") out of the callback."""
+    rclpy = pytest.importorskip("rclpy")
+    from fixtures.sim.models import pan_robot
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import JointState
+
+    from robot_bridge.nodes.sensor_bridge import SensorBridge
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = SensorBridge(pan_robot(), context=context)
+        bad = JointState(name=["pan"], position=[])
+        node._on_joint_states(bad)
+        assert node.set_parameters([Parameter("warn_throttle", value=0.0)])[0].successful
+        node._on_joint_states(bad)
+        node._on_joint_states(JointState(name=["pan"], position=[float("nan")]))
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
