@@ -77,7 +77,7 @@ PARAMETERS = params.schema(
           range=RATE),
     Param("max_trajectory_points", MAX_POINTS, "Most points a trajectory (goal or ~/joint_trajectory) may "
                                                "have; more are refused with INVALID_GOAL before being read",
-          range=(1, 1_000_000), read_only=True),
+          range=(1, 100_000), read_only=True),
     Param("allow_partial_joints_goal", False, "Accept trajectories naming a subset of a controller's joints "
                                               "(the others hold their position)"),
     Param("constraints.goal_time", 0.5, "Seconds after a trajectory's end to be within the goal tolerances "
