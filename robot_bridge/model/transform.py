@@ -42,13 +42,31 @@ def rotation_axis_angle(axis: Sequence[float], angle: float) -> np.ndarray:
     return Rotation.from_rotvec(a / n * angle).as_matrix()
 
 
-def from_quat_wxyz(q: Sequence[float]) -> np.ndarray:
-    w, x, y, z = (float(v) for v in q)
-    return Rotation.from_quat([x, y, z, w]).as_matrix()
+def unit_quat(q: Sequence[float]) -> np.ndarray:
+    """The 4 components of ``q`` (any order) scaled to unit length; ValueError when one is not finite or all
+    are zero.  Divided by the largest magnitude before the norm, so huge (1e200) and tiny (1e-300) but
+    valid components keep their direction instead of overflowing to inf or underflowing to 0."""
+    a = np.asarray(q, dtype=float).reshape(-1)
+    if a.shape != (4,):
+        raise ValueError(f"a quaternion has 4 components, not {a.size}")
+    if not np.isfinite(a).all():
+        raise ValueError("non-finite quaternion")
+    largest = float(np.max(np.abs(a)))
+    if largest == 0.0:
+        raise ValueError("zero quaternion")
+    a = a / largest
+    return a / np.linalg.norm(a)
 
 
 def from_quat_xyzw(q: Sequence[float]) -> np.ndarray:
-    return Rotation.from_quat([float(v) for v in q]).as_matrix()
+    """3x3 of a quaternion of any length (ROS messages, scipy order); every quaternion read from a message
+    or a file comes through here (ValueError: non-finite or zero, see :func:`unit_quat`)."""
+    return Rotation.from_quat(unit_quat(q)).as_matrix()
+
+
+def from_quat_wxyz(q: Sequence[float]) -> np.ndarray:
+    w, x, y, z = (float(v) for v in q)
+    return from_quat_xyzw([x, y, z, w])
 
 
 def to_quat_xyzw(rot: np.ndarray) -> np.ndarray:
