@@ -8,7 +8,7 @@ into named bodies ``<class>_<n>``:
 - a detection continues the body of its class with the same detector id, else the nearest body of its
   class within ``match_distance`` not yet continued by this batch, else it starts a new body unless there
   are ``max_bodies`` bodies already (all classes) or its class has ``max_instances``; refused new bodies are
-  counted in :attr:`Changes.over_bodies` (one ``rejected`` line per limit and batch, with the count);
+  counted in :attr:`Changes.over_bodies` (and one :attr:`Changes.limited` line per limit and batch);
   ``<n>`` is the smallest index not in use;
 - a continued body moves only when the new pose differs by more than ``jitter`` (m) or ``jitter_angle``
   (rad): detector noise does not count as motion;
@@ -73,13 +73,14 @@ class Changes:
     rejected: list[str] = field(default_factory=list)          # why a detection was refused
     over_detections: int = 0       # detections of the batch beyond max_detections: not examined
     over_bodies: int = 0           # new bodies refused by max_bodies or max_instances
+    limited: list[str] = field(default_factory=list)           # per limit hit: count and limit
 
     def __bool__(self) -> bool:
         """True when the set of bodies or a pose changed."""
         return bool(self.added or self.moved or self.removed)
 
     def extend(self, other: "Changes") -> "Changes":
-        for name in ("added", "moved", "removed", "unknown", "rejected"):
+        for name in ("added", "moved", "removed", "unknown", "rejected", "limited"):
             getattr(self, name).extend(getattr(other, name))
         self.over_detections += other.over_detections
         self.over_bodies += other.over_bodies
@@ -162,7 +163,8 @@ class WorldObjects:
     def set_limits(self, max_detections: int, max_bodies: int) -> None:
         """Detections looked at per batch and bodies in all (>= 1 each).  Lowering ``max_bodies`` below
         the bodies there are removes none: they go as they time out, and no new one starts until fewer."""
-        max_detections, max_bodies = _limit(max_detections, "max_detections"), _limit(max_bodies, "max_bodies")
+        max_detections = _limit(max_detections, "max_detections")
+        max_bodies = _limit(max_bodies, "max_bodies")
         with self._lock:
             self.max_detections, self.max_bodies = max_detections, max_bodies
 
@@ -235,7 +237,7 @@ class WorldObjects:
             for class_id, class_dets in by_class.items():
                 self._update_class(class_id, class_dets, now, changes, refused)
             for reason, count in refused.items():
-                changes.rejected.append(f"{count} new bodies refused: {reason}")
+                changes.limited.append(f"{count} new bodies refused: {reason}")
                 changes.over_bodies += count
             if changes:
                 self.version += 1
