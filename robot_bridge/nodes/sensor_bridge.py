@@ -99,6 +99,7 @@ PARAMETERS = params.schema(
                                      "body, are left out with one throttled warning", range=(1, 10000)),
 )
 OBJECT_BYTES = 8192           # an objects document's size bound per body (a <KinBody> with a long file path)
+OBJECTS_PER_UPDATE = 20       # bodies added or moved per hold of the scene lock (sensor frames in between)
 
 # Declared once per sensor as sensors.<sensor>.<name>.
 SENSOR_PARAMETERS = params.schema(
@@ -425,6 +426,7 @@ class SensorBridge(ContainedNode):
         self._dof_names = self._joint_state_names(robot)
         self.objects_seen = 0                       # ~/objects documents applied to the scene
         self._object_bodies: dict[str, Optional[Robot]] = {}     # body file -> model (None: unreadable)
+        self._objects_applied: dict[str, tuple] = {}      # the scene's objects: name -> (model, pose)
         if self._p("objects_topic"):
             self.create_subscription(String, self._p("objects_topic"), self._on_objects,
                                      qos.description_qos())
@@ -503,14 +505,30 @@ class SensorBridge(ContainedNode):
             model = self._object_body(body.file)
             if model is not None:
                 objects[body.name] = (model, body.pose)
-        with self._scene_lock:
-            try:
-                added, _moved, removed = self.scene.set_objects(objects)
-            except ValueError as exc:
-                if self._due("objects document"):
-                    self.get_logger().warning(f"objects document ignored: {exc}")
-                return
-            self.objects_seen += 1
+        clash = sorted(n for n in objects if n in self.scene.bodies and n not in self._objects_applied)
+        if clash:
+            if self._due("objects document"):
+                self.get_logger().warning(f"objects document ignored: object names already used by the "
+                                          f"scene's bodies: {', '.join(clash[:5])}")
+            return
+        applied = self._objects_applied
+        changed = [n for n, (model, pose) in objects.items() if n not in applied or applied[n][0] is not model
+                   or not np.array_equal(applied[n][1], pose)]
+        state = {n: v for n, v in applied.items() if n in objects}
+        added, removed = [], []
+        for start in range(0, max(1, len(changed)), OBJECTS_PER_UPDATE):     # the lock held briefly each
+            state.update((n, objects[n]) for n in changed[start:start + OBJECTS_PER_UPDATE])
+            with self._scene_lock:
+                try:
+                    more, _moved, gone = self.scene.set_objects(state)
+                except ValueError as exc:
+                    if self._due("objects document"):
+                        self.get_logger().warning(f"objects document ignored: {exc}")
+                    return
+            self._objects_applied = dict(state)
+            added += more
+            removed += gone
+        self.objects_seen += 1
         if added or removed:
             self.get_logger().info(f"simulated scene: {len(added)} objects added{_names(added)}, "
                                    f"{len(removed)} removed{_names(removed)}; {len(objects)} in the scene")

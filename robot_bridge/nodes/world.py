@@ -73,6 +73,14 @@ REPORTED_NAMES = 1000         # distinct unknown classes / frames reported at on
 RELOAD_PARAMETERS = {"objects_file", "search_path"}
 
 
+def names(items: list, limit: int = LISTED_NAMES) -> str:
+    """`` (a, b, c and 7 more)`` ('' for none)."""
+    if not items:
+        return ""
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return f" ({', '.join(items[:limit])}{more})"
+
+
 def listed(counts: Counter, limit: int = LISTED_NAMES) -> str:
     """``'a' (3), 'b' (1) and 4 more`` of a Counter, most frequent first."""
     items = counts.most_common()
@@ -319,8 +327,8 @@ class WorldNode(ContainedNode):
         self.objects_pub.publish(String(data=to_xml(objects, self.world_frame, now)))
         self.objects_yaml_pub.publish(String(data=to_yaml(objects, self.world_frame, now)))
         if len(changes.added) + len(changes.removed) > LISTED_NAMES:      # many at once: one line
-            self.get_logger().info(f"{len(changes.added)} objects added ({listed(Counter(changes.added))}), "
-                                   f"{len(changes.removed)} removed ({listed(Counter(changes.removed))}); "
+            self.get_logger().info(f"{len(changes.added)} objects added{names(changes.added)}, "
+                                   f"{len(changes.removed)} removed{names(changes.removed)}; "
                                    f"{len(objects)} in {self.world_frame}")
             return
         for name in changes.added:
