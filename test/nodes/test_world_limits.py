@@ -208,3 +208,37 @@ def test_ten_thousand_detections_are_bounded_and_the_sensors_keep_their_rate(lim
     scene_lines = [line for line in outputs["sensor_bridge"].splitlines() if "simulated scene" in line]
     assert 1 <= len(scene_lines) <= 3, scene_lines
     assert any(f"{LIMIT - 1} objects added" in line for line in scene_lines), scene_lines
+
+
+def test_detection_count_is_read_and_cut_in_the_serialized_message():
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from robot_bridge.ros.conversions import detection_array_count, truncate_detection_array
+
+    for frame in ("", "c", "base_laser_frame"):                 # every padding of the frame name
+        msg = Detection3DArray(detections=[detection(id=f"d{i}", orientation=(0, 0, 0, 1)) for i in range(7)])
+        msg.header.frame_id = frame
+        data = serialize_message(msg)
+        assert detection_array_count(data) == 7
+        cut = deserialize_message(truncate_detection_array(data, 3), Detection3DArray)
+        assert [d.id for d in cut.detections] == ["d0", "d1", "d2"] and cut.header.frame_id == frame
+    assert detection_array_count(b"\x00\x01\x00\x00" + b"\x00" * 8) is None          # truncated
+    assert detection_array_count(b"\x07\x07" + b"\x00" * 30) is None                  # not CDR
+
+
+def test_message_quaternions_with_huge_components_keep_their_rotation():
+    from geometry_msgs.msg import Pose, TransformStamped
+
+    t = TransformStamped()                                     # /tf and /tf_static
+    t.transform.rotation.x, t.transform.rotation.w = -1e200, 1e200
+    np.testing.assert_allclose(tf_matrix(t), make(from_rpy((-np.pi / 2, 0, 0))), atol=1e-12)
+
+    from robot_bridge.ros.conversions import pose_matrix      # detections
+
+    pose = Pose()
+    pose.position.x, pose.orientation.x, pose.orientation.w = 1.0, 1e200, 1e200
+    np.testing.assert_allclose(pose_matrix(pose), make(from_rpy((np.pi / 2, 0, 0)), (1, 0, 0)), atol=1e-12)
+    for q in ((0.0, 0.0, 0.0, 0.0), (np.nan, 0.0, 0.0, 1.0), (np.inf, 0.0, 0.0, np.inf)):
+        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = q
+        with pytest.raises(ValueError):
+            pose_matrix(pose)
