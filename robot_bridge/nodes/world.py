@@ -82,9 +82,10 @@ def names(items: list, limit: int = LISTED_NAMES) -> str:
 
 
 def listed(counts: Counter, limit: int = LISTED_NAMES) -> str:
-    """``'a' (3), 'b' (1) and 4 more`` of a Counter, most frequent first."""
+    """``'a' (3), 'b' (1) and 4 more`` of a Counter, most frequent first (each name cut to 80 characters:
+    they come from peers)."""
     items = counts.most_common()
-    text = ", ".join(f"{name!r} ({n})" for name, n in items[:limit])
+    text = ", ".join(f"{name[:80]!r}{'...' if len(name) > 80 else ''} ({n})" for name, n in items[:limit])
     return text + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
