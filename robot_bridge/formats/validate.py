@@ -61,9 +61,10 @@ def _orthonormalize_all(robot: Robot) -> None:
             targets.append((link.inertial.origin, f"link {link.name!r} inertial origin"))
     targets += [(s.origin, f"sensor {s.name!r} origin") for s in robot.sensors.values()]
     targets += [(m.tool, f"manipulator {m.name!r} tool frame") for m in robot.manipulators.values()]
-    changed = False
+    changed, done = False, set()
     for t, where in targets:
-        if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f":
+        if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f" and id(t) not in done:
+            done.add(id(t))         # a geometry is often both a visual and a collision: repaired once
             changed |= _orthonormalize(robot, t, where)
     if changed:
         robot.__dict__.pop("_kinematic_model", None)      # built from the matrices before the repair
