@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from fixtures import large_collada as lc
+from robot_bridge.errors import SchemaError
 from robot_bridge.formats import collada, load
 from robot_bridge.formats.collada.document import Document
 from robot_bridge.formats.xmlsafe import parse_bytes
@@ -141,3 +142,18 @@ def test_find_sid_is_breadth_first_in_any_lookup_order(order):
     assert doc.find_sid(b, "s").get("name") == "deep"        # each start has its own scope
     assert doc.find_sid(doc.ids["N"], "s").get("name") == "in_N_deep"
     assert doc.resolve("A/b/t").get("name") == "t_deep"
+
+
+@pytest.mark.parametrize("old, new, where", [
+    ("<p>0 1 7", "<p>0 1 x7", "triangles/p: bad indices: expected numbers, got '0 1 x7"),
+    ("<vcount>4 4", "<vcount>-4 4", "polylist/vcount: negative <vcount> -4"),
+    ('count="108">0 0 0', 'count="108">0 0 zero', "source/float_array: expected numbers, got '0 0 zero"),
+])
+def test_bad_numbers_in_a_mesh_name_their_element(tmp_path, old, new, where):
+    text = lc.collada_text(10)
+    assert old in text
+    path = tmp_path / "bad.dae"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(SchemaError) as info:
+        load(path)
+    assert where in str(info.value) and "bad.dae:2 " in str(info.value)
