@@ -10,7 +10,8 @@
 - ``collada_generated``: generated COLLADA robots (test/fixtures/large_collada.py: thousands of
   joints, primitives sharing sources, formulas) at two sizes: best-of-N load time per MB, the ratio
   of times beside the ratio of sizes (linear: about equal), the geometry pass alone, and the same
-  geometry through pycollada when it is importable (else ``"pycollada": "not installed"``).
+  geometry through pycollada when it is importable (else ``"pycollada": "not installed"``), and a
+  robot of 5 joints and 1,909 primitives on one shared source (the CATIA export of issue 33).
 
 ``python bench/load_bench.py collada_generated`` runs only the named measurements.
 
@@ -146,6 +147,11 @@ def collada_generated(repeat: int = 3, sizes: tuple[int, int] = (250, 1000)) -> 
         out["collada_generated"] = runs
         out["collada_size_ratio"] = round(runs[1]["bytes"] / runs[0]["bytes"], 2)
         out["collada_time_ratio"] = round(runs[1]["load_s"] / runs[0]["load_s"], 2)
+        # the CATIA export of issue 33 (5 joints, 1,909 primitives on shared sources) took 413 s
+        path = Path(tmp) / "catia_like.dae"
+        size = large_collada.write(path, 5, shared_primitives=1909)
+        seconds = _best(lambda: load(path), repeat)
+        out["collada_1909_primitives"] = {"bytes": size, "load_s": round(seconds, 3)}
     return out
 
 

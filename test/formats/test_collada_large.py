@@ -45,6 +45,25 @@ def test_load_time_grows_linearly_with_the_file(tmp_path, joints, shared):
     assert t_big / t_small < 1.5 * size_ratio, (t_small, t_big, size_ratio)
 
 
+def test_python_calls_grow_linearly_with_the_file(tmp_path):
+    """The same as a count independent of the host's load: every Python-level call of a load (profile)."""
+    import cProfile
+    import pstats
+
+    def calls(path) -> int:
+        profile = cProfile.Profile()
+        profile.enable()
+        load(path)
+        profile.disable()
+        return pstats.Stats(profile).total_calls
+
+    small, big = tmp_path / "small.dae", tmp_path / "big.dae"
+    size_ratio = lc.write(big, 400, 400) / lc.write(small, 100, 100)
+    load(small)
+    calls_small, calls_big = calls(small), calls(big)
+    assert calls_big / calls_small < 1.15 * size_ratio, (calls_small, calls_big, size_ratio)
+
+
 def test_every_reference_resolves_in_a_large_file(tmp_path):
     path = tmp_path / "big.dae"
     lc.write(path, 300, 40)
