@@ -105,10 +105,36 @@ def inverse(t: np.ndarray) -> np.ndarray:
 
 
 def is_rigid(t: np.ndarray, tol: float = 1e-6) -> bool:
-    """True when ``t`` is a finite proper rigid transform."""
+    """True when ``t`` is a finite proper rigid transform: R R^T = I within ``tol`` (diagonal within
+    ``tol + 1e-5``, as np.allclose), det R = 1 within ``tol``, last row (0, 0, 0, 1).  Plain numpy:
+    readers check every transform of a model."""
     t = np.asarray(t, dtype=float)
-    if t.shape != (4, 4) or not np.all(np.isfinite(t)):
+    if t.shape != (4, 4) or not np.isfinite(t).all():
         return False
     r = t[:3, :3]
-    return (np.allclose(r @ r.T, np.eye(3), atol=tol) and abs(np.linalg.det(r) - 1.0) < tol
-            and np.allclose(t[3], [0, 0, 0, 1]))
+    if not (np.abs(r @ r.T - _EYE3) <= tol + 1e-5 * _EYE3).all():
+        return False
+    (a, b, c), (d, e, f), (g, h, i) = r.tolist()
+    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+    return abs(det - 1.0) < tol and bool((np.abs(t[3] - _LAST_ROW) <= 1e-8 + 1e-5 * _LAST_ROW).all())
+
+
+_EYE3 = np.eye(3)
+_LAST_ROW = np.array([0.0, 0.0, 0.0, 1.0])
+
+
+ROUNDING_TOL = 1e-6     # rotations written with fewer digits than a double holds (CATIA: ~1e-9 off)
+
+
+def nearest_rotation(rot: np.ndarray, tol: float) -> np.ndarray | None:
+    """The rotation nearest to the 3x3 ``rot`` (polar decomposition), when ``rot`` is a proper rotation
+    within ``tol`` of orthonormal (max entry of R R^T - I) and not exactly one already; else None.
+    Readers apply it to the matrices they read, once, so every product of them stays exact."""
+    r = np.asarray(rot, dtype=float)[:3, :3]
+    if not np.all(np.isfinite(r)):
+        return None
+    off = float(np.max(np.abs(r @ r.T - np.eye(3))))
+    if off == 0.0 or off > tol or np.linalg.det(r) <= 0.0:
+        return None
+    u, _, vt = np.linalg.svd(r)
+    return u @ vt
