@@ -98,12 +98,36 @@ def material_of(doc: Document, material_el) -> Material:
     return mat
 
 
+def _int_attr(doc: Document, el, name: str, default: int, low: int, high: int = 1 << 16) -> int:
+    """A whole-number attribute within [low, high] (offsets, strides), else a SchemaError at ``el``."""
+    text = el.get(name)
+    try:
+        value = default if text is None else int(text)
+    except ValueError:
+        raise doc.error(SchemaError, f"{name}={text!r}: expected a whole number", el) from None
+    if not low <= value <= high:
+        raise doc.error(SchemaError, f"{name}={value}: expected {low} to {high}", el)
+    return value
+
+
+def _indices(doc: Document, el) -> np.ndarray:
+    """A <p> or <vcount> list as int64 (whole numbers within int32, else a SchemaError at ``el``)."""
+    try:
+        values = floats(el.text)
+    except ValueError as exc:
+        raise doc.error(SchemaError, f"<{el.tag}>: {exc}", el) from None
+    bad = ~np.isfinite(values) | (np.abs(values) > 2 ** 31 - 1) | (values != np.round(values))
+    if bad.any():
+        raise doc.error(SchemaError, f"<{el.tag}>: expected whole numbers, got {values[bad][0]!r}", el)
+    return values.astype(np.int64)
+
+
 def _source_positions(doc: Document, primitive, mesh) -> tuple[np.ndarray, int, int]:
     """(vertex positions (N,3) in metres, VERTEX input offset, index stride)."""
     stride = 0
     vertex_offset = None
     for inp in primitive.findall("input"):
-        offset = int(inp.get("offset", "0"))
+        offset = _int_attr(doc, inp, "offset", 0, 0)
         stride = max(stride, offset + 1)
         if inp.get("semantic") == "VERTEX":
             vertex_offset = offset
@@ -117,8 +141,8 @@ def _source_positions(doc: Document, primitive, mesh) -> tuple[np.ndarray, int, 
         raise doc.error(SchemaError, "vertices have no POSITION float_array source", vertices)
     values = doc.numbers(array)
     accessor = source.find("technique_common/accessor")
-    vstride = int(accessor.get("stride", "3")) if accessor is not None else 3
-    offset = int(accessor.get("offset", "0")) if accessor is not None else 0
+    vstride = _int_attr(doc, accessor, "stride", 3, 1) if accessor is not None else 3
+    offset = _int_attr(doc, accessor, "offset", 0, 0, 1 << 31) if accessor is not None else 0
     if vstride < 3:
         raise doc.error(SchemaError, f"position accessor stride {vstride} < 3", accessor)
     values = values[offset:]
@@ -131,13 +155,13 @@ def _triangles(doc: Document, primitive, vertex_offset: int, stride: int) -> np.
     kind = primitive.tag
     p_elements = primitive.findall("p")
     if kind == "triangles" or kind == "polylist":
-        idx = floats(p_elements[0].text).astype(np.int64) if p_elements else np.zeros(0, np.int64)
+        idx = _indices(doc, p_elements[0]) if p_elements else np.zeros(0, np.int64)
         idx = idx[vertex_offset::stride] if idx.size else idx
         if kind == "triangles":
             n = idx.size // 3
             return idx[:n * 3].reshape(n, 3)
         vcount_el = primitive.find("vcount")
-        counts = floats(vcount_el.text).astype(np.int64) if vcount_el is not None else np.zeros(0, np.int64)
+        counts = _indices(doc, vcount_el) if vcount_el is not None else np.zeros(0, np.int64)
         polygons, start = [], 0
         for c in counts:
             polygons.append(idx[start:start + c])
@@ -145,7 +169,7 @@ def _triangles(doc: Document, primitive, vertex_offset: int, stride: int) -> np.
     else:
         polygons = []
         for p in p_elements + [ph.find("p") for ph in primitive.findall("ph") if ph.find("p") is not None]:
-            polygons.append(floats(p.text).astype(np.int64)[vertex_offset::stride])
+            polygons.append(_indices(doc, p)[vertex_offset::stride])
     tris = []
     for poly in polygons:
         if len(poly) < 3:
