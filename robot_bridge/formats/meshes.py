@@ -99,9 +99,10 @@ class _Parser:
         offset = self.starts[min(pos, len(self.starts) - 1)] if self.starts else 0
         return bisect.bisect_right(self.newlines, offset) + 1
 
-    def error(self, message: str) -> SchemaError:
-        near = " ".join(self.tokens[max(0, self.pos - 3):self.pos + 3])
-        return SchemaError(f"{message} (near {near!r})", file=self.file, line=self.line())
+    def error(self, message: str, at: Optional[int] = None) -> SchemaError:
+        at = self.pos if at is None else at
+        near = " ".join(self.tokens[max(0, at - 3):at + 3])
+        return SchemaError(f"{message} (near {near!r})", file=self.file, line=self.line(at))
 
     def peek(self, k: int = 0) -> Optional[str]:
         i = self.pos + k
@@ -130,7 +131,7 @@ class _Parser:
         if tok == "USE":
             name = self.take()
             if name not in self.defs:     # also a USE inside its own DEF: a node cannot contain itself
-                raise self.error(f"USE of undefined node {name!r}")
+                raise self.error(f"USE of undefined node {name!r}", at=self.pos - 1)
             return self.defs[name]
         def_name = None
         if tok == "DEF":
@@ -523,7 +524,10 @@ class _Collector:
         elif kind in ("Coordinate3", "Coordinate"):
             state["coords"] = _triples(node, "point")
         elif kind == "FaceSet":
-            start = int(_fixed(node, "startIndex", [0])[0])
+            start = _ints(node, "startIndex", [0])
+            if start.size != 1:
+                raise SchemaError(f"FaceSet.startIndex: expected 1 number, got {start.size}")
+            start = int(start[0])
             available = len(state["coords"])
             if not 0 <= start <= available:
                 raise SchemaError(f"FaceSet.startIndex {start} out of range ({available} points)")
