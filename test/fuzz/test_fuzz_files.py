@@ -46,6 +46,18 @@ MESH_SUFFIXES = (".iv", ".wrl", ".vrml", ".stl", ".obj", ".off", ".ply")
 NUMBER = re.compile(rb"(?<![\w.])-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 BAD_NUMBERS = [b"1e308", b"-1e308", b"nan", b"NaN", b"inf", b"-inf", b"-1", b"-2", b"-99999999", b"99999999",
                b"2147483647", b"2147483648", b"4294967295", b"1e40", b"0", b"-0", b"1e-320", b"0.5"]
+# Mutations that found bugs, replayed first in every run (source, text, replacement): regressions stay caught
+# whatever the seed.
+KNOWN = {
+    "mesh": [("test/fixtures/urdf/two_quads_mm.iv", b"numVertices [ 4 ]", b"numVertices [ 99999999 ]"),
+             ("test/fixtures/urdf/two_quads_mm.iv", b"rotation 0 0 1 1.5707963267948966", b"rotation 0 0 1"),
+             ("test/fixtures/urdf/tri_vrml2.wrl", b"0 1 0 ] }", b"0 1 ] }"),
+             ("test/fixtures/urdf/tri_vrml2.wrl", b"scale 2 2 2", b"scale 2 2")],
+    "load": [("test/fixtures/openrave/3dofrobot.robot.xml", b"<rotationaxis>1 0 0 90<",
+              b"<rotationaxis>1e-320 0 0 90<"),
+             ("test/fixtures/realworld/collada/openrave_dummies.dae", b'stride="3"', b'stride="0.5"'),
+             ("test/fixtures/realworld/collada/openrave_dummies.dae", b'offset="0"/>', b'offset="-1"/>')],
+}
 COUNT_FIELDS = re.compile(rb"(numVertices\s*\[?\s*|startIndex\s+|count=\"|element \w+ |<count>|"
                           rb"coordIndex\s*\[\s*|materialIndex\s*\[\s*|\A(?:OFF\s+)?)(\d+)")
 
@@ -179,10 +191,11 @@ class Worker:
 
 
 def run_cases(sources: list[tuple[str, Path, list[str]]], rng: random.Random, n: int, tmp: Path) -> Counts:
-    """Each source (op, file, search path) read unmodified, then ``n`` mutated copies of seeded choices
-    among them; a copy is written beside a copy of its source's folder-mates (so relative includes and
-    meshes resolve) and read in the worker.  A source whose unmodified read takes more than half the
-    CPU bound is left out of the mutations (named in the report): the bound is on what mutations cost."""
+    """Each source (op, file, search path) read unmodified, then the :data:`KNOWN` mutations of it, then
+    ``n`` mutated copies of seeded choices among them; a copy is written beside a copy of its source's
+    folder-mates (so relative includes and meshes resolve) and read in the worker.  A source whose
+    unmodified read takes more than half the CPU bound is left out of the mutations (named in the
+    report): the bound is on what mutations cost."""
     counts, worker, start = Counts(), Worker(), time.monotonic()
     bases = {path: path.read_bytes() for _, path, _ in sources}
     try:
@@ -193,6 +206,12 @@ def run_cases(sources: list[tuple[str, Path, list[str]]], rng: random.Random, n:
                 slow.add(source)
                 counts.slow_originals.append(f"{source.name} ({answer['cpu']:.1f} s)")
         usable = [s for s in sources if s[1] not in slow]
+        for op, source, search_path in sources:
+            for name, old, new in KNOWN[op]:
+                if source == REPO / name:
+                    assert old in bases[source], (name, old)
+                    data = bases[source].replace(old, new, 1)
+                    _run_one(counts, worker, op, source, data, search_path, "known", tmp)
         for i in range(n if usable else 0):
             if time.monotonic() - start > SECONDS:
                 counts.stopped_early = True
