@@ -796,12 +796,12 @@ def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
 
         import trimesh
 
+        data = read_mesh_bytes(p)            # first: a directory, a FIFO, a missing file say so
         kind = p.suffix.lower().lstrip(".")
         if kind not in TRIMESH_SUFFIXES:       # not archives or compressed files (trimesh reads those too)
             known = ", ".join("." + k for k in TRIMESH_SUFFIXES)
             raise UnsupportedFormatError(f"mesh format {p.suffix or 'without suffix'!r} is not read "
                                          f"(expected {known} or Inventor/VRML)", file=str(p))
-        data = read_mesh_bytes(p)
         if kind == "stl":
             _check_stl(data, p)
         try:
