@@ -122,7 +122,24 @@ def load(path: str | os.PathLike, search_path=None, **options):
             ValueError) as exc:
         # a reader bug on malformed input must still reach callers (nodes, CLI) as a DescriptionError;
         # ``internal`` keeps the original for the fuzz tests, which treat it as a failure
-        err = SchemaError(f"cannot read this file ({type(exc).__name__}: {exc})", file=str(p))
+        line, element = _failing_element(exc)
+        err = SchemaError(f"cannot read this file ({type(exc).__name__}: {exc})", file=str(p), line=line,
+                          element=element)
         err.internal = exc
         raise err from exc
     return validate(robot)
+
+
+def _failing_element(exc: BaseException) -> tuple[Optional[int], Optional[str]]:
+    """(line, tag) of the XML element the innermost reader frame was working on when ``exc`` escaped
+    (a local variable holding an lxml element), so that even a reader bug names its place."""
+    from lxml import etree
+
+    tb, found = exc.__traceback__, (None, None)
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            if isinstance(value, etree._Element) and isinstance(value.tag, str) and value.sourceline:
+                found = (value.sourceline, value.tag.rsplit("}", 1)[-1])
+                break
+        tb = tb.tb_next
+    return found

@@ -36,10 +36,13 @@ def translation(xyz: Iterable[float]) -> np.ndarray:
 def rotation_axis_angle(axis: Sequence[float], angle: float) -> np.ndarray:
     """3x3 rotation about ``axis`` (need not be unit) by ``angle`` radians."""
     a = np.asarray(axis, dtype=float)
-    n = np.linalg.norm(a)
-    if n == 0.0:
+    if not (np.all(np.isfinite(a)) and np.isfinite(angle)):
+        raise ValueError("rotation axis and angle must be finite")
+    big = np.max(np.abs(a)) if a.size else 0.0
+    if big == 0.0:
         raise ValueError("zero-length rotation axis")
-    return Rotation.from_rotvec(a / n * angle).as_matrix()
+    a = a / big                                  # scaled first: tiny or huge axes normalise too
+    return Rotation.from_rotvec(a / np.linalg.norm(a) * angle).as_matrix()
 
 
 def unit_quat(q: Sequence[float]) -> np.ndarray:

@@ -164,7 +164,7 @@ def test_find_sid_is_breadth_first_in_any_lookup_order(order):
 
 
 @pytest.mark.parametrize("old, new, where", [
-    ("<p>0 1 7", "<p>0 1 x7", "triangles/p: bad indices: expected numbers, got '0 1 x7"),
+    ("<p>0 1 7", "<p>0 1 x7", "triangles/p: <p>: expected numbers, got '0 1 x7"),
     ("<vcount>4 4", "<vcount>-4 4", "polylist/vcount: negative <vcount> -4"),
     ('count="108">0 0 0', 'count="108">0 0 zero', "source/float_array: expected numbers, got '0 0 zero"),
 ])

@@ -98,13 +98,37 @@ def material_of(doc: Document, material_el) -> Material:
     return mat
 
 
+def _int_attr(doc: Document, el, name: str, default: int, low: int, high: int = 1 << 16) -> int:
+    """A whole-number attribute within [low, high] (offsets, strides), else a SchemaError at ``el``."""
+    text = el.get(name)
+    try:
+        value = default if text is None else int(text)
+    except ValueError:
+        raise doc.error(SchemaError, f"{name}={text!r}: expected a whole number", el) from None
+    if not low <= value <= high:
+        raise doc.error(SchemaError, f"{name}={value}: expected {low} to {high}", el)
+    return value
+
+
+def _indices(doc: Document, el) -> np.ndarray:
+    """A <p> or <vcount> list as int64 (whole numbers within int32, else a SchemaError at ``el``)."""
+    try:
+        values = floats(el.text)
+    except ValueError as exc:
+        raise doc.error(SchemaError, f"<{el.tag}>: {exc}", el) from None
+    bad = ~np.isfinite(values) | (np.abs(values) > 2 ** 31 - 1) | (values != np.round(values))
+    if bad.any():
+        raise doc.error(SchemaError, f"<{el.tag}>: expected whole numbers, got {values[bad][0]!r}", el)
+    return values.astype(np.int64)
+
+
 def _source_positions(doc: Document, primitive, mesh) -> tuple[np.ndarray, int, int]:
     """(vertex positions (N,3) in metres, VERTEX input offset, index stride).  The positions of a
     <vertices> are computed once per document: CATIA shares one source among hundreds of primitives."""
     stride = 0
     vertex_offset = None
     for inp in primitive.findall("input"):
-        offset = int(inp.get("offset", "0"))
+        offset = _int_attr(doc, inp, "offset", 0, 0)
         stride = max(stride, offset + 1)
         if inp.get("semantic") == "VERTEX":
             vertex_offset = offset
@@ -126,8 +150,8 @@ def _positions(doc: Document, vertices) -> np.ndarray:
         raise doc.error(SchemaError, "vertices have no POSITION float_array source", vertices)
     values = doc.array(array)
     accessor = source.find("technique_common/accessor")
-    vstride = int(accessor.get("stride", "3")) if accessor is not None else 3
-    offset = int(accessor.get("offset", "0")) if accessor is not None else 0
+    vstride = _int_attr(doc, accessor, "stride", 3, 1) if accessor is not None else 3
+    offset = _int_attr(doc, accessor, "offset", 0, 0, 1 << 31) if accessor is not None else 0
     if vstride < 3:
         raise doc.error(SchemaError, f"position accessor stride {vstride} < 3", accessor)
     values = values[offset:]
@@ -135,13 +159,6 @@ def _positions(doc: Document, vertices) -> np.ndarray:
     positions = values[:count * vstride].reshape(count, vstride)[:, :3] * doc.unit_of(source)
     positions.setflags(write=False)
     return positions
-
-
-def _indices(doc: Document, el) -> np.ndarray:
-    try:
-        return floats(el.text).astype(np.int64)
-    except ValueError as exc:
-        raise doc.error(SchemaError, f"bad indices: {exc}", el) from None
 
 
 def _fans(idx: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
