@@ -55,7 +55,8 @@ FLOOR = """
 import rclpy
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
-rclpy.init()
+import sys
+rclpy.init(args=sys.argv)
 node = rclpy.create_node("startup_floor")
 qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 node.create_publisher(String, "robot_description", qos).publish(String(data="<robot name='floor'/>"))
@@ -99,7 +100,6 @@ class Observer:
 
         self.rclpy, self.qos, self._serialize, self._JointState = rclpy, qos, serialize_message, JointState
         self.node = rclpy.create_node("startup_bench_observer")
-        self.joint_pub = self.node.create_publisher(JointState, "/joint_states", qos.sensor_data_qos(100))
 
     def run(self, cmd: list[str], env: dict, names: list[str], namespace: str) -> dict:
         from std_msgs.msg import String
@@ -119,6 +119,8 @@ class Observer:
                 if sec * 1_000_000_000 + nanosec in sent:
                     seen["tf"] = time.monotonic()
 
+        joint_pub = node.create_publisher(self._JointState, f"{namespace}/joint_states",
+                                          qos.sensor_data_qos(100))
         subs = [node.create_subscription(String, f"{namespace}/robot_description", first("description"),
                                          qos.description_qos()),
                 node.create_subscription(TFMessage, "/tf_static", first("tf_static"),
@@ -137,7 +139,7 @@ class Observer:
                     stamp = time.time_ns()
                     msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp, 1_000_000_000)
                     sent.add(stamp)
-                    self.joint_pub.publish(msg)
+                    joint_pub.publish(msg)
                     next_joint_state = now + JOINT_STATE_PERIOD
                 self.rclpy.spin_once(node, timeout_sec=0.005)
                 if all(k in seen for k in wanted):
@@ -152,6 +154,7 @@ class Observer:
                 _out, err = proc.communicate()
             for sub in subs:
                 node.destroy_subscription(sub)
+            node.destroy_publisher(joint_pub)
         out = {k: round(seen[k] - start, 3) if k in seen else None for k in wanted}
         out["ready_s"] = max(out.values()) if all(out[k] is not None for k in wanted) else None
         out["cpu_s"] = round(cpu, 2) if cpu is not None else None
@@ -172,12 +175,11 @@ def _moving_joint_names(robot_file: Path, search_path) -> list[str]:
     return StatePublisher(robot, compiled=False).default_joint_state()[0]
 
 
-def _node_cmd(robot_file: Path, search_path, namespace: str) -> list[str]:
-    cmd = [sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args", "-r", f"__ns:={namespace}",
-           "-p", f"description_file:={robot_file}", "--log-level", "warn"]
+def _node_cmd(robot_file: Path, search_path) -> list[str]:
+    cmd = [sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args", "--log-level", "warn"]
     if search_path:
         cmd += ["-p", f"search_path:=[{search_path}]"]
-    return cmd
+    return cmd + ["-p", f"description_file:={robot_file}"]
 
 
 def bench_ready(robots: list[str], repeat: int, env: dict, scratch: Path) -> dict:
@@ -189,15 +191,18 @@ def bench_ready(robots: list[str], repeat: int, env: dict, scratch: Path) -> dic
     runs = 0
 
     def run(cmd, names, run_env):
+        """``cmd`` (its ``--ros-args`` last) in a namespace of its own, so no run sees another's topics."""
         nonlocal runs
         runs += 1
-        result = observer.run(cmd, run_env, names, f"/startup_bench_{os.getpid()}_{runs}")
-        print(f"startup_bench: {' '.join(cmd[2:7])[:90]}: {result}", file=sys.stderr, flush=True)
+        namespace = f"/startup_bench_{os.getpid()}_{runs}"
+        result = observer.run(cmd + ["-r", f"__ns:={namespace}"], run_env, names, namespace)
+        print(f"startup_bench: {cmd[-1][:60] if cmd[1] == '-c' else cmd[-3][:90]}: {result}", file=sys.stderr,
+              flush=True)
         return result
 
     try:
         env = {**env, "ROS_HOME": str(scratch / "ros_home")}        # mesh cache: warm after the first run
-        floor_cmd = [sys.executable, "-c", FLOOR]
+        floor_cmd = [sys.executable, "-c", FLOOR, "--ros-args", "--log-level", "warn"]
         for name in robots:
             robot_file, search_path = ROBOTS[name]
             if not robot_file.is_file():
@@ -206,13 +211,13 @@ def bench_ready(robots: list[str], repeat: int, env: dict, scratch: Path) -> dic
             names = _moving_joint_names(robot_file, search_path)
             warm_dir = scratch / f"numba_warm_{name}"
             warm_env = {**env, "NUMBA_CACHE_DIR": str(warm_dir)}
-            first = run(_node_cmd(robot_file, search_path, "/x"), names, warm_env)   # fills both caches
+            first = run(_node_cmd(robot_file, search_path), names, warm_env)   # fills both caches
             case = {"file": str(robot_file), "moving_joints": len(names), "first_run": first,
                     "empty": [], "warm": []}
             for k in range(repeat):
                 empty_env = {**env, "NUMBA_CACHE_DIR": str(scratch / f"numba_empty_{name}_{k}")}
-                case["empty"].append(run(_node_cmd(robot_file, search_path, "/x"), names, empty_env))
-                case["warm"].append(run(_node_cmd(robot_file, search_path, "/x"), names, warm_env))
+                case["empty"].append(run(_node_cmd(robot_file, search_path), names, empty_env))
+                case["warm"].append(run(_node_cmd(robot_file, search_path), names, warm_env))
                 results["floor"].append(run(floor_cmd, [], env))
             results[name] = case
     finally:
