@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -24,7 +25,6 @@ from ..formats.mesh_cache import MeshCache
 from ..formats.urdf import ConversionReport, MeshTarget, file_uri, package_uri
 from ..kinematics import fk_kernel
 from ..kinematics.state_publisher import RateGate, StatePublisher
-from ..mesh_server import MeshServer
 from ..model import Robot
 from ..ros import params, qos
 from ..ros.fast_relay import DRAIN_UNAVAILABLE
@@ -33,6 +33,9 @@ from ..ros.markers import robot_markers
 from ..ros.params import Param
 from ..ros.joint_state_tf import JointStateTF, read_joint_state  # noqa: F401  (read_joint_state: API)
 from ..ros.tf import tf_message
+
+if TYPE_CHECKING:                   # imported when mesh_uri is http (its HTTP stack is not for every start)
+    from ..mesh_server import MeshServer
 
 RELOADS = "reloads the model when set; refused (old model kept) if it does not load"
 MESH_URI_MODES = ("file", "package", "http")
@@ -318,6 +321,8 @@ class DescriptionNode(ContainedNode):
         current = self.mesh_server
         if current is not None and current.matches(cache.directory, p["mesh_http_host"], p["mesh_http_port"]):
             return current
+        from ..mesh_server import MeshServer
+
         cache.directory.mkdir(parents=True, exist_ok=True)
         if current is not None and int(p["mesh_http_port"]) == current.port:
             current.stop()               # the same port on another address or directory: free it first
