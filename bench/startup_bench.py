@@ -196,8 +196,8 @@ def bench_ready(robots: list[str], repeat: int, env: dict, scratch: Path) -> dic
         runs += 1
         namespace = f"/startup_bench_{os.getpid()}_{runs}"
         result = observer.run(cmd + ["-r", f"__ns:={namespace}"], run_env, names, namespace)
-        print(f"startup_bench: {cmd[-1][:60] if cmd[1] == '-c' else cmd[-3][:90]}: {result}", file=sys.stderr,
-              flush=True)
+        label = "floor" if cmd[1] == "-c" else f"{Path(cmd[-1]).name} {run_env.get('NUMBA_CACHE_DIR')}"
+        print(f"startup_bench: {label}: {result}", file=sys.stderr, flush=True)
         return result
 
     try:
