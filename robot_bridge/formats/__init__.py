@@ -20,6 +20,10 @@ from . import limits
 
 # Order matters for root-element sniffing; suffix matches are tried first.
 READER_MODULES = ("openrave_xml", "collada", "urdf", "srdf")
+# Each reader's SUFFIXES, so that a file chosen by its suffix imports only its reader (a copy: a test keeps
+# it equal to the modules' own)
+READER_SUFFIXES = {"openrave_xml": (".env.xml", ".robot.xml", ".kinbody.xml", ".sensor.xml", ".xml"),
+                   "collada": (".dae", ".zae"), "urdf": (".urdf",), "srdf": (".srdf",)}
 
 
 def _reader(module: str):
@@ -78,11 +82,12 @@ def reader_for(path: str | os.PathLike):
     """The reader module for ``path`` (by suffix, then root element)."""
     p = Path(path)
     name = p.name.lower()
-    readers = list(_readers())
-    for mod in readers:
-        if any(name.endswith(s) for s in mod.SUFFIXES):
-            if getattr(mod, "claims", None) is None or mod.claims(p):
+    for module in READER_MODULES:
+        if any(name.endswith(s) for s in READER_SUFFIXES.get(module, ())):
+            mod = _reader(module)
+            if mod is not None and (getattr(mod, "claims", None) is None or mod.claims(p)):
                 return mod
+    readers = list(_readers())
     root = _sniff_root(p)
     for mod in readers:
         if root in mod.ROOT_TAGS:

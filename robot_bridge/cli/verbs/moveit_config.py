@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ...formats import load
-from ...formats.moveit_config import write_moveit_config
-from ...formats.srdf import attach_semantics, read_srdf
-
 HELP = ("Write a MoveIt configuration for the bridge (URDF, SRDF, moveit_controllers.yaml, "
         "joint_limits.yaml, kinematics.yaml, controller_node.yaml).")
 
@@ -22,6 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
+    from ...formats import load
+    from ...formats.moveit_config import write_moveit_config
+    from ...formats.srdf import attach_semantics, read_srdf
+
     robot = load(args.robot, search_path=args.search_path)
     if args.srdf:
         attach_semantics(robot, read_srdf(args.srdf, robot))
