@@ -54,6 +54,7 @@ class GripperSpec:
     joints: list[str]           # every driven joint of the gripper
     closing: float = -1.0       # sign of the closing direction of ``joint``
     source: str = "manipulator"
+    group: str = ""             # its SRDF group: ``<manipulator>_gripper`` (as generated) or the SRDF's
 
 
 def gripper_specs(robot: Robot, driven: Sequence[str]) -> tuple[list[GripperSpec], list[str]]:
@@ -76,7 +77,8 @@ def gripper_specs(robot: Robot, driven: Sequence[str]) -> tuple[list[GripperSpec
                          "no gripper_cmd")
             continue
         closing = float(np.sign(m.closing_directions[0])) if m.closing_directions else -1.0
-        specs.append(GripperSpec(m.name, m.gripper_joints[0], joints, closing or -1.0))
+        specs.append(GripperSpec(m.name, m.gripper_joints[0], joints, closing or -1.0,
+                                 group=f"{m.name}_gripper"))
         taken |= set(m.gripper_joints)
     semantics = robot.semantics
     if semantics is not None:
@@ -104,12 +106,12 @@ def gripper_specs(robot: Robot, driven: Sequence[str]) -> tuple[list[GripperSpec
             if len(joints) > 1:
                 notes.append(f"gripper group {name!r} has {len(joints)} driven joints ({', '.join(joints)}): "
                              f"gripper_cmd commands {joints[0]!r} only (GripperCommand moves one joint)")
-            specs.append(GripperSpec(name, joints[0], joints, -1.0, "srdf"))
+            specs.append(GripperSpec(name, joints[0], joints, -1.0, "srdf", name))
             taken |= set(joints)
     return specs, notes
 
 
 def gripper_prefix(spec: GripperSpec, specs: Sequence[GripperSpec]) -> str:
     """The node-relative namespace of a gripper's ``gripper_cmd``: ``''`` for a single gripper, else its
-    name (``controller_node/<name>/gripper_cmd``)."""
-    return "" if len(specs) == 1 else f"{spec.name}/"
+    group (``controller_node/<group>/gripper_cmd``; the manipulator's own name is its arm controller's)."""
+    return "" if len(specs) == 1 else f"{spec.group}/"

@@ -72,24 +72,31 @@ def guess_semantics(robot: Robot) -> tuple[Semantics, list[str]]:
                            f"{m.effector}" + (f", end effector group {m.name}_gripper of "
                                               f"{', '.join(m.gripper_joints)}" if m.gripper_joints else ""))
     if not planning_groups(semantics):
-        exclude = {j for m in robot.manipulators.values() for j in m.gripper_joints}
-        chain = longest_chain(robot, exclude)
-        if chain is None:
-            raise NothingToPlanError(
-                f"robot {robot.name!r} has nothing to plan for: no driven joint (active 1-DOF, not mimic or "
-                "passive)" + (" outside its grippers" if exclude else "") +
-                ("; its SRDF has no group with driven joints" if given else "; no SRDF given"),
-                file=robot.source)
-        base, tip, joints, fingers = chain
-        name = "arm" if "arm" not in semantics.groups else "chain"
-        semantics.groups[name] = Group(name, chains=[(base, tip)])
-        guesses.append(f"group {name!r}: the longest serial chain of driven joints, {base} -> {tip} "
-                       f"({len(joints)} joints: {', '.join(joints)})" + (
-                           f"; it ends where the tree branches into {', '.join(fingers)}: fingers? give "
-                           "an SRDF end effector group of them for a GripperCommand controller"
-                           if fingers else ""))
-        driven_group_states(semantics, robot)
+        add_longest_chain(semantics, robot, guesses)
     return semantics, guesses
+
+
+def add_longest_chain(semantics: Semantics, robot: Robot, guesses: list[str]) -> None:
+    """Add a group ``arm`` (``chain`` when taken) of the longest serial chain of driven joints outside the
+    manipulators' grippers, saying so in ``guesses``; :class:`NothingToPlanError` when there is none."""
+    given = robot.semantics is not None and bool(robot.semantics.groups)
+    exclude = {j for m in robot.manipulators.values() for j in m.gripper_joints}
+    chain = longest_chain(robot, exclude)
+    if chain is None:
+        raise NothingToPlanError(
+            f"robot {robot.name!r} has nothing to plan for: no driven joint (active 1-DOF, not mimic or "
+            "passive)" + (" outside its grippers" if exclude else "") +
+            ("; its SRDF has no group with driven joints" if given else "; no SRDF given"),
+            file=robot.source)
+    base, tip, joints, fingers = chain
+    name = "arm" if "arm" not in semantics.groups else "chain"
+    semantics.groups[name] = Group(name, chains=[(base, tip)])
+    guesses.append(f"group {name!r}: the longest serial chain of driven joints, {base} -> {tip} "
+                   f"({len(joints)} joints: {', '.join(joints)})" + (
+                       f"; it ends where the tree branches into {', '.join(fingers)}: fingers? give "
+                       "an SRDF end effector group of them for a GripperCommand controller"
+                       if fingers else ""))
+    driven_group_states(semantics, robot)
 
 
 @dataclass
@@ -122,6 +129,24 @@ def plan_moveit_config(robot: Robot) -> MoveitPlan:
     driven = driven_joints(robot)
     view = copy.copy(robot)
     view.semantics = semantics
+    arms, notes = _arm_controllers(view, driven, semantics)
+    if not arms and not any("longest serial chain" in g for g in guesses):
+        add_longest_chain(semantics, robot, guesses)        # the groups had no driven joint of their own
+        arms, more = _arm_controllers(view, driven, semantics)
+        notes += more
+    if not arms:
+        raise NothingToPlanError(f"robot {robot.name!r}: no planning group has a driven joint of its own "
+                                 f"({'; '.join(notes) or 'no groups'})", file=robot.source)
+    grippers, gripper_notes = gripper_specs(view, driven)
+    notes += gripper_notes
+    if not grippers:
+        notes.append("no gripper could be told (no OpenRAVE manipulator with gripper joints, no SRDF end "
+                     "effector or gripper group with a driven joint): no GripperCommand controller")
+    return MoveitPlan(semantics, arms, grippers, guesses, notes)
+
+
+def _arm_controllers(view: Robot, driven: list[str], semantics: Semantics):
+    """(group, joints) of each planning group's trajectory controller, and notes on those left out."""
     arms, used, notes = [], set(), []
     for group in planning_groups(semantics):            # each joint in one controller (MoveIt's default)
         try:
@@ -134,16 +159,7 @@ def plan_moveit_config(robot: Robot) -> MoveitPlan:
             continue
         used |= set(joints)
         arms.append((group, joints))
-    if not arms:
-        raise NothingToPlanError(f"robot {robot.name!r}: no planning group has a driven joint of its own "
-                                 f"({'; '.join(notes) or 'no groups'})", file=robot.source)
-    grippers, gripper_notes = gripper_specs(view, driven)
-    notes += gripper_notes
-    if not grippers:
-        notes.append("no gripper could be told (no OpenRAVE manipulator with gripper joints, no SRDF end "
-                     "effector or gripper group with a driven joint): no GripperCommand controller")
-
-    return MoveitPlan(semantics, arms, grippers, guesses, notes)
+    return arms, notes
 
 
 def write_moveit_config(robot: Robot, folder, description_file: str, search_path=(), node: str = NODE,

@@ -60,11 +60,13 @@ FINGER_JOINTS = 2        # a branch whose every moving subtree holds at most thi
 
 def longest_chain(robot: Robot, exclude=()) -> tuple[str, str, list[str], list[str]] | None:
     """(base link, tip link, driven joints, finger joints) of the root-to-leaf path with the most driven
-    joints (not in ``exclude``); the base is the parent link of its first driven joint.  A path ends where
-    it branches into fingers (two or more moving joints, each subtree with at most FINGER_JOINTS driven
-    joints): the tip is that link, the driven joints below it are returned as finger joints.  Ties: the
-    first path in model order.  None when no path has a driven joint."""
-    driven = set(driven_joints(robot)) - set(exclude)
+    joints (an ``exclude`` joint ends a path; a new one may start below it); the base is the parent link of
+    its first driven joint.  A path ends where it branches into fingers (two or more moving joints, each
+    subtree with at most FINGER_JOINTS driven joints, below at least one driven joint of the path): the tip
+    is that link, the driven joints below it are returned as finger joints.  Ties: the first path in model
+    order.  None when no path has a driven joint."""
+    excluded = set(driven_joints(robot)) & set(exclude)
+    driven = set(driven_joints(robot)) - excluded
     children = {}
     for j in robot.joints.values():
         children.setdefault(j.parent, []).append(j)
@@ -79,17 +81,26 @@ def longest_chain(robot: Robot, exclude=()) -> tuple[str, str, list[str], list[s
         for j in children.get(link, []):
             below[link] |= below.get(j.child, set()) | ({j.name} & driven)
     best = None
+
+    def consider(link: str, path: list[str], fingers: list[str]) -> None:
+        nonlocal best
+        joints = [j for j in path if j in driven]
+        if joints and (best is None or len(joints) > len(best[2])):
+            best = (robot.joints[joints[0]].parent, link, joints, fingers)
+
     stack = [(robot.root, [])]
     while stack:
         link, path = stack.pop()
         moving = [j for j in children.get(link, []) if j.dof > 0]
-        fingers = len(moving) >= 2 and all(
+        fingers = len(moving) >= 2 and any(j in driven for j in path) and all(
             len(below.get(j.child, set()) | ({j.name} & driven)) <= FINGER_JOINTS for j in moving)
         if fingers or not children.get(link):
-            joints = [j for j in path if j in driven]
-            if joints and (best is None or len(joints) > len(best[2])):
-                best = (robot.joints[joints[0]].parent, link, joints, sorted(below[link]) if fingers else [])
+            consider(link, path, sorted(below[link]) if fingers else [])
             continue
         for joint in reversed(children[link]):
-            stack.append((joint.child, path + [joint.name]))
+            if joint.name in excluded:          # an excluded joint ends the chain; another may start below
+                consider(link, path, [])
+                stack.append((joint.child, []))
+            else:
+                stack.append((joint.child, path + [joint.name]))
     return best
