@@ -328,3 +328,24 @@ def test_controller_and_limit_keys_as_moveit_reads_them(tmp_path):
     assert kinematics and set(kinematics) <= set(files["semantics"].groups)
     assert {e["kinematics_solver"] for e in kinematics.values()} == {
         "kdl_kinematics_plugin/KDLKinematicsPlugin"}
+
+
+def test_two_manipulators_with_grippers_get_four_distinct_controllers(openrave_data):
+    """barrettwam-dual: each arm and each hand its own MoveIt controller (on main the hands were named like
+    the arms, ``controller_node/l_arm``, and overwrote their FollowJointTrajectory entries); the node serves
+    each hand under its group, ``controller_node/<manipulator>_gripper/gripper_cmd``."""
+    from robot_bridge.control.groups import gripper_prefix, gripper_specs
+    from robot_bridge.formats import load
+    from robot_bridge.formats.moveit_config import plan_moveit_config
+    from robot_bridge.model.groups import driven_joints
+
+    robot = load(openrave_data / "robots" / "barrettwam-dual.robot.xml", search_path=[openrave_data])
+    controllers = plan_moveit_config(robot).controllers()
+    assert {name: (e["type"], e["action_ns"], e["joints"][0]) for name, e in controllers.items()} == {
+        "controller_node/l_arm": ("FollowJointTrajectory", "follow_joint_trajectory", "l_Shoulder_Yaw"),
+        "controller_node/r_arm": ("FollowJointTrajectory", "follow_joint_trajectory", "r_Shoulder_Yaw"),
+        "controller_node/l_arm_gripper": ("GripperCommand", "gripper_cmd", "l_JF1"),
+        "controller_node/r_arm_gripper": ("GripperCommand", "gripper_cmd", "r_JF1")}
+    specs, _ = gripper_specs(robot, driven_joints(robot))
+    assert sorted(f"controller_node/{gripper_prefix(s, specs)}gripper_cmd" for s in specs) == [
+        "controller_node/l_arm_gripper/gripper_cmd", "controller_node/r_arm_gripper/gripper_cmd"]
