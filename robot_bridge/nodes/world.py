@@ -10,7 +10,10 @@ rclpy-free :class:`robot_bridge.world.WorldObjects` (matching, jitter, timeouts)
 - /tf: ``<world_frame>`` -> ``<frame_prefix><class>_<n>`` for every body, at ``publish_rate`` and on change;
 - ``~/markers`` (MarkerArray, latched): each body's geometry in namespace ``<class>_<n>``, DELETE on removal;
 - ``~/objects`` (std_msgs/String, latched): the world as OpenRAVE ``<Environment>`` XML (see
-  :mod:`robot_bridge.world.document`), ``~/objects_yaml`` the same as YAML.
+  :mod:`robot_bridge.world.document`), ``~/objects_yaml`` the same as YAML;
+- ``/collision_object`` (moveit_msgs/CollisionObject: ADD, MOVE, REMOVE in ``<world_frame>``) and the class
+  colours as ObjectColor in a ``/planning_scene`` diff, for MoveIt's planning scene monitor; every current
+  body again when a subscription matches (:mod:`robot_bridge.ros.planning_scene`).
 
 ``~/reload`` (std_srvs/Trigger) re-reads the mapping; a mapping that fails to load leaves the previous one
 in service.  Unknown class ids, unresolvable frames and non-finite poses are dropped with throttled
@@ -37,6 +40,7 @@ from ..kinematics.tf_buffer import TFBuffer
 from ..ros import params, qos
 from ..ros.guard import ContainedNode
 from ..ros.markers import body_markers, delete_markers
+from ..ros.planning_scene import ScenePublisher
 from ..ros.tf import matrix as tf_matrix
 from ..ros.params import Param
 from ..ros.conversions import detection_array_count, pose_matrix, truncate_detection_array
@@ -108,6 +112,7 @@ class WorldNode(ContainedNode):
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.description_qos())
         self.objects_pub = self.create_publisher(String, "~/objects", qos.description_qos())
         self.objects_yaml_pub = self.create_publisher(String, "~/objects_yaml", qos.description_qos())
+        self.scene = ScenePublisher(self, self.world_frame)      # MoveIt: /collision_object, /planning_scene
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False), qos.tf_qos())
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True),
                                  qos.tf_static_listener_qos())
@@ -155,6 +160,7 @@ class WorldNode(ContainedNode):
         return True, ""
 
     def _use_mapping(self, mapping: ObjectMapping) -> None:
+        self.scene.load(mapping)
         if self.world is None:
             self.world = WorldObjects(mapping, int(self._p("max_detections")), int(self._p("max_bodies")))
             self._publish(Changes(), force=True)
@@ -322,7 +328,9 @@ class WorldNode(ContainedNode):
                 markers += delete_markers(self._object_frame(obj.name), obj.name, old, stamp)[len(ms):]
             self._marker_counts[obj.name] = len(ms)
             markers += ms
+        staged = self.scene.stage(objects, self.world.mapping)
         self._publish_tf()
+        self.scene.send(staged)
         self.markers_pub.publish(MarkerArray(markers=markers))
         now = self._now()
         self.objects_pub.publish(String(data=to_xml(objects, self.world_frame, now)))
