@@ -19,7 +19,7 @@ from ..errors import DescriptionError, MissingFileError, SchemaError, Unsupporte
 from . import limits
 
 # Order matters for root-element sniffing; suffix matches are tried first.
-READER_MODULES = ("openrave_xml", "collada", "urdf", "srdf")
+READER_MODULES = ("openrave_xml", "collada", "urdf", "srdf", "xacro_in")
 
 
 def _reader(module: str):

@@ -271,7 +271,7 @@ class ControllerNode(ContainedNode):
         limits = hw.limits_from_robot(robot, joints, self._param("default_velocity"),
                                       self._param("default_acceleration"))
         if self.reads_description:          # a Robot handed in was read (and its warnings logged) elsewhere
-            for warning in dict.fromkeys(robot.warnings):
+            for warning in dict.fromkeys(robot.mesh_warnings_left_out()):    # meshes: description_node's
                 self.get_logger().warning(warning)
         initial = [float(np.clip(robot.joints[j].initial[0], lim.lower, lim.upper))
                    for j, lim in zip(joints, limits)]

@@ -252,7 +252,8 @@ class DescriptionNode(ContainedNode):
         elapsed = time.monotonic() - started
         robot, report = model.robot, model.report
         source = robot.source or p["description_file"]
-        for warning in dict.fromkeys(robot.warnings + report.warnings):   # once per load, each text once
+        told = "\n".join(report.warnings)      # a missing mesh once: the report's line says more
+        for warning in dict.fromkeys(robot.mesh_warnings_left_out(told) + report.warnings):   # once per load
             self.get_logger().warning(f"{source}: {warning}")
         removed = cache.prune(keep=[Path(f) for f in report.mesh_files] + served)
         self.get_logger().info(f"robot {robot.name!r}: {len(robot.links)} links, {len(model.state.moving)} "

@@ -163,7 +163,8 @@ def string_refusal(value, kind: str) -> Optional[str]:
 def launch_roots(files: Iterable[str] = (), folders: Iterable[str] = ()):
     """The folders trusted at launch for run-time changes of ``confined`` parameters: each launch-time
     file's folder (widened to its ROS package, as the readers do), the launch-time search path,
-    ``$OPENRAVE_DATA`` and ``$ROBOT_BRIDGE_ALLOWED_ROOTS``."""
+    ``$OPENRAVE_DATA`` and ``$ROBOT_BRIDGE_ALLOWED_ROOTS`` (and, in :func:`confined_refusal`, the share
+    folder of every package of the ament index, as ``package://`` resolves)."""
     from pathlib import Path
 
     from ..formats import normalize_search_path
@@ -182,8 +183,10 @@ def launch_roots(files: Iterable[str] = (), folders: Iterable[str] = ()):
 def confined_refusal(name: str, value, roots) -> Optional[str]:
     """Why a run-time ``value`` of a confined path parameter leaves ``roots`` (an AllowedRoots), or None.
     An empty value (no file) is always allowed."""
+    from ..formats.paths import in_package_share
+
     for path in (value if isinstance(value, (list, tuple)) else [value]):
-        if not path or roots.contains(path):
+        if not path or roots.contains(path) or in_package_share(path):     # an installed package's share
             continue
         real = os.path.realpath(os.path.expanduser(path))
         real = real if len(real) <= 200 else real[:200] + "..."
