@@ -110,6 +110,8 @@ def load(path: str | os.PathLike, search_path=None, **options):
     if options.get("allowed_roots", 0) is None:
         del options["allowed_roots"]
     reader = reader_for(p)
+    if getattr(reader, "__name__", "").rpartition(".")[2] != "xacro_in":
+        options.pop("xacro_args", None)          # the arguments of a .xacro file; other files have none
     try:
         robot = reader.read(p, search_path=search_path, **options)
     except DescriptionError:

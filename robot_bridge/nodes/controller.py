@@ -56,6 +56,8 @@ PARAMETERS = params.schema(
                                   "given)", read_only=True, string="text"),
     Param("search_path", params.STRING_ARRAY, "Directories searched for included files", read_only=True,
           string="text"),
+    Param("xacro_args", "", params.XACRO_ARGS_TEXT,
+          read_only=True, string="text"),
     Param("srdf_file", "", "SRDF whose groups name the controllers' joints and give the home state "
                            "(optional)", read_only=True, string="text"),
     Param("hardware", "sim", "Modules: 'sim' (simulated) or 'canopen' (CiA 402 drives)", choices=hw.KINDS,
@@ -257,7 +259,8 @@ class ControllerNode(ContainedNode):
             path = self._param("description_file")
             if not path:
                 raise ValueError("parameter description_file is empty and no Robot was given")
-            self.robot = load(path, search_path=list(self._param("search_path")) or None)
+            self.robot = load(path, search_path=list(self._param("search_path")) or None,
+                              xacro_args=self._param("xacro_args"))
         robot = self.robot
         if self._param("srdf_file"):
             from ..formats import srdf

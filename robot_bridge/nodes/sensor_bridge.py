@@ -66,6 +66,8 @@ PARAMETERS = params.schema(
                                   "simulation", read_only=True, string="text"),
     Param("search_path", params.STRING_ARRAY, "Directories searched for included files and meshes "
                                               "(before $OPENRAVE_DATA)", read_only=True, string="text"),
+    Param("xacro_args", "", params.XACRO_ARGS_TEXT,
+          read_only=True, string="text"),
     Param("frame_prefix", "", "Prefix of every frame_id (as the description node's frame_prefix)",
           read_only=True, string="frame"),
     Param("default_mode", "sim", "Mode of sensors without sensors.<name>.mode: relay, sim or off",
@@ -242,7 +244,8 @@ class SensorBridge(ContainedNode):
         from ..formats import load
 
         try:
-            return load(path, search_path=list(self._p("search_path") or []))
+            return load(path, search_path=list(self._p("search_path") or []),
+                        xacro_args=self._p("xacro_args"))
         except Exception as exc:  # any reader failure: report, stay up without sensors
             self.load_error = f"cannot read {path}: {exc}"
             self.get_logger().error(self.load_error)

@@ -128,6 +128,8 @@ STRING_RULES = {
     "name": "ROS name: no whitespace or control characters",
     "text": "no control characters",
 }
+XACRO_ARGS_TEXT = ("Arguments of a .xacro description_file: 'name:=value other:=value' as on the xacro "
+                   "command line")
 CONFINED_TEXT = "at run time only under the folders trusted at launch"
 
 

@@ -21,6 +21,7 @@ from fixtures.ros2_cli import (LATCHED, NODES, Ros2Process, echo_once, ros2_exec
                                stop_daemon, wait_for_nodes, wait_until)
 
 rclpy = pytest.importorskip("rclpy")
+pytestmark = pytest.mark.timeout(600)      # each test starts a whole bridge: minutes on 2 loaded cores
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = REPO / "launch" / "bridge.launch.py"
@@ -150,14 +151,15 @@ def test_package_meshes_load_under_an_activated_venv(tmp_path):
                          **launch_env(prefixes=str(prefix)))
     listener = TfListener()
     try:
-        wait_for_nodes(NODES, launch, timeout=240)
+        wait_for_nodes(NODES, launch, timeout=180)
+        launch.wait_for_log(r"robot_description after|\[ERROR\]", timeout=120)
+        assert "UnsafeInputError" not in launch.log and "[ERROR]" not in launch.log, launch.log
         urdf = echo_once("/robot_description", "std_msgs/msg/String", "data", "--full-length", *LATCHED,
-                         timeout=120)
+                         timeout=60)
         meshes = re.findall(r'filename="([^"]+)"', urdf)
         assert sorted(meshes) == sorted(["package://present_pkg/meshes/base.stl",
                                          "package://absent_pkg/meshes/l1.dae",
                                          "package://absent_pkg/meshes/l1_cover.stl"]), urdf
-        wait_until(lambda: "robot_description after" in launch.log, 120, what="the description loaded")
         pairs = wait_until(listener.pairs, 120, what="/tf and /joint_states of one stamp")
         for q, pose in pairs:
             assert same_pose(pose, expected_l1(q)), (q, pose, expected_l1(q))
@@ -170,3 +172,97 @@ def test_package_meshes_load_under_an_activated_venv(tmp_path):
     finally:
         listener.close()
         assert not launch.close()
+
+
+def test_every_run_flag_is_a_launch_argument_listed_by_show_args():
+    """Issue 31: bridge.launch.py had no params_file, search_path, keep_going (flags of robot-bridge run)."""
+    import argparse
+
+    from fixtures.ros2_cli import ros2
+
+    from robot_bridge.cli.verbs import run
+
+    parser = argparse.ArgumentParser()
+    run.add_arguments(parser)
+    flags = {a.dest for a in parser._actions if a.dest != "help"}
+    shown = ros2("launch", str(LAUNCH_FILE), "--show-args", timeout=120).stdout
+    arguments = set(re.findall(r"^\s+'(\w+)':$", shown, flags=re.M))
+    assert flags - arguments == set(), shown
+    assert {"params_file", "search_path", "keep_going", "xacro_args"} <= arguments
+
+
+XACRO = """<?xml version="1.0"?>
+<robot name="xarm" xmlns:xacro="http://www.ros.org/wiki/xacro">
+  <xacro:arg name="reach" default="0.5"/>
+  <xacro:include filename="parts.xacro"/>
+  <link name="base"/>
+  <xacro:segment name="l1" parent="base" z="$(arg reach)"/>
+</robot>
+"""
+PARTS = """<?xml version="1.0"?>
+<robot xmlns:xacro="http://www.ros.org/wiki/xacro">
+  <xacro:macro name="segment" params="name parent z">
+    <link name="${name}"><visual><geometry><box size="0.1 0.1 ${z}"/></geometry></visual></link>
+    <joint name="${name}_joint" type="revolute"><parent link="${parent}"/><child link="${name}"/>
+      <origin xyz="0 0 ${z}"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  </xacro:macro>
+</robot>
+"""
+
+
+def test_xacro_robot_with_xacro_args_params_file_and_search_path(tmp_path):
+    """Issue 31: robot:=arm.urdf.xacro failed (read as URDF).  Now it is expanded by xacro with
+    xacro_args:=...; params_file and search_path reach the nodes as `robot-bridge run`'s flags do."""
+    from fixtures.ros2_cli import PARAM, ros2
+
+    robot = tmp_path / "arm.urdf.xacro"
+    robot.write_text(XACRO)
+    (tmp_path / "parts.xacro").write_text(PARTS)
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    params = tmp_path / "params.yaml"
+    params.write_text("controller_node:\n  ros__parameters:\n    state_rate: 37.0\n")
+    launch = Ros2Process(["launch", str(LAUNCH_FILE), f"robot:={robot}", "xacro_args:=reach:=0.75",
+                          f"params_file:={params}", f"search_path:={extra}"], tmp_path / "launch.log",
+                         **launch_env())
+    try:
+        wait_for_nodes(NODES, launch, timeout=180)
+        launch.wait_for_log(r"robot_description after|\[ERROR\]", timeout=120)
+        assert "[ERROR]" not in launch.log, launch.log
+        urdf = echo_once("/robot_description", "std_msgs/msg/String", "data", "--full-length", *LATCHED,
+                         timeout=60)
+        from lxml import etree
+
+        root = etree.fromstring(urdf.encode())
+        assert root.get("name") == "xarm"
+        assert sorted(link.get("name") for link in root.iter("link")) == ["base", "l1"]
+        origin = root.find("joint[@name='l1_joint']/origin")
+        assert np.allclose([float(v) for v in origin.get("xyz").split()], [0, 0, 0.75]), urdf
+        assert "xacro:" not in urdf and "${" not in urdf
+        get = ros2("param", "get", "/controller_node", "state_rate", *PARAM).stdout
+        assert "37.0" in get, get
+        for node in NODES:
+            got = ros2("param", "get", node, "search_path", *PARAM).stdout
+            assert str(extra) in got, (node, got)
+        got = ros2("param", "get", "/description_node", "xacro_args", *PARAM).stdout
+        assert "reach:=0.75" in got, got
+        assert "Traceback" not in launch.log, launch.log
+    finally:
+        assert not launch.close()
+
+
+def test_keep_going_false_stops_a_launch_whose_robot_does_not_load(tmp_path):
+    robot = tmp_path / "bad.urdf.xacro"
+    robot.write_text(XACRO.replace("$(arg reach)", "${undefined_length}"))
+    (tmp_path / "parts.xacro").write_text(PARTS)
+    launch = Ros2Process(["launch", str(LAUNCH_FILE), f"robot:={robot}", "keep_going:=false"],
+                         tmp_path / "launch.log", **launch_env())
+    try:
+        status = launch.process.wait(200)
+        assert status != 0, launch.log
+        assert not launch.started(), launch.log
+        # xacro's error, with the file and the line of the expression
+        assert re.search(rf"{re.escape(str(robot))}:6: xacro: name 'undefined_length' is not defined",
+                         launch.log), launch.log
+    finally:
+        launch.close()
