@@ -4,6 +4,7 @@ the real parameter services (what ``ros2 param describe/set`` call)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -254,7 +255,31 @@ def test_a_node_given_a_bad_frame_name_says_so_in_one_line_and_does_not_start(tm
         output = node.communicate()[0]
         pytest.fail(f"the node started with frame_prefix 'a\\x1b[31mb' and kept running: {output!r}")
     lines = output.splitlines()
-    assert node.returncode == 1, lines
+    assert node.returncode == 2, lines                 # issue 31: a node that does not start exits 2
     assert len(lines) == 1 and "\x1b" not in lines[0], lines
     assert "[ERROR]" in lines[0] and "parameter frame_prefix refused at start-up" in lines[0], lines
     assert "control character '\\x1b' at index 1" in lines[0], lines
+
+
+@pytest.mark.parametrize("executable, args, reason", [
+    ("controller", ["-p", "state_rate:=-1.0"], r"parameter state_rate refused at start-up.*out of range"),
+    ("controller", ["-p", "state_rate:=fast"], r"the node does not start: .*state_rate"),
+    ("description", ["-p", "publish_frequency:=-5.0"], r"parameter publish_frequency refused at start-up"),
+])
+def test_a_bad_start_up_parameter_is_one_error_line_and_exit_status_2(executable, args, reason):
+    """Issue 31: `ros2 run robot_bridge controller_node --ros-args -p state_rate:=-1.0` printed a 26-line
+    traceback (the half-built node destroyed at shutdown); now one line with the reason, exit status 2."""
+    code = str(Path(bringup.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=code)
+    node = subprocess.Popen([sys.executable, "-m", f"robot_bridge.nodes.{executable}", "--ros-args", *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = node.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        node.kill()
+        output = node.communicate()[0]
+        pytest.fail(f"the node started with {args} and kept running: {output!r}")
+    lines = output.splitlines()
+    assert node.returncode == 2, lines
+    assert len(lines) == 1 and "[ERROR]" in lines[0] and re.search(reason, lines[0]), lines
