@@ -218,6 +218,8 @@ class ControllerNode(ContainedNode):
                 self._setup()
             self._setup_controllers()
             self._state_templates()                # compiled (or loaded) now, not on the first tick
+            if self.joints and list(self._param("joints")) != self.joints:
+                self.params.hold("joints", list(self.joints))     # `ros2 param get ... joints`: those driven
         except Exception as exc:  # bad description or parameters: keep the node up (diagnostics), report
             self.load_error = f"controller not set up: {type(exc).__name__}: {exc}"
             self.get_logger().error(self.load_error)
@@ -790,6 +792,8 @@ class ControllerNode(ContainedNode):
         self.diagnostics_pub.publish(msg)
 
     def destroy_node(self):
+        if not hasattr(self, "_preparation"):    # a constructor that failed (a refused start-up parameter)
+            return super().destroy_node()
         self.stop_thread_timers()                # before the lock: a tick may be waiting for it
         self._preparation.shutdown(wait=True, cancel_futures=True)
         with self.lock:
