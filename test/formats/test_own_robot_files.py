@@ -148,3 +148,14 @@ def test_xacro_includes_are_bounded_by_the_allowed_roots_and_sizes(xarm, tmp_pat
     with pytest.raises(DescriptionError, match="MAX_XML_BYTES"):
         load(xarm)
     assert re.search("xacro", str(xarm))
+
+
+def test_the_viewer_camera_of_an_environment_is_read_not_warned():
+    """Issue 31: the default world logged `<camtrans> in <environment> is not supported` on every start."""
+    from robot_bridge import bringup
+    from robot_bridge.render import camtrans_view
+
+    world = load(bringup.DEFAULT_ROBOT)
+    assert not [w for w in world.warnings if "camtrans" in w], world.warnings
+    assert world.extras["viewer_camera"] == {"translation": [2.6, -1.6, 1.9]}
+    assert camtrans_view(world, np.zeros(3)) is not None                  # render still looks from it
