@@ -196,6 +196,7 @@ class ControllerNode(ContainedNode):
         self.bus_error: str | None = None      # hardware communication failure, until ~/recover
         self.internal_error: str | None = None  # a callback raised: halted, until ~/recover
         self.goals: dict[bytes, ActiveGoal] = {}
+        self.refusals: dict[str, str] = {}     # source -> why its last request was refused (/diagnostics)
         self._scene = None                     # sim: the world the fingers close on (built on first use)
         self._templates = None                 # (joints list, its names, serialized state templates)
         self._source: np.ndarray | None = None  # the state messages' numbers without templates, reused
@@ -450,18 +451,41 @@ class ControllerNode(ContainedNode):
                 self._check_operational()
             limit = self._param("max_trajectory_points")
             check_point_count(len(msg.points), limit)           # before a point is read
-            prepared = prepare_trajectory(trajectory_command(msg), self.joints, self.limits,
+            joints, index = self._trajectory_joints(list(msg.joint_names))
+            limits = [self.limits[i] for i in index]
+            prepared = prepare_trajectory(trajectory_command(msg), joints, limits,
                                           self._param("allow_partial_joints_goal"), limit)
             with self.lock:                                     # placed in time when taken (bounded)
                 self._check_operational()
                 now = self._now()
                 ref_p, ref_v, _ = self.control.reference(now)
-                trajectory = prepared.start((ref_p, ref_v), now)
-                self._finish(self.control.start(range(len(self.joints)), trajectory, now,
+                trajectory = prepared.start((ref_p[index], ref_v[index]), now)
+                self._finish(self.control.start(index, trajectory, now,
                                                 reason="preempted by a trajectory on ~/joint_trajectory"))
-            self._warn_rates("~/joint_trajectory", trajectory, self.joints, self.limits)
+            self._warn_rates("~/joint_trajectory", trajectory, joints, limits)
+            self._refused("~/joint_trajectory", None)
         except (Rejected, HardwareError, GoalRejected) as exc:
             self.get_logger().warning(f"trajectory rejected: {exc}")
+            self._refused("~/joint_trajectory", f"last trajectory rejected: {exc}")
+
+    def _trajectory_joints(self, names: list[str]) -> tuple[list[str], np.ndarray]:
+        """The joints a ~/joint_trajectory drives: exactly one controller's joints (e.g. the arm of an arm
+        with a gripper: the others hold, as that controller's FollowJointTrajectory action does), else all."""
+        for ctl in self.controllers:
+            if len(names) == len(ctl.joints) and set(names) == set(ctl.joints):
+                return list(ctl.joints), np.asarray(ctl.index)
+        return list(self.joints), np.arange(len(self.joints))
+
+    def _refused(self, source: str, reason: str | None) -> None:
+        """A refusal of ``source`` shown on /diagnostics (None: cleared), published at once."""
+        with self.lock:
+            changed = self.refusals.get(source) != reason
+            if reason is None:
+                self.refusals.pop(source, None)
+            else:
+                self.refusals[source] = reason
+        if changed:
+            self._publish_diagnostics()
 
     def _warn_rates(self, source: str, trajectory, joints, limits) -> None:
         excess = rate_excess(trajectory, joints, limits)
@@ -760,7 +784,7 @@ class ControllerNode(ContainedNode):
     def _publish_diagnostics(self) -> None:
         with self.lock:
             states = []
-            if self.hardware is None and self.internal_error is None:
+            if self.hardware is None and self.internal_error is None and not self.refusals:
                 return
             try:
                 states = self.hardware.status() if self.hardware is not None else []
@@ -768,8 +792,12 @@ class ControllerNode(ContainedNode):
                 states, self.bus_error = [], self.bus_error or _reason(exc)
             sample = self.control.sample if self.control else None
             bus_error, internal_error = self.bus_error, self.internal_error
+            refusals = dict(self.refusals)
         name = self.get_fully_qualified_name()
         msg = DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()))
+        for source, reason in refusals.items():
+            msg.status.append(DiagnosticStatus(level=DiagnosticStatus.WARN, name=f"{name}: {source}",
+                                               message=reason[:500]))
         if internal_error is not None:
             msg.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{name}: controller",
                                                message=f"halted after an internal error: {internal_error}; "
