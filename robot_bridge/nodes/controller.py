@@ -23,8 +23,10 @@ from control_msgs.action import FollowJointTrajectory, GripperCommand
 from builtin_interfaces.msg import Time as TimeMsg
 from control_msgs.msg import JointTrajectoryControllerState
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterEvent
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action import server as action_server
+from rclpy.parameter import parameter_value_to_python
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
@@ -130,6 +132,7 @@ PARAMETERS = params.schema(
 )
 WARN_THROTTLE = 5.0
 # rate parameter -> the method its timer runs
+FOLLOWED = ("description_file", "srdf_file", "search_path", "xacro_args")    # the description node's too
 TIMERS = {"control_rate": "_control", "state_rate": "_publish_state",
           "diagnostics_rate": "_publish_diagnostics"}
 THREAD_TIMERS = {"control_rate", "state_rate"}     # hot: on the node's timer thread, not the executor
@@ -185,6 +188,10 @@ class ControllerNode(ContainedNode):
         self.params = params.NodeParameters(self, PARAMETERS, apply=self._on_parameters_set)
         self.robot = robot
         self.reads_description = robot is None
+        # the robot driven: these values, switched with the description node's (see _on_parameter_event)
+        self.description = {name: self._param(name) for name in FOLLOWED}
+        self.joints_given = list(self._param("joints"))
+        self.description_refusal: str | None = None      # a description switch not followed: commands refused
         self.joints: list[str] = list(hardware.joint_names) if hardware else []
         self.limits = list(hardware.limits) if hardware else []
         # ROS time now, ns.  Without use_sim_time that is the system clock: read directly (rclpy's
@@ -213,6 +220,8 @@ class ControllerNode(ContainedNode):
         self.create_service(Trigger, "~/recover", self._srv(self.recover))
         self.create_service(Trigger, "~/home", self._srv(self.home))
         self.create_service(SetBool, "~/enable", self._on_enable)
+        # the description node's switches of the robot file (ros2 param set /description_node ...)
+        self.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event, 10)
 
         try:
             if self.hardware is None:
@@ -258,17 +267,9 @@ class ControllerNode(ContainedNode):
     def _setup(self) -> None:
         """Robot, joints, limits and hardware from the parameters."""
         if self.robot is None:
-            from ..formats import load
-            path = self._param("description_file")
-            if not path:
-                raise ValueError("parameter description_file is empty and no Robot was given")
-            self.robot = load(path, search_path=list(self._param("search_path")) or None,
-                              xacro_args=self._param("xacro_args"))
+            self.robot = self._read_robot(self.description)
         robot = self.robot
-        if self._param("srdf_file"):
-            from ..formats import srdf
-            srdf.attach_semantics(robot, srdf.read_srdf(self._param("srdf_file"), robot))
-        joints = list(self._param("joints")) or [j.name for j in robot.active_joints if j.dof == 1]
+        joints = list(self.joints_given) or [j.name for j in robot.active_joints if j.dof == 1]
         skipped = [j.name for j in robot.active_joints if j.dof != 1 and j.name not in joints]
         if skipped:
             self.get_logger().warning(f"multi-DOF joints not driven: {', '.join(skipped)}")
@@ -299,6 +300,108 @@ class ControllerNode(ContainedNode):
         self.hardware = hw.create(kind, joints, limits, initial, **options)
         self.joints, self.limits = joints, limits
         self.control = self._joint_control(self.hardware, limits)
+
+    @staticmethod
+    def _read_robot(description: dict) -> Robot:
+        """The robot of ``description`` (FOLLOWED values), its SRDF attached."""
+        from ..formats import load
+        path = description["description_file"]
+        if not path:
+            raise ValueError("parameter description_file is empty and no Robot was given")
+        robot = load(path, search_path=list(description["search_path"]) or None,
+                     xacro_args=description["xacro_args"])
+        if description["srdf_file"]:
+            from ..formats import srdf
+            srdf.attach_semantics(robot, srdf.read_srdf(description["srdf_file"], robot))
+        return robot
+
+    # -- following the description node --------------------------------------------------------
+    def _description_node(self) -> str:
+        return self.get_namespace().rstrip("/") + "/description_node"
+
+    def _on_parameter_event(self, event) -> None:
+        """The description node switched its robot (a reload it accepted): follow it when safe."""
+        if not self.reads_description or event.node != self._description_node():
+            return
+        changed = {p.name: parameter_value_to_python(p.value)
+                   for p in event.changed_parameters if p.name in FOLLOWED}     # not its start-up values
+        if not changed or (self.description_refusal is None and
+                           all(self.description.get(k) == v for k, v in changed.items())):
+            return
+        self.follow_description({**self.description, **changed})
+
+    def follow_description(self, description: dict) -> bool:
+        """Re-read the robot of ``description`` and drive it, when nothing moves (no goal, no trajectory,
+        hardware simulated); else refuse with the reason (logged, on /diagnostics) and refuse commands until
+        the controller is restarted or the description node switches back.  True when followed."""
+        name = description["description_file"]
+        back = all(self.description.get(k) == v for k, v in description.items())
+        try:
+            with self.lock:
+                reason = self._unsafe_to_switch()
+            if back:
+                reason = None
+            elif reason is None:
+                robot = self._read_robot(description)
+                with self.lock:
+                    reason = self._unsafe_to_switch()
+                    if reason is None:
+                        self._switch_robot(robot, description)
+        except Exception as exc:  # a file that does not load here, joints the hardware cannot drive
+            reason = f"{type(exc).__name__}: {exc}"
+        if reason is None:
+            self.description_refusal = None
+            self._refused("description", None)
+            if not back:
+                self.get_logger().info(f"following the description node: robot {self.robot.name!r} from "
+                                       f"{name}, joints {', '.join(self.joints)}")
+            return True
+        self.description_refusal = (f"the description node switched to {name}, not followed: {reason}; "
+                                    "commands refused (switch it back, or restart the controller)")
+        self.get_logger().error(self.description_refusal)
+        self._refused("description", self.description_refusal)
+        return False
+
+    def _unsafe_to_switch(self) -> str | None:
+        if self.goals:
+            return f"{len(self.goals)} goal(s) active"
+        if self.control is not None and self.control.motions:
+            return "a trajectory is running"
+        if self.control is not None and self.control.sample is not None and \
+                np.any(np.abs(np.asarray(self.control.sample.velocity)) > 1e-6):
+            return "joints are moving"
+        if self._param("hardware") != "sim":
+            return f"{self._param('hardware')} hardware is wired for its robot"
+        return None
+
+    def _switch_robot(self, robot: Robot, description: dict) -> None:
+        """Under the lock, nothing moving: the old robot's servers and hardware go, the new robot's come."""
+        for server in [c.server for c in self.controllers] + [g.server for g in self.grippers]:
+            if server is not None:
+                server.destroy()
+        for ctl in self.controllers:
+            if ctl.state_pub is not None:
+                self.destroy_publisher(ctl.state_pub)
+        if self.hardware is not None:
+            self.hardware.close()
+        old = (self.robot, self.hardware, self.control, self.joints, self.limits)
+        self.controllers, self.grippers, self._templates, self._source = [], [], None, None
+        self.robot, self.hardware, self.control, self.last_states = robot, None, None, None
+        try:
+            self._setup()
+            self._setup_controllers()
+            self._state_templates()
+        except Exception:
+            self.robot, self.hardware, self.control, self.joints, self.limits = old
+            self.hardware.open()
+            self._setup_controllers()
+            raise
+        self.description = dict(description)
+        if self._param("auto_init"):
+            self.hardware.open()
+            self.hardware.enable(True)
+            self.control.hold_here()
+        self.params.hold("joints", list(self.joints))
 
     def _joint_control(self, hardware: Hardware, limits=None) -> JointControl:
         stamper = MonotonicStamper(self.get_clock(), self._now_ns)
@@ -416,6 +519,8 @@ class ControllerNode(ContainedNode):
     # -- commands ---------------------------------------------------------------------------
     def _check_operational(self) -> Hardware:
         hardware = self._ready()
+        if self.description_refusal is not None:
+            raise Rejected(self.description_refusal)
         if self.internal_error is not None:
             raise Rejected(f"controller halted after an internal error ({self.internal_error}); "
                            "call ~/recover")
