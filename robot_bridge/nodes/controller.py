@@ -203,7 +203,8 @@ class ControllerNode(ContainedNode):
         self.bus_error: str | None = None      # hardware communication failure, until ~/recover
         self.internal_error: str | None = None  # a callback raised: halted, until ~/recover
         self.goals: dict[bytes, ActiveGoal] = {}
-        self.refusals: dict[str, str] = {}     # source -> why its last request was refused (/diagnostics)
+        self.refusals: dict[str, str] = {}     # source -> why it is refused (/diagnostics)
+        self.refusals_once: set[str] = set()   # of those, said in one /diagnostics message only
         self._scene = None                     # sim: the world the fingers close on (built on first use)
         self._templates = None                 # (joints list, its names, serialized state templates)
         self._source: np.ndarray | None = None  # the state messages' numbers without templates, reused
@@ -321,7 +322,7 @@ class ControllerNode(ContainedNode):
 
     def _on_parameter_event(self, event) -> None:
         """The description node switched its robot (a reload it accepted): follow it when safe."""
-        if not self.reads_description or event.node != self._description_node():
+        if not self.description["description_file"] or event.node != self._description_node():
             return
         changed = {p.name: parameter_value_to_python(p.value)
                    for p in event.changed_parameters if p.name in FOLLOWED}     # not its start-up values
@@ -571,7 +572,7 @@ class ControllerNode(ContainedNode):
             self._refused("~/joint_trajectory", None)
         except (Rejected, HardwareError, GoalRejected) as exc:
             self.get_logger().warning(f"trajectory rejected: {exc}")
-            self._refused("~/joint_trajectory", f"last trajectory rejected: {exc}")
+            self._refused("~/joint_trajectory", f"trajectory rejected: {exc}", once=True)
 
     def _trajectory_joints(self, names: list[str]) -> tuple[list[str], np.ndarray]:
         """The joints a ~/joint_trajectory drives: exactly one controller's joints (e.g. the arm of an arm
@@ -581,14 +582,17 @@ class ControllerNode(ContainedNode):
                 return list(ctl.joints), np.asarray(ctl.index)
         return list(self.joints), np.arange(len(self.joints))
 
-    def _refused(self, source: str, reason: str | None) -> None:
-        """A refusal of ``source`` shown on /diagnostics (None: cleared), published at once."""
+    def _refused(self, source: str, reason: str | None, once: bool = False) -> None:
+        """A refusal of ``source`` on /diagnostics, published at once: in every message until cleared (None),
+        or ``once`` (a request refused: the next message no longer carries it)."""
         with self.lock:
-            changed = self.refusals.get(source) != reason
+            changed = self.refusals.get(source) != reason or once
             if reason is None:
                 self.refusals.pop(source, None)
             else:
                 self.refusals[source] = reason
+                if once:
+                    self.refusals_once.add(source)
         if changed:
             self._publish_diagnostics()
 
@@ -898,6 +902,9 @@ class ControllerNode(ContainedNode):
             sample = self.control.sample if self.control else None
             bus_error, internal_error = self.bus_error, self.internal_error
             refusals = dict(self.refusals)
+            for source in self.refusals_once:
+                self.refusals.pop(source, None)
+            self.refusals_once.clear()
         name = self.get_fully_qualified_name()
         msg = DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()))
         for source, reason in refusals.items():
