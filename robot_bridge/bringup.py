@@ -29,8 +29,8 @@ HARDWARE = ("sim", "canopen")
 # The launch arguments: (name, default, description).  Defaults are strings, as on a launch command line;
 # an empty robot means the embedded default world, an empty srdf the embedded SRDF for it (else none).
 ARGUMENTS = [
-    ("robot", "", "Robot or environment file (.robot.xml, .env.xml, .dae, .zae, .urdf); empty: the embedded "
-                  "LWA3-style arm in its world"),
+    ("robot", "", "Robot or environment file (.robot.xml, .env.xml, .dae, .zae, .urdf, .xacro); empty: the "
+                  "embedded LWA3-style arm in its world"),
     ("srdf", "", "SRDF of the robot; empty: the embedded SRDF for the embedded robot, none otherwise"),
     ("xacro_args", "", "Arguments of a .xacro robot file, 'name:=value other:=value' as on the xacro command "
                        "line (every node's xacro_args)"),
