@@ -24,6 +24,7 @@ DEFAULT_PORT = 8080
 CAMERA_POSITION = (1.6, -1.6, 1.3)      # the browser's initial camera, in the fixed frame (z up)
 CAMERA_LOOK_AT = (0.0, 0.0, 0.45)
 CAMERA_FOV = math.radians(75.0)          # vertical, viser's default
+STATUS_PERIOD = 0.5                  # s between updates of the topic table
 POSE_EPSILON = 1e-5                  # m / quaternion component: a frame that moved less is not resent
 SCAN_RGB = (255, 40, 40)
 PATH_RGB = (255, 170, 0)
@@ -102,6 +103,7 @@ class ViewPage:
         self._images: dict[str, object] = {}
         self._serial = 0
         self.poses_sent = 0
+        self._status_due = 0.0
         scene = self.server.scene
         scene.set_up_direction("+z")
         scene.add_grid("/grid", width=4.0, height=4.0, cell_size=0.25, plane="xy")
@@ -192,26 +194,45 @@ class ViewPage:
     def tick(self, tf: LatestTF, status: Optional[TopicStatus] = None, now: float = 0.0) -> int:
         """Pose every frame node from the latest TF; returns how many poses were sent."""
         with self._lock:
-            frames = {f.tf_frame for f in self._frames.values()}
-            poses = tf.poses(self.fixed_frame, frames)
+            framed_nodes = list(self._frames.values())
+            poses = tf.poses(self.fixed_frame, {f.tf_frame for f in framed_nodes})
+            n = len(framed_nodes)
+            new = np.full((n, 4, 4), np.nan)
+            old = np.full((n, 4, 4), np.nan)
+            for i, framed in enumerate(framed_nodes):
+                pose = poses.get(framed.tf_frame.lstrip("/"))
+                if pose is not None:
+                    new[i] = pose
+                if framed.sent is not None:
+                    old[i] = framed.sent
+            # one comparison for every frame: moved, appeared (old NaN) or lost (new NaN)
+            with np.errstate(invalid="ignore"):
+                moved = ~(np.abs(new - old) <= POSE_EPSILON).all(axis=(1, 2)) if n else np.zeros(0, bool)
             sent = 0
+            index = np.flatnonzero(moved)
+            known = index[~np.isnan(new[index, 0, 0])]
+            quats = {}
+            if len(known):
+                from scipy.spatial.transform import Rotation
+
+                xyzw = Rotation.from_matrix(new[known, :3, :3]).as_quat()
+                quats = dict(zip(known.tolist(), xyzw[:, [3, 0, 1, 2]]))
             with self.server.atomic():
-                for framed in self._frames.values():
-                    pose = poses.get(framed.tf_frame.lstrip("/"))
-                    if pose is None:
+                for i in index.tolist():
+                    framed = framed_nodes[i]
+                    if i not in quats:
                         if framed.sent is not None:
                             framed.handle.visible = False
                             framed.sent = None
                         continue
-                    if framed.sent is not None and np.allclose(pose, framed.sent, atol=POSE_EPSILON, rtol=0):
-                        continue
-                    args = _pose_args(pose)
-                    framed.handle.wxyz, framed.handle.position = args["wxyz"], args["position"]
+                    pose = new[i]
+                    framed.handle.wxyz, framed.handle.position = tuple(quats[i]), tuple(pose[:3, 3])
                     if framed.sent is None:
                         framed.handle.visible = True
                     framed.sent = pose
                     sent += 1
-                if status is not None:
+                if status is not None and now >= self._status_due:
+                    self._status_due = now + STATUS_PERIOD
                     report = status.report(now)
                     if report != self._status.content:
                         self._status.content = report

@@ -17,9 +17,9 @@ READY = "robot-bridge view: serving"        # printed once the page is up (scrip
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=DEFAULT_HOST,
-                        help=f"interface to serve on (default {DEFAULT_HOST}: this host only; 0.0.0.0: every "
-                             "interface -- anyone who reaches the port sees the robot, world and camera images "
-                             "and can send joint goals)")
+                        help=f"interface to serve on (default {DEFAULT_HOST}: this host only; 0.0.0.0: "
+                             "every interface: anyone who reaches the port sees the robot, world and camera "
+                             "images and can send joint goals)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
     parser.add_argument("--fixed-frame", default="world", help="frame the scene is drawn in (default world)")
     parser.add_argument("--rate", type=float, default=30.0, help="page updates per second (default 30)")
@@ -53,7 +53,8 @@ def main(args: argparse.Namespace) -> int:
         try:
             node = ViewNode(namespace=namespace, parameter_overrides=overrides)
         except OSError as exc:          # the port is taken, the address is not this host's
-            print(f"robot-bridge view: error: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
+            print(f"robot-bridge view: error: cannot serve on {args.host}:{args.port}: {exc}",
+                  file=sys.stderr)
             return 2
         print(f"{READY} {node.url}", flush=True)
         executor = SingleThreadedExecutor()
