@@ -74,6 +74,7 @@ setup(
             "sensor_bridge_node = robot_bridge.nodes.sensor_bridge:main",
             "controller_node = robot_bridge.nodes.controller:main",
             "world_node = robot_bridge.nodes.world:main",
+            "view_node = robot_bridge.nodes.view:main",
             "robot-bridge = robot_bridge.cli.main:main",
         ],
     },

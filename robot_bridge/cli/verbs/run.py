@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Keep running when a node cannot load the robot (else: exit status 2)")
     for name, default, description in bringup.ARGUMENTS:
         flag = "--" + name.replace("_", "-")
-        if name in ("use_sim_time", "rviz"):
+        if name in ("use_sim_time", "rviz", "view"):
             parser.add_argument(flag, dest=name, action="store_true", help=description)
         elif name in bringup.BOOLEAN_ARGUMENTS:                 # default true: --environment / --no-...
             parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
