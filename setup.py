@@ -26,6 +26,8 @@ INSTALL_REQUIRES = [
 RAYCAST_REQUIRES = ["embreex", "rtree", "numba"]
 # robot_bridge.planning: roboplan (C++ RRT-Connect, TOPP-RA on pinocchio + coal; it brings pin and coal).
 PLANNING_REQUIRES = ["roboplan>=0.7,<0.8"]
+# robot_bridge.view (robot-bridge view): viser serves the live 3D page (three.js) over a WebSocket.
+VIEW_REQUIRES = ["viser>=1.0,<2"]
 TEST_REQUIRES = [
     "pytest",
     "pytest-timeout",
@@ -60,7 +62,8 @@ setup(
     ],
     python_requires=">=3.10",
     install_requires=INSTALL_REQUIRES,
-    extras_require={"test": TEST_REQUIRES, "raycast": RAYCAST_REQUIRES, "planning": PLANNING_REQUIRES},
+    extras_require={"test": TEST_REQUIRES, "raycast": RAYCAST_REQUIRES, "planning": PLANNING_REQUIRES,
+                    "view": VIEW_REQUIRES},
     zip_safe=True,
     maintainer="robot_bridge maintainers",
     maintainer_email="robot_bridge@example.com",
@@ -72,6 +75,7 @@ setup(
             "sensor_bridge_node = robot_bridge.nodes.sensor_bridge:main",
             "controller_node = robot_bridge.nodes.controller:main",
             "world_node = robot_bridge.nodes.world:main",
+            "view_node = robot_bridge.nodes.view:main",
             "robot-bridge = robot_bridge.cli.main:main",
         ],
     },

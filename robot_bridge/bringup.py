@@ -53,11 +53,13 @@ ARGUMENTS = [
     ("use_sim_time", "false", "Use /clock for every node"),
     ("rviz", "false", "Also start rviz2 with config/robot_bridge.rviz (when rviz2 is not installed: a "
                       "warning, the bridge starts without it)"),
+    ("view", "false", "Also start the live browser view (view_node: http://127.0.0.1:8080/, this host only; "
+                      "robot-bridge view serves it on other interfaces)"),
     ("objects", "", "Object mapping YAML (detection class ids -> body files); given: also start world_node, "
                     "which turns vision_msgs/Detection3DArray on `detections` into environment bodies"),
 ]
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
-BOOLEAN_ARGUMENTS = ("use_sim_time", "rviz", "environment", "keep_going")
+BOOLEAN_ARGUMENTS = ("use_sim_time", "rviz", "environment", "keep_going", "view")
 
 
 def _flag(name: str, value) -> bool:
@@ -87,6 +89,7 @@ class Options:
     environment: bool = True
     use_sim_time: bool = False
     rviz: bool = False
+    view: bool = False
     objects: str = ""
 
     def __post_init__(self):
@@ -253,6 +256,9 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
     if o.rviz:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),
                               arguments=("-d", str(config_file(RVIZ_CONFIG))), optional=True))
+    if o.view:
+        specs.append(NodeSpec(PACKAGE, "view_node", "view_node", ns, dict(common),
+                              factory="robot_bridge.nodes.view:ViewNode"))
     return [_with_files(spec, o) for spec in specs]
 
 

@@ -311,3 +311,11 @@ def test_embedded_default_loads_with_the_readers():
     assert semantics.state("home").values["j4"] == [1.2]
     can = srdf.read_srdf(bringup.DATA_DIR / "can.srdf", world.environment["can"])
     assert list(can.handles) == ["side_grasp"] and can.handles["side_grasp"].link == "can"
+
+
+def test_view_node_only_on_request():
+    assert not [s for s in bringup.node_set() if s.name == "view_node"]
+    specs = bringup.node_set(bringup.Options.from_strings({"view": "true", "namespace": "x"}))
+    view = specs[-1]
+    assert (view.executable, view.namespace) == ("view_node", "/x")
+    assert view.factory == "robot_bridge.nodes.view:ViewNode"

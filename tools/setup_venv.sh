@@ -88,7 +88,7 @@ if [[ $mode == wheels ]]; then
 fi
 
 note "installing robot_bridge (editable) with the test, raycast and planning extras"
-"$VPY" -m pip install -q -e '.[test,raycast,planning]'
+"$VPY" -m pip install -q -e '.[test,raycast,planning,view]'
 
 "$VPY" -c 'import rclpy; from tf2_msgs.msg import TFMessage; from sensor_msgs.msg import LaserScan' \
     || die "the venv cannot import rclpy / tf2_msgs / sensor_msgs after setup"

@@ -11,7 +11,7 @@ from .. import __version__
 from ..errors import DescriptionError
 
 PROG = "robot-bridge"
-VERBS = ("inspect", "check", "convert", "moveit-config", "render", "run")
+VERBS = ("inspect", "check", "convert", "moveit-config", "render", "run", "view")
 VERB_PACKAGE = "robot_bridge.cli.verbs"
 EXIT_INPUT_ERROR = 2
 
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
             print(f"{PROG}: no verbs installed", file=sys.stderr)
             return 1
         args = build_parser(verbs).parse_args(argv)
-        if args.verb == "run":          # from here a Ctrl-C is a recorded stop request (cli/stop.py)
+        if args.verb in ("run", "view"):    # from here a Ctrl-C is a recorded stop request (cli/stop.py)
             from .stop import record_stop_requests
 
             previous = record_stop_requests()

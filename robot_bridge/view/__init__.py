@@ -1,0 +1,10 @@
+"""The live browser view (``robot-bridge view``), rclpy-free.
+
+- :mod:`.scene`: the robot of a robot_description (URDF text) as coloured triangle meshes per link;
+- :mod:`.tf_cdr`: /tf and /tf_static as serialized TFMessages, latest pose per frame (older samples of
+  the same frames are skipped without being decoded);
+- :mod:`.status`: when each topic was last heard from, and which are stale;
+- :mod:`.page`: the page itself (viser: three.js in the browser over a WebSocket), updated at its own rate.
+
+The ROS side (subscriptions, the joint-goal action client) is ``robot_bridge.nodes.view``.
+"""

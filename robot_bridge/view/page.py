@@ -1,0 +1,340 @@
+"""The page: a viser server (three.js in the browser, scene and GUI over one WebSocket).
+
+Everything here is plain data in, scene updates out; :meth:`ViewPage.tick` is called at the page rate
+(default 30 Hz) and poses every frame node from the latest TF (latest pose wins: however fast /tf is, the
+browser gets at most one pose per frame and tick, and only for frames that moved).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from ..model.transform import to_quat_wxyz
+from .scene import JointSlider, RobotScene, primitive_part
+from .status import TopicStatus
+from .tf_cdr import LatestTF
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+CAMERA_POSITION = (1.6, -1.6, 1.3)      # the browser's initial camera, in the fixed frame (z up)
+CAMERA_LOOK_AT = (0.0, 0.0, 0.45)
+CAMERA_FOV = math.radians(75.0)          # vertical, viser's default
+STATUS_PERIOD = 0.5                  # s between updates of the topic table
+POSE_EPSILON = 1e-5                  # m / quaternion component: a frame that moved less is not resent
+SCAN_RGB = (255, 40, 40)
+PATH_RGB = (255, 170, 0)
+IMU_RGB = (40, 220, 40)
+IMU_METRES_PER_MS2 = 0.03            # arrow length per m/s^2 of linear acceleration
+MAX_SCAN_POINTS = 100_000
+MAX_MARKERS = 10_000
+
+
+@dataclass
+class MarkerShape:
+    """A visualization_msgs/Marker the page draws (CUBE, SPHERE, CYLINDER, MESH_RESOURCE, TRIANGLE_LIST)."""
+
+    key: tuple[str, int]               # (ns, id)
+    frame: str
+    kind: str                          # box | sphere | cylinder | mesh | triangles
+    pose: np.ndarray                   # 4x4 in frame
+    scale: np.ndarray                  # 3
+    rgba: tuple[float, float, float, float]
+    mesh_path: str = ""                # kind mesh: a local file
+    triangles: Optional[np.ndarray] = None     # kind triangles: (3k, 3) corners
+
+
+def scan_points(ranges, angle_min: float, angle_increment: float, range_min: float, range_max: float
+                ) -> np.ndarray:
+    """(n, 3) points in the scan frame of the finite ranges within [range_min, range_max]."""
+    r = np.asarray(ranges, dtype=float)[:MAX_SCAN_POINTS]
+    a = angle_min + angle_increment * np.arange(len(r))
+    ok = np.isfinite(r) & (r >= range_min) & (r <= range_max)
+    return np.stack([r[ok] * np.cos(a[ok]), r[ok] * np.sin(a[ok]), np.zeros(int(ok.sum()))], axis=1)
+
+
+def depth_to_rgb(depth: np.ndarray, max_range: float = 0.0) -> np.ndarray:
+    """A depth image (metres; NaN/inf/0 unknown) as grey levels, near bright; unknown black."""
+    d = np.asarray(depth, dtype=float)
+    ok = np.isfinite(d) & (d > 0)
+    far = max_range or (float(d[ok].max()) if ok.any() else 1.0)
+    grey = np.zeros(d.shape, dtype=np.uint8)
+    grey[ok] = (255 * (1.0 - np.clip(d[ok] / far, 0.0, 1.0)) * 0.85 + 38).astype(np.uint8)
+    return np.repeat(grey[..., None], 3, axis=2)
+
+
+def _rgb255(rgba) -> tuple[int, int, int]:
+    return tuple(int(round(min(max(c, 0.0), 1.0) * 255)) for c in rgba[:3])
+
+
+def _pose_args(m: np.ndarray) -> dict:
+    return {"wxyz": tuple(float(v) for v in to_quat_wxyz(m[:3, :3])),
+            "position": tuple(float(v) for v in m[:3, 3])}
+
+
+@dataclass
+class _Framed:
+    """A scene frame node posed from TF each tick."""
+
+    tf_frame: str
+    handle: object
+    sent: Optional[np.ndarray] = None
+    children: list = field(default_factory=list)
+
+
+class ViewPage:
+    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, fixed_frame: str = "world",
+                 on_joint_goal: Optional[Callable[[dict], str]] = None, label: str = "robot_bridge"):
+        import viser
+
+        self.server = viser.ViserServer(host=host, port=port, label=label, verbose=False)
+        self.fixed_frame = fixed_frame
+        self.on_joint_goal = on_joint_goal
+        self._lock = threading.RLock()
+        self._frames: dict[str, _Framed] = {}          # scene name -> framed node
+        self._robot_nodes: list[str] = []
+        self._markers: dict[tuple[str, int], str] = {}
+        self._sliders: dict[str, object] = {}
+        self._slider_folder = None
+        self._images: dict[str, object] = {}
+        self._serial = 0
+        self.poses_sent = 0
+        self._status_due = 0.0
+        scene = self.server.scene
+        scene.set_up_direction("+z")
+        scene.add_grid("/grid", width=4.0, height=4.0, cell_size=0.25, plane="xy")
+        self.server.initial_camera.position = CAMERA_POSITION
+        self.server.initial_camera.look_at = CAMERA_LOOK_AT
+        gui = self.server.gui
+        self._title = gui.add_markdown("**robot_bridge live view**: waiting for `/robot_description`")
+        with gui.add_folder("Topics"):
+            self._status = gui.add_markdown("")
+        self._notes = gui.add_markdown("")
+        self._goal_result = None
+
+    # -- the robot ------------------------------------------------------------------------------------
+    def set_robot(self, scene: RobotScene, sliders: list[JointSlider]) -> None:
+        """Replace the drawn robot (a new robot_description) and the joint sliders."""
+        with self._lock:
+            for name in self._robot_nodes:
+                self._frames.pop(name, None)
+                self.server.scene.remove_by_name(name)
+            self._robot_nodes = []
+            by_link: dict[str, list] = {}
+            for part in scene.parts:
+                by_link.setdefault(part.link, []).append(part)
+            for i, link in enumerate(scene.links):
+                name = f"/robot/l{i}"
+                handle = self.server.scene.add_frame(name, show_axes=False, visible=False)
+                self._frames[name] = _Framed(link, handle)
+                self._robot_nodes.append(name)
+                for k, part in enumerate(by_link.get(link, ())):
+                    self.server.scene.add_mesh_simple(
+                        f"{name}/p{k}", part.vertices, part.faces, color=_rgb255(part.rgba),
+                        opacity=None if part.rgba[3] >= 1.0 else float(part.rgba[3]), side="double")
+            note = f" ({len(scene.notes)} visuals not drawn)" if scene.notes else ""
+            self._title.content = (f"**robot_bridge live view**: `{scene.name}`, {len(scene.links)} links, "
+                                   f"{scene.triangles} triangles{note}")
+            self._notes.content = "\n\n".join(f"- {n}" for n in scene.notes[:20])
+            self._set_sliders(sliders)
+
+    def _set_sliders(self, sliders: list[JointSlider]) -> None:
+        if self._slider_folder is not None:
+            self._slider_folder.remove()
+        self._sliders = {}
+        gui = self.server.gui
+        self._slider_folder = gui.add_folder("Joints (goal via FollowJointTrajectory)")
+        with self._slider_folder:
+            for s in sliders:
+                lo, hi = (s.lower, s.upper) if s.upper > s.lower else (-math.pi, math.pi)
+                self._sliders[s.name] = gui.add_slider(s.name, min=lo, max=hi, step=(hi - lo) / 1000.0,
+                                                       initial_value=min(max(0.0, lo), hi))
+            button = gui.add_button("Send goal")
+            self._goal_result = gui.add_markdown("")
+
+            @button.on_click
+            def _(_event) -> None:
+                self.send_goal()
+
+    def slider_values(self) -> dict[str, float]:
+        with self._lock:
+            return {name: float(h.value) for name, h in self._sliders.items()}
+
+    def set_slider_values(self, values: dict[str, float]) -> None:
+        with self._lock:
+            for name, value in values.items():
+                h = self._sliders.get(name)
+                if h is not None:
+                    h.value = float(min(max(value, h.min), h.max))
+
+    def send_goal(self, values: Optional[dict[str, float]] = None) -> str:
+        """Ask ``on_joint_goal`` to move the joints to the sliders' values (or ``values``)."""
+        goal = self.slider_values() if values is None else dict(values)
+        text = self.on_joint_goal(goal) if self.on_joint_goal else "no controller connected"
+        if self._goal_result is not None:
+            self._goal_result.content = text
+        return text
+
+    def set_goal_result(self, text: str) -> None:
+        if self._goal_result is not None:
+            self._goal_result.content = text
+
+    # -- frames posed from TF ----------------------------------------------------------------------------
+    def _framed(self, name: str, tf_frame: str) -> _Framed:
+        framed = self._frames.get(name)
+        if framed is None or framed.tf_frame != tf_frame:
+            handle = self.server.scene.add_frame(name, show_axes=False, visible=False)
+            framed = self._frames[name] = _Framed(tf_frame, handle)
+        return framed
+
+    def tick(self, tf: LatestTF, status: Optional[TopicStatus] = None, now: float = 0.0) -> int:
+        """Pose every frame node from the latest TF; returns how many poses were sent."""
+        with self._lock:
+            framed_nodes = list(self._frames.values())
+            poses = tf.poses(self.fixed_frame, {f.tf_frame for f in framed_nodes})
+            n = len(framed_nodes)
+            new = np.full((n, 4, 4), np.nan)
+            old = np.full((n, 4, 4), np.nan)
+            for i, framed in enumerate(framed_nodes):
+                pose = poses.get(framed.tf_frame.lstrip("/"))
+                if pose is not None:
+                    new[i] = pose
+                if framed.sent is not None:
+                    old[i] = framed.sent
+            # one comparison for every frame: moved, appeared (old NaN) or lost (new NaN)
+            with np.errstate(invalid="ignore"):
+                moved = ~(np.abs(new - old) <= POSE_EPSILON).all(axis=(1, 2)) if n else np.zeros(0, bool)
+            sent = 0
+            index = np.flatnonzero(moved)
+            known = index[~np.isnan(new[index, 0, 0])]
+            quats = {}
+            if len(known):
+                from scipy.spatial.transform import Rotation
+
+                xyzw = Rotation.from_matrix(new[known, :3, :3]).as_quat()
+                quats = dict(zip(known.tolist(), xyzw[:, [3, 0, 1, 2]]))
+            with self.server.atomic():
+                for i in index.tolist():
+                    framed = framed_nodes[i]
+                    if i not in quats:
+                        if framed.sent is not None:
+                            framed.handle.visible = False
+                            framed.sent = None
+                        continue
+                    pose = new[i]
+                    framed.handle.wxyz, framed.handle.position = tuple(quats[i]), tuple(pose[:3, 3])
+                    if framed.sent is None:
+                        framed.handle.visible = True
+                    framed.sent = pose
+                    sent += 1
+                if status is not None and now >= self._status_due:
+                    self._status_due = now + STATUS_PERIOD
+                    report = status.report(now)
+                    if report != self._status.content:
+                        self._status.content = report
+            self.poses_sent += sent
+            return sent
+
+    # -- sensors -----------------------------------------------------------------------------------------
+    def set_scan(self, topic: str, frame: str, points: np.ndarray) -> None:
+        with self._lock:
+            name = "/sensors/" + _node_name(topic)
+            self._framed(name, frame)
+            self.server.scene.add_point_cloud(name + "/points", np.asarray(points, dtype=np.float32),
+                                              colors=SCAN_RGB, point_size=0.02, point_shape="circle")
+
+    def set_imu(self, topic: str, frame: str, acceleration) -> None:
+        with self._lock:
+            name = "/sensors/" + _node_name(topic)
+            self._framed(name, frame)
+            a = np.asarray(acceleration, dtype=float)
+            if not np.isfinite(a).all():
+                return
+            tip = a * IMU_METRES_PER_MS2
+            self.server.scene.add_arrows(name + "/arrow", np.array([[[0.0, 0.0, 0.0], tip]]), colors=IMU_RGB,
+                                         shaft_radius=0.006, head_radius=0.015, head_length=0.04)
+
+    def set_image(self, label: str, image: np.ndarray) -> None:
+        with self._lock:
+            handle = self._images.get(label)
+            if handle is None:
+                with self.server.gui.add_folder(label):
+                    self._images[label] = self.server.gui.add_image(image, label=label, format="jpeg",
+                                                                    jpeg_quality=80)
+            else:
+                handle.image = image
+
+    def set_path(self, points: Optional[np.ndarray]) -> None:
+        """The planned path (tool positions in the fixed frame) as a polyline; None removes it."""
+        with self._lock:
+            if points is None or len(points) < 2:
+                self.server.scene.remove_by_name("/path")
+                return
+            p = np.asarray(points, dtype=np.float32)
+            segments = np.stack([p[:-1], p[1:]], axis=1)
+            self.server.scene.add_line_segments("/path", segments, colors=PATH_RGB, line_width=3.0)
+
+    # -- world bodies (markers) --------------------------------------------------------------------------
+    def apply_markers(self, add: list[MarkerShape], delete: list[tuple[str, int]], delete_all: bool = False
+                      ) -> None:
+        with self._lock:
+            if delete_all:
+                delete = list(self._markers)
+            for key in delete:
+                name = self._markers.pop(key, None)
+                if name is not None:
+                    self._frames.pop(name, None)
+                    self.server.scene.remove_by_name(name)
+            for m in add:
+                if m.key not in self._markers and len(self._markers) >= MAX_MARKERS:
+                    continue
+                name = self._markers.get(m.key)
+                if name is None:
+                    self._serial += 1
+                    name = self._markers[m.key] = f"/world/m{self._serial}"
+                else:
+                    self.server.scene.remove_by_name(name)
+                    self._frames.pop(name, None)
+                self._framed(name, m.frame)
+                _draw_marker(self.server.scene, name + "/shape", m)
+
+    def close(self) -> None:
+        self.server.stop()
+
+    @property
+    def port(self) -> int:
+        return self.server.get_port()
+
+
+def _node_name(topic: str) -> str:
+    return topic.strip("/").replace("/", "_") or "topic"
+
+
+def _draw_marker(scene, name: str, m: MarkerShape) -> None:
+    from ..model.geometry import Box, Cylinder, Sphere
+
+    rgb = _rgb255(m.rgba)
+    opacity = None if m.rgba[3] >= 1.0 else float(m.rgba[3])
+    s = np.asarray(m.scale, dtype=float)
+    if m.kind in ("box", "sphere", "cylinder"):
+        shape = {"box": Box(s / 2.0), "sphere": Sphere(0.5), "cylinder": Cylinder(0.5, 1.0)}[m.kind]
+        part = primitive_part("", shape, np.eye(4), m.rgba)
+        vertices = part.vertices * (s if m.kind != "box" else 1.0)
+        scene.add_mesh_simple(name, vertices, part.faces, color=rgb, opacity=opacity, side="double",
+                              **_pose_args(m.pose))
+    elif m.kind == "mesh":
+        from ..formats.meshes import load_triangles
+
+        vertices, faces = load_triangles(m.mesh_path, s)
+        scene.add_mesh_simple(name, vertices.astype(np.float32), faces.astype(np.uint32), color=rgb,
+                              opacity=opacity, side="double", **_pose_args(m.pose))
+    elif m.kind == "triangles" and m.triangles is not None and len(m.triangles) >= 3:
+        corners = np.asarray(m.triangles, dtype=np.float32)[: len(m.triangles) // 3 * 3]
+        corners = corners * s.astype(np.float32)
+        faces = np.arange(len(corners), dtype=np.uint32).reshape(-1, 3)
+        scene.add_mesh_simple(name, corners, faces, color=rgb, opacity=opacity, side="double",
+                              **_pose_args(m.pose))

@@ -1,0 +1,127 @@
+"""A real headless browser for the view tests: Debian's chromium driven over the Chrome DevTools protocol
+(the ``websockets`` client viser brings).  :func:`find_browser` says why none can be had."""
+
+from __future__ import annotations
+
+import base64
+import io
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--enable-unsafe-swiftshader",            # WebGL on the software renderer (no GPU here)
+         "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0"]
+
+
+def find_browser() -> tuple[str | None, str]:
+    """(path of chromium, "") or (None, why not)."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path, ""
+    return None, "no chromium on PATH (Debian: apt-get install -y chromium; .ci/run installs it)"
+
+
+class Browser:
+    def __init__(self, path: str, width: int = 1000, height: int = 700, timeout: float = 60.0):
+        from websockets.sync.client import connect
+
+        self.profile = tempfile.mkdtemp(prefix="view-browser-")
+        self.proc = subprocess.Popen([path, *FLAGS, f"--user-data-dir={self.profile}",
+                                      f"--window-size={width},{height}", "about:blank"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port_file = Path(self.profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + timeout
+        while not port_file.is_file() or not port_file.read_text().strip():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.close()
+                raise RuntimeError("chromium did not open its DevTools port")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        while True:
+            try:
+                targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=10))
+                page = next(t for t in targets if t.get("type") == "page")
+                break
+            except (OSError, StopIteration):
+                if time.monotonic() > deadline:
+                    self.close()
+                    raise
+                time.sleep(0.2)
+        self.ws = connect(page["webSocketDebuggerUrl"], max_size=64 << 20, open_timeout=timeout)
+        self._ids = itertools.count(1)
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
+                  mobile=False)
+
+    def call(self, method: str, timeout: float = 180.0, **params) -> dict:
+        msg_id = next(self._ids)
+        self.ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+            if reply.get("id") == msg_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+
+    def open(self, url: str, timeout: float = 60.0) -> None:
+        """Navigate and wait until the document has loaded."""
+        self.call("Page.navigate", url=url)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.evaluate("document.readyState") == "complete":
+                    return
+            except RuntimeError:          # the new document is not attached yet
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{url} did not load within {timeout} s")
+
+    def evaluate(self, expression: str):
+        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def screenshot(self) -> np.ndarray:
+        """The page as an (h, w, 3) uint8 RGB array."""
+        from PIL import Image
+
+        for attempt in range(20):
+            try:
+                data = base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
+                break
+            except RuntimeError:          # "Not attached to an active page" while the page settles
+                if attempt == 19:
+                    raise
+                time.sleep(0.5)
+        return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+
+    def close(self) -> None:
+        ws = getattr(self, "ws", None)
+        if ws is not None:
+            try:
+                ws.close()
+            except Exception:
+                pass
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def save_png(image: np.ndarray, path) -> None:
+    from PIL import Image
+
+    Image.fromarray(image).save(os.fspath(path))

@@ -1,0 +1,280 @@
+"""The live view in a real headless browser (Debian's chromium over the DevTools protocol).
+
+The bridge (description, sensor bridge, controller, world node: ``robot-bridge run --objects``) runs as its
+own process; the view node runs in this process (so the test can read its TF and press its "Send goal"
+path) and serves the page on a free port of 127.0.0.1.  Truth is independent of the page: where the robot
+must appear is its links' TF positions projected through the page's initial camera; the ball's colour is its
+body file's; the scan's colour is the page's scan colour.  Skipped, with the reason, without a browser."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+pytest.importorskip("viser")
+pytest.importorskip("websockets")
+pytest.importorskip("control_msgs.action")
+pytest.importorskip("vision_msgs.msg")
+
+from browser import Browser, find_browser, save_png  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+OBJECTS = REPO / "robot_bridge" / "data" / "objects.yaml"
+WIDTH, HEIGHT = 1000, 700
+PANEL_LEFT = 640                 # the GUI panel covers x >= this (viser's right-hand panel)
+BALL_AT = (0.45, -0.35, 0.05)    # world frame; in view of the initial camera, clear of the arm
+GOAL = {"j2": 1.1, "j4": 1.2}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout: float = 90.0, period: float = 0.5):
+    """Poll until ``predicate()`` is truthy (its value) or the deadline (None); the deadline only guards
+    hangs: a loaded CI machine renders WebGL in software slowly."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value is not None and value is not False:
+            return value
+        time.sleep(period)
+    return None
+
+
+def project(points: np.ndarray) -> np.ndarray:
+    """Pixel (x, y) of world points through the page's initial camera (pinhole, z up, vertical fov)."""
+    from robot_bridge.view.page import CAMERA_FOV, CAMERA_LOOK_AT, CAMERA_POSITION
+
+    eye, target = np.array(CAMERA_POSITION), np.array(CAMERA_LOOK_AT)
+    forward = (target - eye) / np.linalg.norm(target - eye)
+    right = np.cross(forward, (0.0, 0.0, 1.0))
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    d = np.asarray(points, dtype=float) - eye
+    z = d @ forward
+    f = (HEIGHT / 2) / math.tan(CAMERA_FOV / 2)
+    return np.stack([WIDTH / 2 + f * (d @ right) / z, HEIGHT / 2 - f * (d @ up) / z], axis=1)
+
+
+def hsv(image: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rgb = image.astype(float) / 255.0
+    mx, mn = rgb.max(axis=2), rgb.min(axis=2)
+    delta = np.where(mx > mn, mx - mn, 1.0)
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    hue = np.where(mx == r, ((g - b) / delta) % 6,
+                   np.where(mx == g, (b - r) / delta + 2, (r - g) / delta + 4))
+    hue = np.where(mx > mn, hue * 60.0, 0.0)
+    sat = np.where(mx > 0, (mx - mn) / np.where(mx > 0, mx, 1.0), 0.0)
+    return hue, sat, mx
+
+
+def robot_blue(image):       # the arm's links: URDF colour (0.2, 0.4, 0.8), hue 220
+    h, s, v = hsv(image)
+    return (abs(h - 220) < 20) & (s > 0.45) & (v > 0.25)
+
+
+def ball_yellow(image):      # ball.kinbody.xml: diffuseColor 0.9 0.8 0.1, hue 53
+    h, s, v = hsv(image)
+    return (abs(h - 53) < 9) & (s > 0.5) & (v > 0.35)
+
+
+def scan_red(image):         # robot_bridge.view.page.SCAN_RGB (255, 40, 40), hue 0
+    h, s, v = hsv(image)
+    return ((h < 8) | (h > 352)) & (s > 0.6) & (v > 0.5)
+
+
+def scene_part(mask):
+    out = mask.copy()
+    out[:, PANEL_LEFT:] = False
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser_path():
+    path, why = find_browser()
+    if path is None:
+        pytest.skip(why)
+    return path
+
+
+@pytest.fixture
+def bridge(browser_path):
+    proc = subprocess.Popen([sys.executable, "-m", "robot_bridge.cli.main", "run", "--objects", str(OBJECTS)],
+                            cwd=REPO, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read():
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("robot-bridge run: ready"):
+                ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert ready.wait(180), "the bridge did not start:\n" + "".join(lines[-30:])
+    yield lines
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    reader.join(timeout=10)
+    assert "Traceback" not in "".join(lines), "".join(lines[-40:])
+
+
+@pytest.fixture
+def view(bridge):
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from robot_bridge.nodes.view import ViewNode
+
+    context = rclpy.Context()
+    context.init()
+    node = ViewNode(context=context, parameter_overrides=[Parameter("port", value=free_port())])
+    detector = rclpy.create_node("view_test_detector", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    executor.add_node(detector)
+
+    def spin():
+        try:
+            executor.spin()
+        except ExternalShutdownException:
+            pass
+
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    yield node, detector
+    executor.shutdown(timeout_sec=10)
+    thread.join(timeout=10)
+    node.destroy_node()
+    detector.destroy_node()
+    context.try_shutdown()
+
+
+@pytest.fixture
+def page(view, browser_path, tmp_path):
+    browser = Browser(browser_path, WIDTH, HEIGHT)
+    browser.open(view[0].url)
+    yield browser
+    browser.close()
+
+
+@pytest.mark.timeout(900)
+def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_and_the_scan(view, page,
+                                                                                             tmp_path):
+    from geometry_msgs.msg import Pose
+    from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose
+
+    node, detector = view
+    shots = tmp_path
+
+    # the robot: its links' TF positions, through the page's camera, bound where its blue must be
+    scene = wait_for(lambda: node._scene, 120)
+    assert scene is not None and scene.name == "lwa3_gripper"
+    arm = [link for link in scene.links if link.startswith("link")]
+
+    def robot_region():
+        poses = node.tf.poses("world", arm)
+        if len(poses) < len(arm):
+            return None
+        px = project(np.array([p[:3, 3] for p in poses.values()]))
+        return px[:, 0].min() - 60, px[:, 0].max() + 60, px[:, 1].min() - 60, px[:, 1].max() + 60
+
+    region = wait_for(robot_region, 60)
+    assert region is not None, "no TF for the arm's links"
+
+    def drawn():
+        image = page.screenshot()
+        blue = scene_part(robot_blue(image))
+        return image if blue.sum() > 300 else None
+
+    before = wait_for(drawn, 180)
+    assert before is not None, "the robot's blue never appeared on the page"
+    save_png(before, shots / "robot.png")
+    blue = scene_part(robot_blue(before))
+    ys, xs = np.nonzero(blue)
+    x0, x1, y0, y1 = region
+    inside = (xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1)
+    assert inside.mean() > 0.95, f"robot pixels outside the projected region {region}: {inside.mean():.2f}"
+    assert x0 < xs.mean() < x1 and y0 < ys.mean() < y1
+
+    # the scan: the simulated base laser's points are drawn in the page's scan colour
+    assert wait_for(lambda: scene_part(scan_red(page.screenshot())).sum() > 30, 60), "no scan points drawn"
+
+    # a joint goal through FollowJointTrajectory (what "Send goal" calls): the arm moves on the page
+    target = {**{s.name: 0.0 for s in scene.sliders}, **GOAL}
+    answer = wait_for(lambda: (lambda t: t if "joints in" in t else None)(node.send_joint_goal(target)), 60)
+    assert answer, "no controller took the goal"
+    assert wait_for(lambda: all(abs(node._joint_positions.get(j, 9.0) - v) < 0.02 for j, v in GOAL.items()),
+                    60), "the controller never reached the goal"
+
+    def moved():
+        image = page.screenshot()
+        now_blue = scene_part(robot_blue(image))
+        return image if (now_blue ^ blue).sum() > 1500 else None
+
+    after = wait_for(moved, 60)
+    assert after is not None, "the arm did not move on the page"
+    save_png(after, shots / "moved.png")
+    changed = np.nonzero(scene_part(robot_blue(after)) ^ blue)
+    moved_poses = node.tf.poses("world", arm)
+    px = project(np.array([p[:3, 3] for p in moved_poses.values()]))
+    lo_x, hi_x = min(x0, px[:, 0].min() - 60), max(x1, px[:, 0].max() + 60)
+    lo_y, hi_y = min(y0, px[:, 1].min() - 60), max(y1, px[:, 1].max() + 60)
+    within = (changed[1] >= lo_x) & (changed[1] <= hi_x) & (changed[0] >= lo_y) & (changed[0] <= hi_y)
+    assert within.mean() > 0.95, "the change is not where the arm is"
+
+    # a detected ball appears, in its class colour, where it was detected
+    (bx, by), = project(np.array([BALL_AT]))
+    near_ball = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    near_ball[max(0, int(by) - 50):int(by) + 50, max(0, int(bx) - 50):int(bx) + 50] = True
+    assert (ball_yellow(after) & near_ball).sum() < 20, "yellow where the ball will be, before it is detected"
+    publisher = detector.create_publisher(Detection3DArray, "/detections", 10)
+
+    def detect():
+        msg = Detection3DArray()
+        msg.header.frame_id = "world"
+        msg.header.stamp = detector.get_clock().now().to_msg()
+        det = Detection3D()
+        hyp = ObjectHypothesisWithPose()
+        hyp.hypothesis.class_id, hyp.hypothesis.score = "ball", 1.0
+        hyp.pose.pose = Pose()
+        hyp.pose.pose.position.x, hyp.pose.pose.position.y, hyp.pose.pose.position.z = BALL_AT
+        hyp.pose.pose.orientation.w = 1.0
+        det.results.append(hyp)
+        msg.detections.append(det)
+        publisher.publish(msg)
+
+    def ball():
+        detect()
+        image = page.screenshot()
+        yellow = scene_part(ball_yellow(image)) & near_ball
+        return (image, yellow) if yellow.sum() > 100 else None
+
+    seen = wait_for(ball, 90)
+    assert seen is not None, "the detected ball never appeared"
+    image, yellow = seen
+    save_png(image, shots / "ball.png")
+    ys, xs = np.nonzero(yellow)
+    assert abs(xs.mean() - bx) < 25 and abs(ys.mean() - by) < 25, (xs.mean(), ys.mean(), bx, by)
