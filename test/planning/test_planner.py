@@ -239,7 +239,7 @@ def test_grasp_failures_are_typed(fresh):
     planner = fresh
     with pytest.raises(errors.InvalidObject) as info:
         planner.plan_grasp(GraspGoal("hand", "no_such_body", side_handle()))
-    assert info.value.code == errors.INVALID_OBJECT_NAME == -23
+    assert info.value.code == errors.INVALID_OBJECT_NAME == -19
     planner.add_body("ball_0", ball_body())
     with pytest.raises(errors.InvalidObject):
         planner.plan_grasp(GraspGoal("hand", "ball_0", "no_such_handle"))
@@ -254,18 +254,29 @@ def test_grasp_failures_are_typed(fresh):
 
 
 # -- bad goals ---------------------------------------------------------------------------------------------
+def test_error_codes_are_moveit_msgs_values():
+    codes = pytest.importorskip("moveit_msgs.msg", reason="moveit_msgs is not built into this "
+                                "environment").MoveItErrorCodes
+    ours = {k: v for k, v in vars(errors).items() if k.isupper() and isinstance(v, int) and k != "CODE_NAMES"}
+    assert len(ours) >= 20
+    for name, value in ours.items():
+        assert getattr(codes, name) == value, name
+    for kind in [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.PlanningError)]:
+        assert kind.code in ours.values(), kind
+
+
 def test_bad_goals_get_typed_failures(fresh):
     planner = fresh
     cases = [
         (lambda: planner.plan(JointGoal({"j1": 0.5}), group="no_such_group"), errors.InvalidGroup, -15),
-        (lambda: planner.plan(JointGoal({"no_such_joint": 0.5})), errors.InvalidGoal, -17),
-        (lambda: planner.plan(JointGoal({"j1": 10.0}), group="arm"), errors.InvalidGoal, -17),
-        (lambda: planner.plan(NamedGoal("no_such_state")), errors.InvalidGoal, -17),
+        (lambda: planner.plan(JointGoal({"no_such_joint": 0.5})), errors.InvalidGoal, -16),
+        (lambda: planner.plan(JointGoal({"j1": 10.0}), group="arm"), errors.GoalStateInvalid, -27),
+        (lambda: planner.plan(NamedGoal("no_such_state")), errors.InvalidGoal, -16),
         (lambda: planner.plan(JointGoal({"j1": 0.5}), start={"no_such_joint": 0.0}), errors.InvalidRobotState,
-         -11),
-        (lambda: planner.plan(JointGoal({"j1": 0.5}), start={"j2": 5.0}), errors.InvalidRobotState, -11),
+         -17),
+        (lambda: planner.plan(JointGoal({"j1": 0.5}), start={"j2": 5.0}), errors.StartStateInvalid, -26),
         (lambda: planner.plan(PoseGoal("arm", far_pose())), errors.NoIKSolution, -31),
-        (lambda: planner.plan(PoseGoal("arm", np.eye(4), frame="no_such_link")), errors.InvalidGoal, -17),
+        (lambda: planner.plan(PoseGoal("arm", np.eye(4), frame="no_such_link")), errors.InvalidLinkName, -18),
     ]
     for call, kind, code in cases:
         with pytest.raises(kind) as info:
