@@ -113,3 +113,19 @@ class MasterModel:
         except PlanningError as exc:
             return PlanResult(exc.code, str(exc))
         return PlanResult(SUCCESS, "planned", plan)
+
+
+def scale_trajectory(trajectory, velocity_factor: float = 1.0, acceleration_factor: float = 1.0):
+    """The same path slowed down uniformly so that its velocities stay within ``velocity_factor`` and its
+    accelerations within ``acceleration_factor`` of what they were (MoveIt's scaling factors; a factor
+    outside (0, 1] counts as 1)."""
+    from .goals import Trajectory
+
+    def valid(f: float) -> float:
+        return float(f) if math.isfinite(f) and 0.0 < f <= 1.0 else 1.0
+
+    k = max(1.0 / valid(velocity_factor), math.sqrt(1.0 / valid(acceleration_factor)))
+    if k == 1.0:
+        return trajectory
+    return Trajectory(list(trajectory.joint_names), trajectory.times * k, trajectory.positions.copy(),
+                      trajectory.velocities / k, trajectory.accelerations / (k * k))
