@@ -62,9 +62,12 @@ PARAMETERS = params.schema(
                                                  "detected bodies (empty: no world bodies)",
           read_only=True, string="name"),
     Param("joint_states_topic", "joint_states", "Joint states of the robot", read_only=True, string="name"),
-    Param("description_file", "", "Robot file whose joint acceleration limits the controller uses (a URDF "
-                                  "carries none); empty: default_acceleration for every joint",
+    Param("description_file", "", "Robot file whose joint acceleration limits the controller uses and whose "
+                                  "environment bodies are planned around (a URDF carries neither); empty: "
+                                  "default_acceleration for every joint, world_node's bodies only",
           read_only=True, string="text"),
+    Param("environment", True, "Plan around the environment bodies of description_file (as the description "
+                               "node publishes them on /tf_static)", read_only=True),
     Param("search_path", params.STRING_ARRAY, "Directories searched for includes, meshes and body files",
           read_only=True, string="text"),
     Param("default_acceleration", 2.0, "Acceleration limit of joints without one (the controller's default)",
@@ -157,7 +160,8 @@ class PlannerNode(ContainedNode):
         self.world_frame = str(self.params.get("world_frame")) or frames.WORLD_FRAME
         self.frame_prefix = str(self.params.get("frame_prefix"))
         search = list(self.params.get("search_path") or [])
-        self.model = MasterModel(search, self._acceleration_limits(search), seed=int(self.params.get("seed")),
+        accelerations, environment = self._robot_file(search)
+        self.model = MasterModel(search, accelerations, environment, seed=int(self.params.get("seed")),
                                  default_acceleration=float(self.params.get("default_acceleration")))
         self.model_lock = threading.RLock()           # the model: the worker and the plan service
         self._input_lock = threading.Lock()
@@ -198,20 +202,23 @@ class PlannerNode(ContainedNode):
         self._worker = threading.Thread(target=self._work, name="planner_node.worker", daemon=True)
         self._worker.start()
 
-    def _acceleration_limits(self, search: list) -> dict:
+    def _robot_file(self, search: list) -> tuple[dict, dict]:
+        """The robot file's joint acceleration limits and environment bodies (a URDF carries neither)."""
         path = self.params.get("description_file")
         if not path:
-            return {}
+            return {}, {}
         try:
             from ..formats import load
 
             robot = load(path, search_path=search or None)
         except Exception as exc:  # bad file: the default acceleration serves, reported once
             self.get_logger().error(f"description_file {path!r} not read ({type(exc).__name__}: {exc}); "
-                                    "default_acceleration for every joint")
-            return {}
-        return {j.name: float(j.acceleration[0]) for j in robot.active_joints
-                if j.dof == 1 and float(j.acceleration[0]) > 0}
+                                    "default_acceleration for every joint, no environment bodies")
+            return {}, {}
+        accelerations = {j.name: float(j.acceleration[0]) for j in robot.active_joints
+                         if j.dof == 1 and float(j.acceleration[0]) > 0}
+        environment = dict(robot.environment) if self.params.get("environment") else {}
+        return accelerations, environment
 
     # -- inputs (executor thread: stored, applied by the worker) --------------------------------------
     def _on_description(self, msg: String) -> None:

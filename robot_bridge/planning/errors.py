@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# the values of moveit_msgs/msg/MoveItErrorCodes (test_planner checks each against moveit_msgs when importable)
+# moveit_msgs/msg/MoveItErrorCodes values (test_planner checks each against moveit_msgs when importable)
 SUCCESS = 1
 FAILURE = 99999
 PLANNING_FAILED = -1

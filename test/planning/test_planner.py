@@ -509,3 +509,54 @@ def test_mesh_bodies_collide_like_their_triangles(fresh, tmp_path):
     broken = Robot("b", links={"b": Link("b", collisions=[missing])}, is_robot=False)
     planner.add_body("broken", broken)
     assert any("broken" in note for note in planner.notes)
+
+
+def test_master_model_plans_around_the_robot_files_environment():
+    """A URDF carries no environment: the node hands the robot file's bodies to the model; they stay through
+    world_node's documents, which may not take their names."""
+    from robot_bridge.formats.srdf import to_srdf
+    from robot_bridge.formats.urdf import to_urdf
+    from robot_bridge.planning.master import MasterModel
+    from robot_bridge.world import load_mapping, to_xml
+    from robot_bridge.world.document import PlacedBody
+
+    source = scenes.embedded_robot()
+    urdf, _ = to_urdf(source)
+    master = MasterModel(environment=source.environment)
+    assert master.set_description(urdf, to_srdf(source.semantics, source.name)) is None
+    assert set(master.planner.bodies) == set(source.environment) >= {"table", "crate"}
+    ball = load_mapping(DATA_DIR / "objects.yaml").classes["ball"].file
+    assert master.set_objects_xml(to_xml([PlacedBody("ball_0", "ball", ball, _at((0.0, 0.0, 1.9)))])) is None
+    assert set(master.planner.bodies) == set(source.environment) | {"ball_0"}
+    assert master.set_objects_xml(to_xml([])) is None
+    assert set(master.planner.bodies) == set(source.environment)
+    assert "names of environment bodies" in master.set_objects_xml(
+        to_xml([PlacedBody("table", "ball", ball, _at((0.0, 0.0, 1.9)))]))
+    # states where the arm meets the table are collisions with the table (random states, fixed seed)
+    bare = MasterModel()
+    bare.set_description(urdf, to_srdf(source.semantics, source.name))
+    rng = np.random.default_rng(1)
+    planner = master.planner
+    hits = 0
+    for _ in range(300):
+        q = rng.uniform(planner.lower, planner.upper)
+        if "table" in planner._colliding_bodies(q):
+            hits += 1
+            assert planner.in_collision(q) and not bare.planner.in_collision(q)
+    assert hits >= 3
+
+
+def test_scaled_trajectory_keeps_the_path_within_the_factors(embedded):
+    from robot_bridge.planning.master import scale_trajectory
+
+    _robot, planner, _checker = embedded
+    plan = planner.plan(NamedGoal("home"), start={"j1": 0.8, "j2": 0.2}, timeout=5.0)
+    traj = plan.trajectory
+    slow = scale_trajectory(traj, 0.5, 0.1)
+    assert np.array_equal(slow.positions, traj.positions)
+    assert np.abs(slow.velocities).max() <= 0.5 * np.abs(traj.velocities).max() + 1e-12
+    assert np.abs(slow.accelerations).max() <= 0.1 * np.abs(traj.accelerations).max() + 1e-12
+    fd = np.diff(slow.positions, axis=0) / np.diff(slow.times)[:, None]
+    assert np.abs(fd).max() <= 0.5 * np.abs(np.diff(traj.positions, axis=0) / np.diff(traj.times)[:, None]).max() \
+        + 1e-9
+    assert scale_trajectory(traj, 0.0, 2.0) is traj          # outside (0, 1]: as planned
