@@ -71,6 +71,7 @@ setup(
             "sensor_bridge_node = robot_bridge.nodes.sensor_bridge:main",
             "controller_node = robot_bridge.nodes.controller:main",
             "world_node = robot_bridge.nodes.world:main",
+            "planner_node = robot_bridge.nodes.planner:main",
             "robot-bridge = robot_bridge.cli.main:main",
         ],
     },
