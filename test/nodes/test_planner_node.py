@@ -1,6 +1,6 @@
 """planner_node with real rclpy: description_node, controller_node (sim), world_node and planner_node run as
-their own processes; this test process is the detector (Detection3DArray of a class of the default objects.yaml)
-and the MoveIt client (moveit_msgs MoveGroup on /move_action).
+their own processes; this test process is the detector (Detection3DArray of a class of the default
+objects.yaml) and the MoveIt client (moveit_msgs MoveGroup on /move_action).
 
 Independent truth: every planned trajectory is rechecked by pinocchio + coal on the URDF the description node
 publishes (test/planning/pin_checker.py, 0.01 rad steps) with the environment bodies and the detected block;
@@ -19,7 +19,8 @@ import pytest
 pytest.importorskip("rclpy")
 pytest.importorskip("vision_msgs.msg")
 pytest.importorskip("moveit_msgs.action", reason="moveit_msgs is not built into this environment")
-pytest.importorskip("roboplan", reason="the planning extra is not installed (pip install 'robot_bridge[planning]')")
+pytest.importorskip("roboplan", reason="the planning extra is not installed "
+                    "(pip install 'robot_bridge[planning]')")
 pytest.importorskip("pinocchio", reason="pinocchio (pin) is needed for the independent checker")
 
 from moveit_msgs.action import MoveGroup  # noqa: E402
@@ -138,8 +139,8 @@ def joint_request(values: dict, group: str = "arm", planning_time: float = 10.0)
 
     req = MotionPlanRequest(group_name=group, allowed_planning_time=planning_time)
     req.goal_constraints.append(Constraints(joint_constraints=[
-        JointConstraint(joint_name=n, position=float(v), tolerance_above=1e-3, tolerance_below=1e-3, weight=1.0)
-        for n, v in values.items()]))
+        JointConstraint(joint_name=n, position=float(v), tolerance_above=1e-3, tolerance_below=1e-3,
+                        weight=1.0) for n, v in values.items()]))
     return req
 
 
