@@ -2,12 +2,13 @@
 machine, gripper_action_controller's reached / stalled rules (:mod:`.goals`), and the control loop that runs
 trajectories and goals on a Hardware (:mod:`.joint_control`)."""
 
-from .goals import (PREEMPTED, ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker,
-                    JointTolerance, Outcome, Tolerances, TrajectoryCommand, TrajectoryPoint, build_trajectory,
-                    move_trajectory, rate_excess, resolve_tolerances, stop_trajectory)
+from .goals import (MAX_POINTS, PREEMPTED, ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker,
+                    JointTolerance, Outcome, PreparedTrajectory, Tolerances, TrajectoryCommand,
+                    TrajectoryPoint, build_trajectory, check_point_count, move_trajectory, prepare_trajectory,
+                    rate_excess, resolve_tolerances, stop_trajectory)
 from .joint_control import JointControl, Motion
 
-__all__ = ["PREEMPTED", "ErrorCode", "GoalRejected", "GoalState", "GoalTracker", "GripperTracker",
-           "JointControl", "JointTolerance", "Motion", "Outcome", "Tolerances", "TrajectoryCommand",
-           "TrajectoryPoint", "build_trajectory", "move_trajectory", "rate_excess", "resolve_tolerances",
-           "stop_trajectory"]
+__all__ = ["MAX_POINTS", "PREEMPTED", "ErrorCode", "GoalRejected", "GoalState", "GoalTracker",
+           "GripperTracker", "JointControl", "JointTolerance", "Motion", "Outcome", "PreparedTrajectory",
+           "Tolerances", "TrajectoryCommand", "TrajectoryPoint", "build_trajectory", "check_point_count",
+           "move_trajectory", "prepare_trajectory", "rate_excess", "resolve_tolerances", "stop_trajectory"]

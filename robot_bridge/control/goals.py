@@ -1,8 +1,10 @@
 """joint_trajectory_controller's goal rules, without ROS.
 
-- :func:`build_trajectory`: a trajectory command (joint names, points, stamp) checked and turned into a
-  :class:`~robot_bridge.hardware.trajectory.Trajectory` over a controller's joints, or refused with the
-  ``FollowJointTrajectory`` error code JTC uses (:class:`GoalRejected`).
+- :func:`prepare_trajectory`: a trajectory command (joint names, at most ``max_points`` points, stamp)
+  checked and in arrays, or refused with the ``FollowJointTrajectory`` error code JTC uses
+  (:class:`GoalRejected`); :meth:`PreparedTrajectory.start` places it in time as a
+  :class:`~robot_bridge.hardware.trajectory.Trajectory` over a controller's joints (:func:`build_trajectory`:
+  both at once).
 - :func:`resolve_tolerances`: a goal's ``path_tolerance`` / ``goal_tolerance`` / ``goal_time_tolerance``
   over the controller's defaults (0 keeps the default, a negative value erases it).
 - :class:`GoalTracker`: one goal's outcome from desired and measured states (path tolerance while the
@@ -61,10 +63,64 @@ class TrajectoryCommand:
     stamp: float = 0.0
 
 
-def build_trajectory(command: TrajectoryCommand, joints: Sequence[str], limits: Sequence[JointLimits],
-                     reference: tuple[np.ndarray, np.ndarray], now: float, allow_partial: bool) -> Trajectory:
-    """A Trajectory over ``joints`` (joints the command does not name hold ``reference``), starting from the
-    current reference when its first point is in the future.  Raises :class:`GoalRejected`."""
+MAX_POINTS = 10_000            # points a goal may have by default (parameter max_trajectory_points)
+
+
+def check_point_count(count: int, limit: int) -> None:
+    """Refuse a trajectory of more than ``limit`` points before anything is converted (INVALID_GOAL)."""
+    if count > limit:
+        raise GoalRejected(ErrorCode.INVALID_GOAL, f"{count} points, more than the {limit} a goal may have "
+                                                   "(max_trajectory_points)")
+
+
+@dataclass
+class PreparedTrajectory:
+    """A trajectory command checked and in arrays over the joints it names, its start not yet fixed: the
+    slow part of accepting a goal, done off the control thread; :meth:`start` then places it in time
+    (O(points) in numpy, under the control lock)."""
+
+    joints: int                             # the controller's joint count
+    index: list[int]                        # of each named joint among them
+    tfs: np.ndarray                         # time_from_start of each point
+    positions: np.ndarray                   # (points, named joints)
+    velocities: np.ndarray | None
+    accelerations: np.ndarray | None
+    stamp: float                            # header.stamp; 0: start when taken (start's ``now``)
+
+    def start(self, reference: tuple[np.ndarray, np.ndarray], now: float) -> Trajectory:
+        """The Trajectory over every joint (joints not named hold ``reference``), starting from the current
+        reference when its first point is in the future.  A stamp of 0 starts it at ``now``, the moment the
+        control loop takes it, as joint_trajectory_controller does (however long validation took); a stamped
+        trajectory already ended is refused (OLD_HEADER_TIMESTAMP)."""
+        tfs = self.tfs
+        start = self.stamp if self.stamp > 0.0 else now
+        if start + tfs[-1] < now:
+            raise GoalRejected(ErrorCode.OLD_HEADER_TIMESTAMP,
+                               f"trajectory ended {now - start - tfs[-1]:.3f} s in the past")
+        ref_p, ref_v = (np.asarray(x, dtype=float) for x in reference)
+        count, index = self.joints, self.index
+        pos = np.tile(ref_p, (len(tfs), 1))                  # joints not named hold their reference
+        pos[:, index] = self.positions
+        vel = acc = None
+        if self.velocities is not None:
+            vel = np.zeros((len(tfs), count))
+            vel[:, index] = self.velocities
+        if self.accelerations is not None:
+            acc = np.zeros((len(tfs), count))
+            acc[:, index] = self.accelerations
+        times = start + tfs
+        if times[0] > now:                                    # start from the current reference
+            times = np.concatenate([[now], times])
+            pos = np.vstack([ref_p, pos])
+            vel = np.vstack([ref_v, vel]) if vel is not None else None
+            acc = np.vstack([np.zeros(count), acc]) if acc is not None else None
+        return Trajectory(times, pos, vel, acc)
+
+
+def prepare_trajectory(command: TrajectoryCommand, joints: Sequence[str], limits: Sequence[JointLimits],
+                       allow_partial: bool, max_points: int = MAX_POINTS) -> PreparedTrajectory:
+    """A trajectory command checked (joint names, point count, sizes, finite values, times, position
+    limits) and in arrays.  Raises :class:`GoalRejected`."""
     joints = list(joints)
     names = list(command.joint_names)
     if not names:
@@ -79,11 +135,13 @@ def build_trajectory(command: TrajectoryCommand, joints: Sequence[str], limits: 
         missing = [j for j in joints if j not in names]
         raise GoalRejected(ErrorCode.INVALID_JOINTS,
                            f"joints {missing} missing and allow_partial_joints_goal is false")
-    if not command.points:
+    points = command.points
+    check_point_count(len(points), max_points)
+    if not points:
         raise GoalRejected(ErrorCode.INVALID_GOAL, "no points")
     n = len(names)
-    has_v, has_a = bool(command.points[0].velocities), bool(command.points[0].accelerations)
-    for i, pt in enumerate(command.points):
+    has_v, has_a = bool(points[0].velocities), bool(points[0].accelerations)
+    for i, pt in enumerate(points):
         if len(pt.positions) != n:
             raise GoalRejected(ErrorCode.INVALID_GOAL,
                                f"point {i}: {len(pt.positions)} positions for {n} joints")
@@ -92,43 +150,39 @@ def build_trajectory(command: TrajectoryCommand, joints: Sequence[str], limits: 
             if size != (n if given else 0):
                 raise GoalRejected(ErrorCode.INVALID_GOAL,
                                    f"point {i}: {size} {name}; every point must give {n if given else 0}")
-        values = [*pt.positions, *pt.velocities, *pt.accelerations, pt.time_from_start]
-        if not all(math.isfinite(x) for x in values):
-            raise GoalRejected(ErrorCode.INVALID_GOAL, f"point {i}: non-finite value")
     if has_a and not has_v:
         raise GoalRejected(ErrorCode.INVALID_GOAL, "accelerations given without velocities")
-    tfs = np.array([pt.time_from_start for pt in command.points], dtype=float)
+    tfs = np.array([pt.time_from_start for pt in points], dtype=float)
+    pos = np.array([pt.positions for pt in points], dtype=float).reshape(len(points), n)
+    vel = np.array([pt.velocities for pt in points], dtype=float).reshape(len(points), n) if has_v else None
+    acc = np.array([pt.accelerations for pt in points], dtype=float).reshape(len(points), n) if has_a \
+        else None
+    finite = np.isfinite(tfs) & np.isfinite(pos).all(axis=1)
+    for extra in (vel, acc):
+        if extra is not None:
+            finite &= np.isfinite(extra).all(axis=1)
+    if not finite.all():
+        raise GoalRejected(ErrorCode.INVALID_GOAL, f"point {int(np.argmin(finite))}: non-finite value")
     if tfs[0] < 0.0 or np.any(np.diff(tfs) <= 0.0):
         raise GoalRejected(ErrorCode.INVALID_GOAL,
                            "time_from_start must be non-negative and strictly increasing")
-    start = command.stamp if command.stamp > 0.0 else now
-    if start + tfs[-1] < now:
-        raise GoalRejected(ErrorCode.OLD_HEADER_TIMESTAMP,
-                           f"trajectory ended {now - start - tfs[-1]:.3f} s in the past")
     index = [joints.index(name) for name in names]
-    for i, pt in enumerate(command.points):
-        for k, p in zip(index, pt.positions):
-            if not limits[k].contains(p):
-                raise GoalRejected(ErrorCode.INVALID_GOAL, f"point {i}: {joints[k]}={p:.6f} outside limits "
-                                                           f"[{limits[k].lower}, {limits[k].upper}]")
-    ref_p, ref_v = (np.asarray(x, dtype=float) for x in reference)
-    count = len(joints)
-    pos = np.tile(ref_p, (len(tfs), 1))                  # joints not named hold their reference
-    vel = np.zeros((len(tfs), count)) if has_v else None
-    acc = np.zeros((len(tfs), count)) if has_a else None
-    for i, pt in enumerate(command.points):
-        pos[i, index] = pt.positions
-        if has_v:
-            vel[i, index] = pt.velocities
-        if has_a:
-            acc[i, index] = pt.accelerations
-    times = start + tfs
-    if times[0] > now:                                    # start from the current reference
-        times = np.concatenate([[now], times])
-        pos = np.vstack([ref_p, pos])
-        vel = np.vstack([ref_v, vel]) if has_v else None
-        acc = np.vstack([np.zeros(count), acc]) if has_a else None
-    return Trajectory(times, pos, vel, acc)
+    lower = np.array([limits[k].lower for k in index])
+    upper = np.array([limits[k].upper for k in index])
+    outside = (pos < lower) | (pos > upper)
+    if outside.any():
+        i, j = (int(x) for x in np.argwhere(outside)[0])
+        k = index[j]
+        raise GoalRejected(ErrorCode.INVALID_GOAL, f"point {i}: {joints[k]}={pos[i, j]:.6f} outside limits "
+                                                   f"[{limits[k].lower}, {limits[k].upper}]")
+    return PreparedTrajectory(len(joints), index, tfs, pos, vel, acc, float(command.stamp))
+
+
+def build_trajectory(command: TrajectoryCommand, joints: Sequence[str], limits: Sequence[JointLimits],
+                     reference: tuple[np.ndarray, np.ndarray], now: float, allow_partial: bool,
+                     max_points: int = MAX_POINTS) -> Trajectory:
+    """:func:`prepare_trajectory` and :meth:`PreparedTrajectory.start` at once (raises GoalRejected)."""
+    return prepare_trajectory(command, joints, limits, allow_partial, max_points).start(reference, now)
 
 
 RATE_TOLERANCE = 1e-3          # relative: sampling and rounding of a trajectory planned at the limit

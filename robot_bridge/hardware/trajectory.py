@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.interpolate import BPoly
 
+PEAK_SAMPLES = 20_000        # instants peak_rates samples at most (bounded time for any point count)
+
 
 class TrapezoidalAxis:
     """One axis moved in discrete steps by a time-optimal trapezoidal velocity profile.
@@ -150,12 +152,10 @@ class Trajectory:
             if extra is not None:
                 fields.append(np.atleast_2d(np.asarray(extra, dtype=float)))
         self.order = len(fields)                # 1 linear, 2 cubic, 3 quintic
-        n_joints = self.positions.shape[1]
-        if len(self.times) == 1:
-            self._splines = None
-        else:
-            self._splines = [BPoly.from_derivatives(self.times, np.stack([f[:, j] for f in fields], axis=1))
-                             for j in range(n_joints)]
+        # one piecewise Bernstein polynomial of every joint (what BPoly.from_derivatives builds, in closed
+        # form for whole arrays: from_derivatives loops in Python per interval, seconds for 10,000 points)
+        self._spline = None if len(self.times) == 1 else BPoly(_hermite_bernstein(self.times, fields),
+                                                                self.times)
 
     @property
     def start_time(self) -> float:
@@ -168,26 +168,43 @@ class Trajectory:
     def sample(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Desired (positions, velocities, accelerations) at absolute time ``t``."""
         n = self.positions.shape[1]
-        if self._splines is None or t >= self.times[-1]:
+        if self._spline is None or t >= self.times[-1]:
             return self.positions[-1].copy(), np.zeros(n), np.zeros(n)
         t = max(t, float(self.times[0]))
-        p = np.array([s(t) for s in self._splines])
-        v = np.array([s(t, 1) for s in self._splines])
-        a = np.array([s(t, 2) for s in self._splines]) if self.order > 1 else np.zeros(n)
+        p = self._spline(t)
+        v = self._spline(t, 1)
+        a = self._spline(t, 2) if self.order > 1 else np.zeros(n)
         return p, v, a
 
-
     def peak_rates(self, samples_per_segment: int = 64) -> tuple[np.ndarray, np.ndarray]:
-        """Largest |velocity| and |acceleration| of each joint along the trajectory (sampled densely; the
-        acceleration of a linear trajectory, infinite at its corners, is reported as 0)."""
+        """Largest |velocity| and |acceleration| of each joint along the trajectory (sampled densely, at most
+        PEAK_SAMPLES instants in all; the acceleration of a linear trajectory, infinite at its corners, is
+        reported as 0)."""
         n = self.positions.shape[1]
-        if self._splines is None:
+        if self._spline is None:
             return np.zeros(n), np.zeros(n)
-        t = np.concatenate([np.linspace(a, b, samples_per_segment, endpoint=False)
-                            for a, b in zip(self.times[:-1], self.times[1:])] + [self.times[-1:]])
-        v = np.array([np.max(np.abs(s(t, 1))) for s in self._splines])
-        a = np.array([np.max(np.abs(s(t, 2))) for s in self._splines]) if self.order > 1 else np.zeros(n)
+        start, span = self.times[:-1], np.diff(self.times)
+        per = max(2, min(samples_per_segment, PEAK_SAMPLES // len(span)))
+        inside = start[:, None] + span[:, None] * (np.arange(per) / per)
+        t = np.concatenate([inside.ravel(), self.times[-1:]])
+        v = np.max(np.abs(self._spline(t, 1)), axis=0)
+        a = np.max(np.abs(self._spline(t, 2)), axis=0) if self.order > 1 else np.zeros(n)
         return v, a
+
+
+def _hermite_bernstein(times: np.ndarray, fields: list[np.ndarray]) -> np.ndarray:
+    """Bernstein coefficients (degree 2 * len(fields) - 1, intervals, joints) of the polynomials matching
+    position (, velocity (, acceleration)) at both ends of every interval."""
+    h = np.diff(times)[:, None]
+    p0, p1 = fields[0][:-1], fields[0][1:]
+    if len(fields) == 1:
+        return np.stack([p0, p1])
+    v0, v1 = fields[1][:-1] * h, fields[1][1:] * h
+    if len(fields) == 2:
+        return np.stack([p0, p0 + v0 / 3.0, p1 - v1 / 3.0, p1])
+    a0, a1 = fields[2][:-1] * h * h, fields[2][1:] * h * h
+    return np.stack([p0, p0 + v0 / 5.0, p0 + 2.0 * v0 / 5.0 + a0 / 20.0, p1 - 2.0 * v1 / 5.0 + a1 / 20.0,
+                     p1 - v1 / 5.0, p1])
 
 
 def _clip(value: float, lower: float, upper: float) -> float:

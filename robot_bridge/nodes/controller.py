@@ -10,6 +10,7 @@ topics, services and actions onto a :class:`~robot_bridge.control.JointControl`.
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import math
 import sys
@@ -31,9 +32,9 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from .. import hardware as hw
-from ..control import (ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker, JointControl, Outcome,
-                       Tolerances, build_trajectory, move_trajectory, rate_excess,
-                       resolve_tolerances)
+from ..control import (MAX_POINTS, ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker,
+                       JointControl, Outcome, Tolerances, check_point_count, move_trajectory,
+                       prepare_trajectory, rate_excess, resolve_tolerances)
 from ..control.groups import controller_groups
 from ..hardware.base import Hardware, HardwareError, ModuleState
 from ..model import Robot
@@ -75,6 +76,9 @@ PARAMETERS = params.schema(
                                  "checks)", range=RATE),
     Param("diagnostics_rate", 2.0, "Hz of /diagnostics (also published on every module state change)",
           range=RATE),
+    Param("max_trajectory_points", MAX_POINTS, "Most points a trajectory (goal or ~/joint_trajectory) may "
+                                               "have; more are refused with INVALID_GOAL before being read",
+          range=(1, 100_000), read_only=True),
     Param("allow_partial_joints_goal", False, "Accept trajectories naming a subset of a controller's joints "
                                               "(the others hold their position)"),
     Param("constraints.goal_time", 0.5, "Seconds after a trajectory's end to be within the goal tolerances "
@@ -193,6 +197,8 @@ class ControllerNode(ContainedNode):
         self._scene = None                     # sim: the world the fingers close on (built on first use)
         self._templates = None                 # (joints list, its names, serialized state templates)
         self._source: np.ndarray | None = None  # the state messages' numbers without templates, reused
+        # goals are checked and converted here, never on the control / state thread nor under self.lock
+        self._preparation = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="controller_goals")
 
         self.joint_state_pub = self.create_publisher(JointState, "/joint_states", 10)
         self.state_pub = self.create_publisher(JointTrajectoryControllerState, "~/controller_state", 10)
@@ -437,13 +443,18 @@ class ControllerNode(ContainedNode):
         try:
             with self.lock:
                 self._check_operational()
+            limit = self._param("max_trajectory_points")
+            check_point_count(len(msg.points), limit)           # before a point is read
+            prepared = prepare_trajectory(trajectory_command(msg), self.joints, self.limits,
+                                          self._param("allow_partial_joints_goal"), limit)
+            with self.lock:                                     # placed in time when taken (bounded)
+                self._check_operational()
                 now = self._now()
                 ref_p, ref_v, _ = self.control.reference(now)
-                trajectory = build_trajectory(trajectory_command(msg), self.joints, self.limits,
-                                              (ref_p, ref_v), now, self._param("allow_partial_joints_goal"))
-                self._warn_rates("~/joint_trajectory", trajectory, self.joints, self.limits)
+                trajectory = prepared.start((ref_p, ref_v), now)
                 self._finish(self.control.start(range(len(self.joints)), trajectory, now,
                                                 reason="preempted by a trajectory on ~/joint_trajectory"))
+            self._warn_rates("~/joint_trajectory", trajectory, self.joints, self.limits)
         except (Rejected, HardwareError, GoalRejected) as exc:
             self.get_logger().warning(f"trajectory rejected: {exc}")
 
@@ -464,36 +475,63 @@ class ControllerNode(ContainedNode):
     async def _execute_trajectory(self, handle, ctl: TrajectoryController):
         key = bytes(handle.goal_id.uuid)
         goal = handle.request
-        with self.lock:
-            try:
-                try:
-                    self._check_operational()
-                except (Rejected, HardwareError) as exc:
-                    raise GoalRejected(ErrorCode.INVALID_GOAL, f"controller not operational: {exc}") from exc
-                if goal.multi_dof_trajectory.joint_names:
-                    raise GoalRejected(ErrorCode.INVALID_JOINTS, "multi-DOF trajectories are not supported")
+        limits = [self.limits[i] for i in ctl.index]
+        try:
+            with self.lock:
+                self._goal_operational()
+            if goal.multi_dof_trajectory.joint_names:
+                raise GoalRejected(ErrorCode.INVALID_JOINTS, "multi-DOF trajectories are not supported")
+            check_point_count(len(goal.trajectory.points), self._param("max_trajectory_points"))
+            prepared, tolerances = await self._off_control_thread(
+                self._prepare_goal, goal, ctl, limits, self._param("max_trajectory_points"),
+                self._param("allow_partial_joints_goal"), self._default_tolerances(len(ctl.joints)))
+            with self.lock:                 # placed in time when taken: numpy over the points (bounded)
+                self._goal_operational()
                 now = self._now()
                 ref_p, ref_v, _ = self.control.reference(now)
-                limits = [self.limits[i] for i in ctl.index]
-                trajectory = build_trajectory(trajectory_command(goal.trajectory), ctl.joints, limits,
-                                              (ref_p[ctl.index], ref_v[ctl.index]), now,
-                                              self._param("allow_partial_joints_goal"))
-                self._warn_rates(ctl.name, trajectory, ctl.joints, limits)
-                tolerances = resolve_tolerances(self._default_tolerances(len(ctl.joints)), ctl.joints,
-                                                joint_tolerances(goal.path_tolerance),
-                                                joint_tolerances(goal.goal_tolerance),
-                                                seconds(goal.goal_time_tolerance))
-            except GoalRejected as exc:
-                self.get_logger().warning(f"{ctl.name}: goal refused ({exc.code.name}): {exc}")
-                handle.abort()
-                return FollowJointTrajectory.Result(error_code=int(exc.code), error_string=str(exc))
-            future = Future()
-            self.goals[key] = ActiveGoal(handle, future, ctl)
-            self._finish(self.control.start(ctl.index, trajectory, now, key,
-                                            GoalTracker(trajectory, ctl.joints, tolerances)))
+                trajectory = prepared.start((ref_p[ctl.index], ref_v[ctl.index]), now)
+                future = Future()
+                self.goals[key] = ActiveGoal(handle, future, ctl)
+                self._finish(self.control.start(ctl.index, trajectory, now, key,
+                                                GoalTracker(trajectory, ctl.joints, tolerances)))
+        except GoalRejected as exc:
+            self.get_logger().warning(f"{ctl.name}: goal refused ({exc.code.name}): {exc}")
+            handle.abort()
+            return FollowJointTrajectory.Result(error_code=int(exc.code), error_string=str(exc))
+        self._preparation.submit(self._warn_rates, ctl.name, trajectory, ctl.joints, limits)
         outcome: Outcome = await future
         self._terminate(handle, outcome)
         return FollowJointTrajectory.Result(error_code=int(outcome.code), error_string=outcome.message)
+
+    def _goal_operational(self) -> None:
+        try:
+            self._check_operational()
+        except (Rejected, HardwareError) as exc:
+            raise GoalRejected(ErrorCode.INVALID_GOAL, f"controller not operational: {exc}") from exc
+
+    @staticmethod
+    def _prepare_goal(goal, ctl: TrajectoryController, limits, max_points: int, allow_partial: bool,
+                      defaults: Tolerances):
+        """(PreparedTrajectory, Tolerances) of a FollowJointTrajectory goal (on the preparation thread)."""
+        prepared = prepare_trajectory(trajectory_command(goal.trajectory), ctl.joints, limits, allow_partial,
+                                      max_points)
+        tolerances = resolve_tolerances(defaults, ctl.joints, joint_tolerances(goal.path_tolerance),
+                                        joint_tolerances(goal.goal_tolerance),
+                                        seconds(goal.goal_time_tolerance))
+        return prepared, tolerances
+
+    async def _off_control_thread(self, function, *args):
+        """``function(*args)`` on the preparation thread, awaited (its exception raised here)."""
+        done = Future(executor=self.executor)
+        done.add_done_callback(lambda _future: None)       # its completion wakes the executor
+
+        def run():
+            try:
+                done.set_result(function(*args))
+            except Exception as exc:  # handed to the awaiting goal
+                done.set_exception(exc)
+        self._preparation.submit(run)
+        return await done
 
     async def _execute_gripper(self, handle, grip: Gripper):
         key = bytes(handle.goal_id.uuid)
@@ -571,8 +609,12 @@ class ControllerNode(ContainedNode):
                 handle.abort()
         else:
             handle.abort()
-        level = self.get_logger().info if outcome.state is GoalState.SUCCEEDED else self.get_logger().warning
-        level(f"goal {outcome.state.value} ({outcome.code.name}): {outcome.message}")
+        # one call site per severity: rclpy refuses a call site that logs at more than one (ValueError)
+        text = f"goal {outcome.state.value} ({outcome.code.name}): {outcome.message}"
+        if outcome.state is GoalState.SUCCEEDED:
+            self.get_logger().info(text)
+        else:
+            self.get_logger().warning(text)
 
     def _finish(self, ended: list[tuple]) -> None:
         for key, outcome in ended:
@@ -746,6 +788,7 @@ class ControllerNode(ContainedNode):
 
     def destroy_node(self):
         self.stop_thread_timers()                # before the lock: a tick may be waiting for it
+        self._preparation.shutdown(wait=True, cancel_futures=True)
         with self.lock:
             if self.control is not None:
                 self._end_goals("controller shutting down")

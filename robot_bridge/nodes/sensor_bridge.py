@@ -41,6 +41,7 @@ from ..kinematics.frames import data_frame  # noqa: E402
 from ..model import AttachedSensor, Robot  # noqa: E402
 from ..ros import conversions as conv  # noqa: E402
 from ..ros.guard import ContainedNode  # noqa: E402
+from ..ros.logs import Throttle  # noqa: E402
 from ..ros import params, qos  # noqa: E402
 from ..ros.params import Param  # noqa: E402
 from ..sim.schedule import PeriodicWorker, RateMonitor  # noqa: E402
@@ -177,6 +178,7 @@ class SensorBridge(ContainedNode):
         self.fast_relays: dict[tuple[str, str], object] = {}      # (sensor, topic) -> SerializedRelay
         self._count_lock = threading.Lock()     # fast relays count from their own threads
         self.sim_sensors: dict[str, SimSensor] = {}
+        self._throttle = Throttle()             # repeated warnings, per kind, every warn_throttle s at most
         self.params = params.NodeParameters(self, PARAMETERS, apply=self._apply_parameters)
         self.robot: Optional[Robot] = robot
         self.dropped: dict[str, Counter] = defaultdict(Counter)   # sensor -> reason -> count
@@ -205,6 +207,11 @@ class SensorBridge(ContainedNode):
     def _p(self, name: str):
         """A parameter's value ([] for an array left without a value)."""
         return self.params.get(name)
+
+    def _due(self, kind: str) -> bool:
+        """Whether a repeated warning of this kind may be logged now (warn_throttle, changeable at run time:
+        rclpy's own throttle filter raises when a call site's period changes)."""
+        return self._throttle.due(kind, float(self._p("warn_throttle")))
 
     def _apply_parameters(self, changes: dict) -> None:
         """Relay restamp / max_rate changes take effect on the sensor's streams."""
@@ -303,7 +310,6 @@ class SensorBridge(ContainedNode):
         subscription = self.create_subscription(msg_type, topic, lambda _msg: None, self._input_qos(),
                                                 raw=True, callback_group=DetachedCallbackGroup())
         label = f"{stream.sensor}/{stream.topic}"
-        throttle = float(self._p("warn_throttle"))
         drain = ImageDrain(stream.frame_id, lambda: not stream.restamp and not stream.min_period_ns)
         try:
             relay = SerializedRelay(
@@ -311,8 +317,7 @@ class SensorBridge(ContainedNode):
                 lambda view, offset: self._relay_in_place(stream, view, offset),
                 headroom=conv.serialized_header_size(stream.frame_id), name=label,
                 on_published=lambda: self._count_relayed(stream), context=self.context,
-                on_error=lambda text: self.get_logger().error(f"{label}: {text}",
-                                                              throttle_duration_sec=throttle),
+                on_error=lambda text: self._due(label) and self.get_logger().error(f"{label}: {text}"),
                 drain=drain)
         except FastPathUnavailable as exc:
             self.get_logger().info(f"{label}: relayed through the executor ({exc})")
@@ -455,13 +460,12 @@ class SensorBridge(ContainedNode):
 
     def _on_joint_states(self, msg: JointState) -> None:
         if len(msg.position) != len(msg.name):
-            self.get_logger().warning("JointState with names and positions of different lengths ignored",
-                                      throttle_duration_sec=float(self._p("warn_throttle")))
+            if self._due("joint_states lengths"):
+                self.get_logger().warning("JointState with names and positions of different lengths ignored")
             return
         finite = [(n, p) for n, p in zip(msg.name, msg.position) if np.isfinite(p)]
-        if len(finite) != len(msg.name):
-            self.get_logger().warning("non-finite joint positions ignored",
-                                      throttle_duration_sec=float(self._p("warn_throttle")))
+        if len(finite) != len(msg.name) and self._due("joint_states non-finite"):
+            self.get_logger().warning("non-finite joint positions ignored")
         with self._scene_lock:
             self._joint_positions.update(finite)
             self._joints_dirty = True
@@ -471,11 +475,11 @@ class SensorBridge(ContainedNode):
         from ..errors import DescriptionError
         from ..world.document import read_xml
 
-        throttle = float(self._p("warn_throttle"))
         try:
             placed = read_xml(msg.data, source=self._p("objects_topic"))
         except DescriptionError as exc:
-            self.get_logger().warning(f"objects document ignored: {exc}", throttle_duration_sec=throttle)
+            if self._due("objects document"):
+                self.get_logger().warning(f"objects document ignored: {exc}")
             return
         objects = {}
         for body in placed:
@@ -486,7 +490,8 @@ class SensorBridge(ContainedNode):
             try:
                 added, _moved, removed = self.scene.set_objects(objects)
             except ValueError as exc:
-                self.get_logger().warning(f"objects document ignored: {exc}", throttle_duration_sec=throttle)
+                if self._due("objects document"):
+                    self.get_logger().warning(f"objects document ignored: {exc}")
                 return
             self.objects_seen += 1
         for name in added:
@@ -540,8 +545,8 @@ class SensorBridge(ContainedNode):
         try:
             self.scene.set_joint_positions(positions)
         except Exception as exc:  # e.g. a mimic formula failing on odd values: keep the last pose
-            self.get_logger().warning(f"joint states not applied: {exc}",
-                                      throttle_duration_sec=float(self._p("warn_throttle")))
+            if self._due("joint states not applied"):
+                self.get_logger().warning(f"joint states not applied: {exc}")
         self._joints_dirty = False
 
 
@@ -662,8 +667,8 @@ class SimSensor:
     def _on_error(self, exc: BaseException) -> None:
         if not self.node.context.ok():
             return
-        self.node.get_logger().error(f"sensor {self.sensor.name!r}: simulation failed: {exc}",
-                                     throttle_duration_sec=float(self.node._p("warn_throttle")))
+        if self.node._due(f"sensor {self.sensor.name} failed"):
+            self.node.get_logger().error(f"sensor {self.sensor.name!r}: simulation failed: {exc}")
 
     def diagnostic_status(self) -> DiagnosticStatus:
         report = self.monitor.report()

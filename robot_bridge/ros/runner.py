@@ -112,7 +112,7 @@ def spin_node(make_node: Callable[[], Node], args=None) -> int:
             executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:
-                spin_until_stopped(executor, stop, node.get_logger().error)
+                spin_until_stopped(executor, stop, lambda text: node.get_logger().error(text))
             finally:
                 executor.shutdown()
                 node.destroy_node()

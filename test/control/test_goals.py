@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from robot_bridge.control import (ErrorCode, GoalRejected, GoalState, GoalTracker, JointTolerance, Tolerances,
-                                  TrajectoryCommand, TrajectoryPoint, build_trajectory, resolve_tolerances,
-                                  stop_trajectory)
+from robot_bridge.control import (MAX_POINTS, ErrorCode, GoalRejected, GoalState, GoalTracker, JointTolerance,
+                                  Tolerances, TrajectoryCommand, TrajectoryPoint, build_trajectory,
+                                  prepare_trajectory, resolve_tolerances, stop_trajectory)
 from robot_bridge.hardware.base import JointLimits
 from robot_bridge.hardware.trajectory import Trajectory
 
@@ -187,3 +187,35 @@ def test_a_trajectory_beyond_the_rate_limits_names_needed_and_allowed_values():
     assert text is not None and f"a needs velocity 4, its limit is {LIMITS[0].velocity:.4g}" in text
     slow = build_trajectory(cmd(JOINTS, pt([0.4] * 3, 2.0)), JOINTS, LIMITS, ZERO, 10.0, False)
     assert rate_excess(slow, JOINTS, LIMITS) is None
+
+
+def test_more_points_than_the_limit_are_refused_before_any_point_is_read():
+    """The count is checked first: points past the limit (here each one malformed) are never converted."""
+    over = cmd(JOINTS, *[pt([0.1], 1.0 + i) for i in range(MAX_POINTS + 1)])
+    err = rejected(over)
+    assert err.code is ErrorCode.INVALID_GOAL and f"{MAX_POINTS + 1} points" in str(err)
+    assert f"more than the {MAX_POINTS}" in str(err) and "max_trajectory_points" in str(err)
+    limit = cmd(JOINTS, *[pt([0.1] * 3, 0.01 * (i + 1)) for i in range(5)])
+    with pytest.raises(GoalRejected, match="5 points, more than the 4"):
+        prepare_trajectory(limit, JOINTS, LIMITS, False, max_points=4)
+
+
+def test_a_goal_at_the_limit_is_accepted():
+    points = [pt([0.5 * math.sin(i / 100.0)] * 3, 0.01 * (i + 1)) for i in range(MAX_POINTS)]
+    traj = build_trajectory(cmd(JOINTS, *points), JOINTS, LIMITS, ZERO, 10.0, False)
+    assert traj.end_time == pytest.approx(10.0 + 0.01 * MAX_POINTS)
+    assert traj.sample(10.0 + 0.01 * 150)[0] == pytest.approx([0.5 * math.sin(149 / 100.0)] * 3)
+
+
+def test_an_unstamped_goal_starts_when_the_control_loop_takes_it_not_when_it_arrived():
+    """As joint_trajectory_controller: header.stamp 0 is "now" at the moment the trajectory is started, so
+    however long validation took, the whole path runs (it used to be placed at the arrival time, and a goal
+    prepared for longer than it lasts was already over: "goal reached" without moving)."""
+    prepared = prepare_trajectory(cmd(JOINTS, pt([0.4] * 3, 1.0), pt([0.0] * 3, 2.0)), JOINTS, LIMITS, False)
+    traj = prepared.start(ZERO, 40.0)                      # taken 30 s after it arrived at 10.0
+    assert traj.start_time == 40.0 and traj.end_time == 42.0
+    assert traj.sample(41.0)[0] == pytest.approx([0.4] * 3)
+    stamped = prepare_trajectory(cmd(JOINTS, pt([0.4] * 3, 1.0), stamp=10.0), JOINTS, LIMITS, False)
+    with pytest.raises(GoalRejected, match="ended 29.000 s in the past") as info:
+        stamped.start(ZERO, 40.0)
+    assert info.value.code is ErrorCode.OLD_HEADER_TIMESTAMP

@@ -107,3 +107,39 @@ def test_trajectory_interpolation_orders():
         Trajectory([0.0, 0.0], [[0.0], [1.0]])
     with pytest.raises(ValueError, match="without velocities"):
         Trajectory([0.0, 1.0], [[0.0], [1.0]], None, [[0.0], [0.0]])
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_trajectory_equals_scipys_hermite_interpolation(order):
+    """The closed-form coefficients match BPoly.from_derivatives (the independent reference) in value and
+    derivatives, per joint."""
+    from scipy.interpolate import BPoly
+
+    rng = np.random.default_rng(order)
+    times = np.cumsum(rng.uniform(0.05, 0.5, 9))
+    fields = [rng.normal(size=(9, 3)) for _ in range(order)]
+    trajectory = Trajectory(times, *fields)
+    instants = np.linspace(times[0], times[-1] - 1e-9, 200)
+    samples = [trajectory.sample(t) for t in instants]
+    for joint in range(3):
+        reference = BPoly.from_derivatives(times, np.stack([f[:, joint] for f in fields], axis=1))
+        for nu in range(min(order, 2) + 1):
+            got = [s[nu][joint] for s in samples]
+            want = reference(instants, nu) if nu < 2 or order > 1 else np.zeros(len(instants))
+            assert np.allclose(got, want, rtol=1e-9, atol=1e-9), (joint, nu)
+
+
+def test_a_trajectory_of_ten_thousand_points_is_built_and_checked_in_bounded_time():
+    """A goal at the controller's point limit: building, sampling and peak rates stay well under a second
+    each (scipy's from_derivatives took seconds; generous bound for a loaded machine)."""
+    import time
+
+    n = 10_000
+    rng = np.random.default_rng(0)
+    times = np.arange(1, n + 1) * 0.01
+    fields = [rng.normal(size=(n, 7)) for _ in range(3)]
+    start = time.process_time()
+    trajectory = Trajectory(times, *fields)
+    trajectory.sample(50.0)
+    trajectory.peak_rates()
+    assert time.process_time() - start < 2.0
