@@ -9,8 +9,8 @@ into named bodies ``<class>_<n>``:
 - a continued body moves only when the new pose differs by more than ``jitter`` (m) or ``jitter_angle``
   (rad): detector noise does not count as motion;
 - ``expire(now)`` removes every non-``static`` body not detected for its class's ``timeout``;
-- a ``hold``\ -ed body (carried by a robot) neither moves with detections nor expires until ``release``\ -d
-  at the pose where it was put down;
+- a body that is held (``hold``: carried by a robot) neither moves with detections nor expires until
+  ``release``d at the pose where it was put down;
 - unknown class ids and non-finite or non-rigid poses are refused and reported in the returned
   :class:`Changes`, never stored.
 
