@@ -76,6 +76,9 @@ PARAMETERS = params.schema(
           string="frame"),
     Param("frame_prefix", "", "Prefix of the robot's TF frames (as the description node's)", read_only=True,
           string="frame"),
+    Param("limit_margin", 0.1, "Trajectories keep this fraction below the velocity and acceleration limits "
+                               "(the controller's interpolation between samples overshoots them slightly)",
+          range=(0.0, 0.9)),
     Param("default_planning_time", 5.0, "Seconds of planning when a request gives allowed_planning_time 0",
           range=(0.001, 30.0)),
     Param("execution_duration_scaling", 1.2, "A trajectory not finished after this times its duration, plus "
@@ -483,7 +486,10 @@ class PlannerNode(ContainedNode):
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
         plan = result.plan
-        plan.trajectory = scale_trajectory(plan.trajectory, velocity, acceleration)
+        keep = 1.0 - float(self.params.get("limit_margin"))
+        velocity = velocity if math.isfinite(velocity) and 0.0 < velocity <= 1.0 else 1.0
+        acceleration = acceleration if math.isfinite(acceleration) and 0.0 < acceleration <= 1.0 else 1.0
+        plan.trajectory = scale_trajectory(plan.trajectory, velocity * keep, acceleration * keep)
         return plan, elapsed
 
     def _robot_trajectory(self, plan) -> RobotTrajectory:
