@@ -298,8 +298,10 @@ class PlannerNode(ContainedNode):
             handle.canceled()
         else:
             handle.abort()
-        level = self.get_logger().info if code == E.SUCCESS else self.get_logger().warning
-        level(f"{kind} goal: {message} (code {code})")
+        if code == E.SUCCESS:
+            self.get_logger().info(f"{kind} goal: {message}")
+        else:
+            self.get_logger().warning(f"{kind} goal failed (code {code}): {message}")
         return code, message, fields
 
     async def _execute_move(self, handle):
@@ -650,6 +652,7 @@ class PlannerNode(ContainedNode):
             with self.model_lock:
                 self.sync()
                 check = self.model.planner.path_valid(traj, max(0.0, time.monotonic() - started - 0.05))
+            self.get_logger().debug(f"world update while executing: {check}")
             if not check.valid:
                 self._stop(handle, result_future)
                 bodies = ", ".join(check.bodies) or "a world body"
