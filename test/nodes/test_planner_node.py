@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.timeout(480)     # four nodes start on loaded cores, then several motions
+
 pytest.importorskip("rclpy")
 pytest.importorskip("vision_msgs.msg")
 pytest.importorskip("moveit_msgs.action", reason="moveit_msgs is not built into this environment")
