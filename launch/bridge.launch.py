@@ -28,7 +28,11 @@ def installed(package: str) -> bool:
 def node_actions(context, *args, **kwargs):
     values = {name: LaunchConfiguration(name).perform(context) for name, _, _ in bringup.ARGUMENTS}
     actions = []
-    for spec in bringup.node_set(bringup.Options.from_strings(values)):
+    options = bringup.Options.from_strings(values)
+    reason = bringup.planner_unavailable() if options.planner and options.mode == "sim" else None
+    if reason:
+        get_logger("robot_bridge").warning(reason)
+    for spec in bringup.node_set(options):
         if spec.optional and not installed(spec.package):     # rviz:=true without rviz2: the bridge alone
             apt = "ros-$ROS_DISTRO-" + spec.package.replace("_", "-")
             get_logger("robot_bridge").warning(

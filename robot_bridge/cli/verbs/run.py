@@ -121,7 +121,11 @@ def _wait_for_running_callbacks(executor) -> None:
 
 def _specs(args: argparse.Namespace) -> list[bringup.NodeSpec]:
     """The node set with --search-path and every --params-file applied."""
-    specs = bringup.node_set(options_from_args(args))
+    options = options_from_args(args)
+    reason = bringup.planner_unavailable() if options.planner and options.mode == "sim" else None
+    if reason:
+        print(f"robot-bridge run: {reason}", file=sys.stderr)
+    specs = bringup.node_set(options)
     out = []
     for spec in specs:
         parameters = dict(spec.parameters)
