@@ -625,8 +625,9 @@ class PlannerNode(ContainedNode):
         handle.cancel_goal_async()
         self._wait(result_future, float(self.params.get("server_timeout")) + 5.0)
 
-    def _follow(self, job: Job, plan) -> None:
-        """Run ``plan`` through FollowJointTrajectory, checking the rest of the path on every world update."""
+    def _follow(self, job: Job, plan, monitor: bool = True) -> None:
+        """Run ``plan`` through FollowJointTrajectory, checking the rest of the path on every world update
+        (``monitor``)."""
         traj = plan.trajectory
         self._feedback(job, FEEDBACK_MONITOR)
         goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(traj))
@@ -647,7 +648,7 @@ class PlannerNode(ContainedNode):
             with self._input_lock:
                 changed = self.objects_version != seen
                 seen = self.objects_version
-            if not changed:
+            if not changed or not monitor:
                 continue
             with self.model_lock:
                 self.sync()
@@ -682,11 +683,207 @@ class PlannerNode(ContainedNode):
         return response.result
 
     # -- grasps ------------------------------------------------------------------------------------
+    def _gripper_of(self, name: str):
+        grippers = self.model.planner.semantics.grippers
+        if not name:
+            if len(grippers) != 1:
+                raise GoalFailed(E.INVALID_GROUP_NAME, "end_effector empty and the robot has "
+                                                       f"{len(grippers)} grippers: {sorted(grippers)}")
+            return next(iter(grippers.values()))
+        if name not in grippers:
+            raise GoalFailed(E.INVALID_GROUP_NAME, f"no gripper {name!r} (hpp grippers: {sorted(grippers)})")
+        return grippers[name]
+
+    def _handle_of(self, body: str, gripper, grasps):
+        """The handle to grasp: from ``possible_grasps[0]`` (MoveIt's grasp_pose is the pose of the gripper's
+        link), else the body's first hpp handle."""
+        from ..model import Handle
+
+        planner = self.model.planner
+        if not grasps:
+            semantics = planner.bodies[body].robot.semantics
+            handles = semantics.handles if semantics is not None else {}
+            if not handles:
+                raise GoalFailed(E.INVALID_OBJECT_NAME,
+                                 f"body {body!r} has no hpp handle: give possible_grasps")
+            return handles[sorted(handles)[0]]
+        grasp = grasps[0]
+        local = _matrix(grasp.grasp_pose.pose.position, grasp.grasp_pose.pose.orientation)
+        if local is None:
+            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "grasp_pose not finite or zero quaternion")
+        entry = planner.bodies[body]
+        root_link = entry.robot.root
+        gripper_world = self._frame_pose(grasp.grasp_pose.header.frame_id) @ local @ np.asarray(gripper.pose)
+        handle_pose = np.linalg.inv(planner.handle_link_pose(body, root_link)) @ gripper_world
+        approach = grasp.pre_grasp_approach
+        d = np.array([approach.direction.vector.x, approach.direction.vector.y, approach.direction.vector.z])
+        frame = approach.direction.header.frame_id
+        if np.isfinite(d).all() and np.linalg.norm(d) > 1e-9:
+            if frame.lstrip("/") in ("", self.frame_prefix + gripper.link):
+                direction = np.asarray(gripper.pose)[:3, :3].T @ d        # gripper link -> gripper frame
+            else:
+                direction = gripper_world[:3, :3].T @ (self._frame_pose(frame)[:3, :3] @ d)
+        else:
+            direction = np.array([0.0, 0.0, 1.0])
+        distance = float(approach.desired_distance) if math.isfinite(approach.desired_distance) else 0.0
+        clearance = max(0.0, distance - float(gripper.clearance))
+        return Handle(grasp.id or "grasp", root_link, handle_pose, [True] * 6, clearance,
+                      direction / np.linalg.norm(direction))
+
+    def _gripper_positions(self, gripper) -> tuple[str, float, float]:
+        """(joint, open, closed) of the gripper's driving joint: SRDF group_states "open" / "closed" naming
+        it, else its upper / lower limit."""
+        planner = self.model.planner
+        joints = [j for j in gripper.joints if j in planner.joint_names]
+        if not joints:
+            raise GoalFailed(E.INVALID_GROUP_NAME, f"gripper {gripper.name!r} drives no joint of the planner")
+        joint = joints[0]
+        i = planner.joint_names.index(joint)
+        values = {"open": float(planner.upper[i]), "closed": float(planner.lower[i])}
+        for state in planner.semantics.group_states:
+            if state.name in values and joint in state.values:
+                values[state.name] = float(state.values[joint][0])
+        return joint, values["open"], values["closed"]
+
+    def _posture(self, posture, joint: str, default: float) -> float:
+        if joint in posture.joint_names and posture.points:
+            value = posture.points[-1].positions[list(posture.joint_names).index(joint)]
+            if math.isfinite(value):
+                return float(value)
+        return default
+
+    def _move_frame(self, job: Job, group: str, link: str, target: np.ndarray, what: str) -> None:
+        """Plan the gripper link to ``target`` (world) and run it."""
+        from ..planning.goals import PoseGoal
+
+        plan, _ = self._plan(PoseGoal(group, target, frame=link), None, None,
+                             float(self.params.get("default_planning_time")))
+        try:
+            self._follow(job, plan)
+        except GoalFailed as exc:
+            exc.message = f"{what}: {exc.message}"
+            raise
+
+    def _shifted(self, link: str, direction, distance: float, frame: str = "") -> np.ndarray:
+        """World pose of ``link`` now, moved by ``distance`` along ``direction`` (in ``frame``; default: +z of
+        the world)."""
+        planner = self.model.planner
+        pose = planner.link_pose(link)
+        d = np.array([0.0, 0.0, 1.0]) if direction is None else np.asarray(direction, dtype=float)
+        if frame:
+            d = self._frame_pose(frame)[:3, :3] @ d
+        norm = np.linalg.norm(d)
+        if not np.isfinite(norm) or norm < 1e-9:
+            d, norm = np.array([0.0, 0.0, 1.0]), 1.0
+        out = pose.copy()
+        out[:3, 3] += distance * d / norm
+        return out
+
+    def _retreat(self, translation) -> tuple:
+        v = translation.direction.vector
+        d = np.array([v.x, v.y, v.z])
+        distance = float(translation.desired_distance)
+        if not (np.isfinite(d).all() and np.linalg.norm(d) > 1e-9 and math.isfinite(distance)
+                and distance > 0):
+            return None, float(self.params.get("lift_distance")), ""
+        return d, distance, translation.direction.header.frame_id
+
     def _pickup(self, job: Job) -> dict:
-        raise GoalFailed(E.FAILURE, "pickup is not implemented yet")
+        from ..planning.goals import GraspGoal
+
+        goal = job.handle.request
+        with self.model_lock:
+            self.sync()
+            planner = self.model.planner
+            if planner is None:
+                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            gripper = self._gripper_of(goal.end_effector)
+            if goal.target_name not in planner.bodies:
+                raise GoalFailed(E.INVALID_OBJECT_NAME, f"no body {goal.target_name!r} in the world (bodies: "
+                                                        f"{sorted(planner.bodies)})")
+            handle = self._handle_of(goal.target_name, gripper, list(goal.possible_grasps[:1]))
+            joint, opened, closed = self._gripper_positions(gripper)
+        self._feedback(job, FEEDBACK_PLANNING)
+        t = float(goal.allowed_planning_time)
+        timeout = t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+        with self.model_lock:
+            core_goal = GraspGoal(gripper.name, goal.target_name, handle, goal.group_name or None)
+            result = self.model.plan(core_goal, timeout=timeout)
+        if result.code != E.SUCCESS:
+            raise GoalFailed(result.code, result.message)
+        grasp = result.plan
+        fields = {"trajectory_start": self._start_msg(grasp.reach),
+                  "trajectory_stages": [self._robot_trajectory(grasp.reach),
+                                        self._robot_trajectory(grasp.approach)],
+                  "trajectory_descriptions": ["reach pre-grasp", "approach"],
+                  "planning_time": grasp.reach.planning_time}
+        if goal.planning_options.plan_only:
+            return fields
+        pre = goal.possible_grasps[0].pre_grasp_posture if goal.possible_grasps else None
+        close = goal.possible_grasps[0].grasp_posture if goal.possible_grasps else None
+        self._grip(job, self._posture(pre, joint, opened) if pre else opened)
+        self._follow(job, grasp.reach)
+        self._follow(job, grasp.approach, monitor=False)     # the body is meant to be touched
+        self._grip(job, self._posture(close, joint, closed) if close else closed)
+        with self.model_lock:
+            self.sync()
+            planner.attach(goal.target_name, gripper.link)
+            touch = list(planner.bodies[goal.target_name].touch)
+        self.publish_attached(goal.target_name, gripper.link, touch, True)
+        retreat = goal.possible_grasps[0].post_grasp_retreat if goal.possible_grasps else None
+        d, distance, frame = self._retreat(retreat) if retreat is not None else \
+            (None, float(self.params.get("lift_distance")), "")
+        if distance > 0:
+            with self.model_lock:
+                target = self._shifted(gripper.link, d, distance, frame)
+            self._move_frame(job, grasp.reach.group, gripper.link, target, "lift")
+        return fields
 
     def _place(self, job: Job) -> dict:
-        raise GoalFailed(E.FAILURE, "place is not implemented yet")
+        goal = job.handle.request
+        with self.model_lock:
+            self.sync()
+            planner = self.model.planner
+            if planner is None:
+                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            held = [n for n, b in planner.bodies.items() if b.attached is not None]
+            body = goal.attached_object_name or (held[0] if len(held) == 1 else "")
+            if body not in held:
+                raise GoalFailed(E.INVALID_OBJECT_NAME, f"no attached body {body!r} (attached: {held})")
+            if not goal.place_locations:
+                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "no place_locations")
+            location = goal.place_locations[0]
+            entry = planner.bodies[body]
+            link = entry.attached
+            local = _matrix(location.place_pose.pose.position, location.place_pose.pose.orientation)
+            if local is None:
+                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "place_pose not finite or zero quaternion")
+            placed = self._frame_pose(location.place_pose.header.frame_id) @ local
+            link_target = placed @ entry.robot.placement @ np.linalg.inv(entry.grip)
+            gripper = next((g for g in planner.semantics.grippers.values() if g.link == link), None)
+            if gripper is None:
+                raise GoalFailed(E.INVALID_GROUP_NAME, f"no gripper on link {link!r}")
+            joint, opened, _closed = self._gripper_positions(gripper)
+            group = goal.group_name or planner._group_for_link(link)
+            d, distance, frame = self._retreat(location.pre_place_approach)
+            above = link_target.copy()
+            shift = np.array([0.0, 0.0, 1.0]) if d is None else -(
+                self._frame_pose(frame)[:3, :3] @ d if frame else d)
+            above[:3, 3] += distance * shift / np.linalg.norm(shift)
+        self._feedback(job, FEEDBACK_PLANNING)
+        self._move_frame(job, group, link, above, "pre-place")
+        self._move_frame(job, group, link, link_target, "place")
+        self._grip(job, self._posture(location.post_place_posture, joint, opened))
+        with self.model_lock:
+            self.sync()
+            planner.detach(body)
+        self.publish_attached(body, link, [], False)
+        d, distance, frame = self._retreat(location.post_place_retreat)
+        if distance > 0:
+            with self.model_lock:
+                target = self._shifted(link, d, distance, frame)
+            self._move_frame(job, group, link, target, "retreat")
+        return {}
 
     def publish_attached(self, body: str, link: str, touch: list, add: bool) -> None:
         msg = AttachedCollisionObject(link_name=self.frame_prefix + link,
