@@ -283,13 +283,15 @@ class WorldNode(ContainedNode):
                                             durability=DurabilityPolicy.VOLATILE))
 
     def _on_attached(self, msg) -> None:
-        """ADD (0): carry the body with ``link_name`` at its current world pose; REMOVE (1): put it down
-        where the link holds it now (an empty object id: every carried body)."""
+        """ADD: carry the body with ``link_name`` at its current world pose; REMOVE: put it down where the
+        link holds it now (an empty object id: every carried body)."""
+        from moveit_msgs.msg import CollisionObject
+
         world = self.world
         if world is None:
             return
         name, link, operation = msg.object.id, msg.link_name.lstrip("/"), msg.object.operation
-        if operation == 0:
+        if operation == CollisionObject.ADD:
             obj = world.get(name)
             if obj is None:
                 self._warn(f"attach:{name}", f"attached object {name!r} is not a world body: ignored")
@@ -303,7 +305,7 @@ class WorldNode(ContainedNode):
                 self._attached[name] = (link, np.linalg.inv(link_pose) @ obj.pose)
                 self.get_logger().info(f"object {name} attached to {link}")
                 self._publish_tf()
-        elif operation == 1:
+        elif operation == CollisionObject.REMOVE:
             for body in [name] if name else list(self._attached):
                 self._detach(body)
 

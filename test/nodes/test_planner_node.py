@@ -158,8 +158,9 @@ def named_request(name: str, group: str = "arm"):
 
 @pytest.fixture
 def bridge(detector_node):  # noqa: F811
-    procs = [start("description", f"description_file:={WORLD}"),
-             start("controller", f"description_file:={WORLD}"),
+    procs = [start("description", f"description_file:={WORLD}", f"srdf_file:={DATA / 'lwa3_gripper.srdf'}"),
+             # the sim modules lag when the control loop is starved (2 loaded cores): more settling time
+             start("controller", f"description_file:={WORLD}", "constraints.goal_time:=3.0"),
              start("world", f"objects_file:={DATA / 'objects.yaml'}", "publish_rate:=20.0"),
              start("planner", f"description_file:={WORLD}")]
     client = Client(detector_node)
@@ -168,6 +169,8 @@ def bridge(detector_node):  # noqa: F811
     finally:
         client.detect()
         outs = [stop(p) for p in reversed(procs)]
+        for out in outs:
+            print(out[-4000:])                 # shown when the test fails
     for out in outs:
         assert "Traceback" not in out, out
 
@@ -322,3 +325,117 @@ def test_bad_goals_get_their_code_and_no_motion(bridge):
     stamps = client.joint_stamps
     assert wait_until(lambda: client.joint_stamps >= stamps + 5, timeout=10.0)
     assert at(client, before, 1e-4), "a refused goal moved the arm"
+
+
+# -- grasping ----------------------------------------------------------------------------------------------
+BALL_AT = (0.66, 0.0, 0.79)          # on the table's near edge, within reach
+SIDE = np.array([[0.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+
+
+def reachable_grasp():
+    """A side grasp of the ball the arm reaches (the core planner picks the free rotation about the approach
+    axis): the gripper frame's world pose at the grasp, and the approach distance."""
+    from robot_bridge.model import Handle
+    from robot_bridge.planning import GraspGoal, Planner
+
+    robot = scenes.embedded_robot()
+    planner = Planner(robot, seed=5)
+    pose = np.eye(4)
+    pose[:3, 3] = BALL_AT
+    from robot_bridge.bringup import DATA_DIR
+
+    planner.add_body("ball_0", load(str(DATA_DIR / "objects" / "ball.kinbody.xml")), pose)
+    handle = Handle("side", "ball", pose=SIDE.copy(), mask=[True] * 5 + [False], clearance=0.05,
+                    approaching_direction=np.array([0.0, 0.0, 1.0]))
+    grasp = planner.plan_grasp(GraspGoal("hand", "ball_0", handle), timeout=10.0)
+    gripper = robot.semantics.grippers["hand"]
+    q = planner.full_vector("arm", grasp.approach.waypoints[-1])
+    frame = planner.link_pose(gripper.link, q) @ gripper.pose
+    return frame, handle.clearance + gripper.clearance, gripper
+
+
+def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
+    from geometry_msgs.msg import PoseStamped
+    from moveit_msgs.action import Pickup, Place
+    from moveit_msgs.msg import Grasp, PlaceLocation
+    from tf2_msgs.msg import TFMessage
+
+    from robot_bridge.ros import qos
+    from robot_bridge.ros.tf import matrix as tf_matrix
+
+    client = bridge
+    node = client.node
+    tf_lock = threading.Lock()
+    ball_tf: list = []
+
+    def on_tf(msg):
+        with tf_lock:
+            ball_tf.extend((t.header.frame_id, tf_matrix(t)) for t in msg.transforms
+                           if t.child_frame_id == "ball_0")
+
+    node.create_subscription(TFMessage, "/tf", on_tf, qos.tf_qos())
+    move_to(client, START)
+    ball = np.eye(4)
+    ball[:3, 3] = BALL_AT
+    client.detect(("ball", ball))
+    assert wait_until(lambda: client.world_has("ball_0"), timeout=60.0)
+    assert wait_until(lambda: node.count_subscribers("/attached_collision_object") >= 1, timeout=60.0)
+    time.sleep(1.0)
+    frame, distance, gripper = reachable_grasp()
+
+    grasp = Grasp(id="side")
+    link_pose = frame @ np.linalg.inv(gripper.pose)        # MoveIt's grasp_pose: the gripper's link
+    grasp.grasp_pose = PoseStamped(pose=to_pose(link_pose))
+    grasp.grasp_pose.header.frame_id = "world"
+    grasp.pre_grasp_approach.direction.header.frame_id = gripper.link
+    grasp.pre_grasp_approach.direction.vector.z = 1.0      # the gripper frame's z (rotation: identity)
+    grasp.pre_grasp_approach.desired_distance = distance
+    goal = Pickup.Goal(target_name="ball_0", group_name="arm", possible_grasps=[grasp],
+                       allowed_planning_time=10.0)
+    pickup = ActionClient(node, Pickup, "/pickup")
+    assert pickup.wait_for_server(timeout_sec=60.0)
+    sent = pickup.send_goal_async(goal)
+    assert wait_until(sent.done, timeout=30.0)
+    future = sent.result().get_result_async()
+    assert wait_until(future.done, timeout=240.0), "no Pickup result"
+    result = future.result().result
+    assert result.error_code.val == MoveItErrorCodes.SUCCESS, result.error_code.message
+
+    # the planned grasp puts the gripper frame on the handle: 1 mm, 0.01 rad (pinocchio on the URDF)
+    approach = result.trajectory_stages[1].joint_trajectory
+    end = dict(client.state(), **dict(zip(approach.joint_names, approach.points[-1].positions)))
+    at_grasp = pin_frame(client.checker, end, gripper.link) @ gripper.pose
+    rel = np.linalg.inv(frame) @ at_grasp
+    from scipy.spatial.transform import Rotation
+
+    assert np.abs(rel[:3, 3]).max() < 1e-3
+    assert np.linalg.norm(Rotation.from_matrix(rel[:3, :3]).as_rotvec()) < 0.01
+    # the sim fingers stopped on the ball (the closed position is 0)
+    assert client.state()["finger_joint"] > 0.005
+    # world_node carries the ball under the gripper link on TF, lifted with it
+    assert wait_until(lambda: ball_tf and ball_tf[-1][0] == gripper.link, timeout=30.0), ball_tf[-1:]
+    with tf_lock:
+        offset = ball_tf[-1][1]
+    carried = pin_frame(client.checker, client.state(), gripper.link) @ offset
+    assert np.linalg.norm(carried[:3, 3] - (np.array(BALL_AT) + [0.0, 0.0, 0.05])) < 0.01, carried[:3, 3]
+
+    # place it back 1 cm higher: detached, world_node's TF puts it in the world where it was put down
+    location = PlaceLocation(id="back")
+    placed = ball.copy()
+    placed[2, 3] += 0.01
+    location.place_pose = PoseStamped(pose=to_pose(placed))
+    location.place_pose.header.frame_id = "world"
+    client.detect(("ball", placed))            # the camera sees it where it will be put down
+    place = ActionClient(node, Place, "/place")
+    assert place.wait_for_server(timeout_sec=60.0)
+    sent = place.send_goal_async(Place.Goal(group_name="arm", attached_object_name="ball_0",
+                                            place_locations=[location]))
+    assert wait_until(sent.done, timeout=30.0)
+    future = sent.result().get_result_async()
+    assert wait_until(future.done, timeout=240.0), "no Place result"
+    result = future.result().result
+    assert result.error_code.val == MoveItErrorCodes.SUCCESS, result.error_code.message
+    assert wait_until(lambda: ball_tf and ball_tf[-1][0] == "world", timeout=30.0)
+    with tf_lock:
+        down = ball_tf[-1][1]
+    assert np.linalg.norm(down[:3, 3] - placed[:3, 3]) < 0.01, down[:3, 3]
