@@ -90,3 +90,7 @@ class ExpressionError(DescriptionError):
 class UnknownVariableError(ExpressionError):
     """A mimic formula names a variable (joint) the robot does not have: a broken reference, not a
     formula beyond the parser, so the load still fails on it."""
+
+
+class NothingToPlanError(DescriptionError):
+    """A robot without anything MoveIt could plan for (no group, manipulator or chain of driven joints)."""

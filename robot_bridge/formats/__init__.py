@@ -20,6 +20,10 @@ from . import limits
 
 # Order matters for root-element sniffing; suffix matches are tried first.
 READER_MODULES = ("openrave_xml", "collada", "urdf", "srdf")
+# Each reader's SUFFIXES, so that a file chosen by its suffix imports only its reader (a copy: a test keeps
+# it equal to the modules' own)
+READER_SUFFIXES = {"openrave_xml": (".env.xml", ".robot.xml", ".kinbody.xml", ".sensor.xml", ".xml"),
+                   "collada": (".dae", ".zae"), "urdf": (".urdf",), "srdf": (".srdf",)}
 
 
 def _reader(module: str):
@@ -78,11 +82,12 @@ def reader_for(path: str | os.PathLike):
     """The reader module for ``path`` (by suffix, then root element)."""
     p = Path(path)
     name = p.name.lower()
-    readers = list(_readers())
-    for mod in readers:
-        if any(name.endswith(s) for s in mod.SUFFIXES):
-            if getattr(mod, "claims", None) is None or mod.claims(p):
+    for module in READER_MODULES:
+        if any(name.endswith(s) for s in READER_SUFFIXES.get(module, ())):
+            mod = _reader(module)
+            if mod is not None and (getattr(mod, "claims", None) is None or mod.claims(p)):
                 return mod
+    readers = list(_readers())
     root = _sniff_root(p)
     for mod in readers:
         if root in mod.ROOT_TAGS:
@@ -122,7 +127,24 @@ def load(path: str | os.PathLike, search_path=None, **options):
             ValueError) as exc:
         # a reader bug on malformed input must still reach callers (nodes, CLI) as a DescriptionError;
         # ``internal`` keeps the original for the fuzz tests, which treat it as a failure
-        err = SchemaError(f"cannot read this file ({type(exc).__name__}: {exc})", file=str(p))
+        line, element = _failing_element(exc)
+        err = SchemaError(f"cannot read this file ({type(exc).__name__}: {exc})", file=str(p), line=line,
+                          element=element)
         err.internal = exc
         raise err from exc
     return validate(robot)
+
+
+def _failing_element(exc: BaseException) -> tuple[Optional[int], Optional[str]]:
+    """(line, tag) of the XML element the innermost reader frame was working on when ``exc`` escaped
+    (a local variable holding an lxml element), so that even a reader bug names its place."""
+    from lxml import etree
+
+    tb, found = exc.__traceback__, (None, None)
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            if isinstance(value, etree._Element) and isinstance(value.tag, str) and value.sourceline:
+                found = (value.sourceline, value.tag.rsplit("}", 1)[-1])
+                break
+        tb = tb.tb_next
+    return found

@@ -22,6 +22,9 @@ from typing import Iterable, Optional
 
 import numpy as np
 
+from ..errors import DescriptionError
+from .meshes import read_mesh_bytes
+
 FORMAT_VERSION = b"robot_bridge mesh cache 3\0"       # 3: Inventor/VRML colour parts (count in the header)
 DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 CACHE_NAME = re.compile(r"[0-9a-f]{64}\.(stl|dae|obj)\Z")
@@ -46,8 +49,8 @@ def file_key(path: str | os.PathLike) -> str:
             continue
         seen.add(p)
         try:
-            data = p.read_bytes()
-        except OSError:
+            data = read_mesh_bytes(p)           # bounded: the conversion then reports the refusal
+        except DescriptionError:
             h.update(b"\0missing\0" + str(p).encode())
             continue
         h.update(len(data).to_bytes(8, "little") + data)
@@ -110,7 +113,7 @@ class MeshCache:
         if source.parent.resolve() == self.directory and CACHE_NAME.match(source.name):
             return source
         key, suffix = file_key(source), source.suffix.lower()
-        return self.get(key, suffix) or self.put(key, source.read_bytes(), suffix)
+        return self.get(key, suffix) or self.put(key, read_mesh_bytes(source), suffix)
 
     def contains(self, path: str | os.PathLike) -> bool:
         p = Path(path)

@@ -29,31 +29,46 @@ OS refuses (too long, a directory, unreadable, a broken link), is a typed
 
 from __future__ import annotations
 
+import bisect
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from ..errors import DescriptionError, MissingFileError, SchemaError, UnsupportedFormatError
+from ..errors import DescriptionError, MissingFileError, SchemaError, UnsafeInputError, UnsupportedFormatError
 from ..model import transform as tf
 
 INVENTOR_SUFFIXES = (".iv", ".wrl", ".vrml")
+TRIMESH_SUFFIXES = ("stl", "obj", "off", "ply", "dae", "glb", "gltf")    # read through trimesh
 _UNITS = {"METERS": 1.0, "CENTIMETERS": 0.01, "MILLIMETERS": 0.001, "MICROMETERS": 1e-6, "MICRONS": 1e-6,
           "NANOMETERS": 1e-9, "ANGSTROMS": 1e-10, "KILOMETERS": 1000.0, "INCHES": 0.0254, "FEET": 0.3048,
           "FEET_US_SURVEY": 1200.0 / 3937.0, "YARDS": 0.9144, "MILES": 1609.344, "NAUTICAL_MILES": 1852.0}
 _TOKEN = re.compile(r'\s+|#[^\n]*|"(?:[^"\\]|\\.)*"|[{}\[\](),|]|[^\s{}\[\](),|"#]+')
 _MAX_INCLUDE_DEPTH = 16
 _MAX_BINARY_DEPTH = 200
+# Bounds on what a file controls, checked before the work or allocation they guard.
+MAX_MESH_BYTES = 64 * 1024 * 1024        # a mesh file's size, checked before it is read (as XML's)
+MAX_INVENTOR_TRIANGLES = 1_000_000       # triangles of one Inventor/VRML file, its USEs and includes counted
+MAX_INVENTOR_VISITS = 10_000             # nodes visited (a USE visits its node again)
+MAX_INVENTOR_INCLUDES = 64               # File/Inline includes read for one mesh
+MAX_NESTING = 200                        # nodes nested in nodes
+_INT32 = 2 ** 31 - 1
 
 
 class _Node:
-    __slots__ = ("type", "fields", "children")
+    __slots__ = ("type", "fields", "children", "line", "byte")
 
-    def __init__(self, type_: str):
+    def __init__(self, type_: str, line: Optional[int] = None, byte: Optional[int] = None):
         self.type = type_
         self.fields: dict[str, list] = {}
         self.children: list[_Node] = []
+        self.line, self.byte = line, byte       # where it starts: ASCII line, binary byte offset
+
+    def where(self) -> str:
+        return f"{self.type} (byte {self.byte})" if self.byte is not None else self.type
 
 
 def _is_number(tok: str) -> bool:
@@ -66,14 +81,28 @@ def _is_number(tok: str) -> bool:
 
 class _Parser:
     def __init__(self, text: str, file: str):
-        self.tokens = [t for t in _TOKEN.findall(text) if t.strip() and not t.startswith("#")]
+        self.tokens, self.starts = [], []
+        for m in _TOKEN.finditer(text):
+            t = m.group()
+            if t.strip() and not t.startswith("#"):
+                self.tokens.append(t)
+                self.starts.append(m.start())
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
         self.pos = 0
+        self.depth = 0
         self.file = file
         self.defs: dict[str, _Node] = {}
 
-    def error(self, message: str) -> SchemaError:
-        near = " ".join(self.tokens[max(0, self.pos - 3):self.pos + 3])
-        return SchemaError(f"{message} (near {near!r})", file=self.file)
+    def line(self, pos: Optional[int] = None) -> int:
+        """The 1-based line of token ``pos`` (default: the current one; past the end: the last line)."""
+        pos = self.pos if pos is None else pos
+        offset = self.starts[min(pos, len(self.starts) - 1)] if self.starts else 0
+        return bisect.bisect_right(self.newlines, offset) + 1
+
+    def error(self, message: str, at: Optional[int] = None) -> SchemaError:
+        at = self.pos if at is None else at
+        near = " ".join(self.tokens[max(0, at - 3):at + 3])
+        return SchemaError(f"{message} (near {near!r})", file=self.file, line=self.line(at))
 
     def peek(self, k: int = 0) -> Optional[str]:
         i = self.pos + k
@@ -97,32 +126,38 @@ class _Parser:
         return tok in ("DEF", "USE") or (tok is not None and self.peek(1) == "{" and tok[0].isalpha())
 
     def node(self) -> _Node:
+        line = self.line()
         tok = self.take()
         if tok == "USE":
             name = self.take()
-            if name not in self.defs:
-                raise self.error(f"USE of undefined node {name!r}")
+            if name not in self.defs:     # also a USE inside its own DEF: a node cannot contain itself
+                raise self.error(f"USE of undefined node {name!r}", at=self.pos - 1)
             return self.defs[name]
         def_name = None
         if tok == "DEF":
             def_name, tok = self.take(), self.take()
         if self.take() != "{":
             raise self.error(f"expected '{{' after node type {tok!r}")
-        node = _Node(tok)
-        if def_name:
-            self.defs[def_name] = node
+        if self.depth >= MAX_NESTING:
+            raise self.error(f"nodes nested deeper than {MAX_NESTING}")
+        self.depth += 1
+        node = _Node(tok, line=line)
         while True:
             nxt = self.peek()
             if nxt is None:
                 raise self.error(f"unterminated node {tok!r}")
             if nxt == "}":
                 self.pos += 1
-                return node
+                break
             if self.starts_node():
                 node.children.append(self.node())
             else:
                 name = self.take()
                 node.fields[name] = self.value()
+        self.depth -= 1
+        if def_name:
+            self.defs[def_name] = node
+        return node
 
     def value(self) -> list:
         tok = self.peek()
@@ -140,11 +175,10 @@ class _Parser:
                     items.append(self.take())
             self.pos += 1
             return items
-        if tok == "(":
-            items = []
+        if tok == "(":                  # e.g. SFImage, SFBitMask: not geometry
             while self.take() != ")":
                 pass
-            return items
+            return []
         if self.starts_node():
             return [self.node()]
         if tok is not None and _is_number(tok):
@@ -216,18 +250,27 @@ class _BinaryParser:
         return out
 
     def node(self) -> _Node:
+        start = self.pos
         kind = self.string()
         if kind == "USE":
             name = self.string()
-            if name not in self.defs:
+            if name not in self.defs:     # also a USE inside its own DEF: a node cannot contain itself
                 raise self.error(f"USE of undefined node {name!r}")
             return self.defs[name]
         def_name = None
         if kind == "DEF":
             def_name, kind = self.string(), self.string()
-        node = _Node(kind)
+        if self.depth >= _MAX_BINARY_DEPTH:
+            raise self.error(f"nodes nested deeper than {_MAX_BINARY_DEPTH}")
+        self.depth += 1
+        node = self._body(_Node(kind, byte=start))
+        self.depth -= 1
         if def_name is not None:
             self.defs[def_name] = node
+        return node
+
+    def _body(self, node: _Node) -> _Node:
+        kind = node.type
         flags = self.int32()
         for _ in range(self.int32() & 0xFF):
             name = self.string()
@@ -235,13 +278,10 @@ class _BinaryParser:
             self.int32()                                   # field flags
         if kind in self._GROUPS or flags & 0x2:
             count = self.int32()
-            if not 0 <= count <= 1 << 20:
-                raise self.error(f"{kind}: child count {count}")
-            if self.depth >= _MAX_BINARY_DEPTH:
-                raise self.error(f"nodes nested deeper than {_MAX_BINARY_DEPTH}")
-            self.depth += 1
+            if not 0 <= count <= (len(self.data) - self.pos) // 8:      # a child is at least 8 bytes
+                raise self.error(f"unexpected end of file: {kind} child count {count}, more than the bytes "
+                                 "left hold")
             node.children = [self.node() for _ in range(count)]
-            self.depth -= 1
         return node
 
     def value(self, kind: str, name: str) -> list:
@@ -271,8 +311,8 @@ class _BinaryParser:
 
     def _count(self) -> int:
         n = self.int32()
-        if not 0 <= n <= 1 << 26:
-            raise self.error(f"array length {n}")
+        if not 0 <= n <= (len(self.data) - self.pos) // 4:     # checked before the array is allocated
+            raise self.error(f"unexpected end of file: array length {n}, more than the bytes left hold")
         return n
 
 
@@ -281,10 +321,43 @@ def _floats(node: _Node, name: str, default=None) -> np.ndarray:
     if raw is None:
         return np.asarray(default if default is not None else [], dtype=float)
     try:
-        return np.array([float(v) for v in raw if not isinstance(v, _Node)])
-    except ValueError:
+        return np.array([float(v) for v in raw if not isinstance(v, _Node)], dtype=float)
+    except (TypeError, ValueError):
         got = " ".join(map(str, raw[:6]))
         raise SchemaError(f"{node.type}.{name}: expected numbers, got {got!r}") from None
+
+
+def _fixed(node: _Node, name: str, default) -> np.ndarray:
+    """A field of exactly as many numbers as ``default`` has (a vector, a rotation, one number)."""
+    values = _floats(node, name, default)
+    if values.size != len(default):
+        raise SchemaError(f"{node.type}.{name}: expected {len(default)} numbers, got {values.size}")
+    return values
+
+
+def _finite(node: _Node, name: str, default) -> np.ndarray:
+    """:func:`_fixed`, refusing NaN and infinities (sizes of primitives)."""
+    values = _fixed(node, name, default)
+    if not np.all(np.isfinite(values)):
+        raise SchemaError(f"{node.type}.{name}: expected finite numbers, got {values.tolist()}")
+    return values
+
+
+def _ints(node: _Node, name: str, default=None) -> np.ndarray:
+    """An index or count field: whole numbers within int32 (-1 separates faces)."""
+    values = _floats(node, name, default)
+    bad = ~np.isfinite(values) | (np.abs(values) > _INT32) | (values != np.round(values))
+    if bad.any():
+        raise SchemaError(f"{node.type}.{name}: expected whole numbers, got {values[bad][0]!r}")
+    return values.astype(np.int64)
+
+
+def _triples(node: _Node, name: str) -> np.ndarray:
+    """A field of 3-vectors (points) as (n, 3)."""
+    values = _floats(node, name)
+    if values.size % 3:
+        raise SchemaError(f"{node.type}.{name}: expected x y z triples, got {values.size} numbers")
+    return values.reshape(-1, 3)
 
 
 def _index_groups(indices: np.ndarray) -> list[list[int]]:
@@ -306,10 +379,10 @@ def _packed_colours(node: _Node, name: str) -> np.ndarray:
     out = []
     for v in node.fields.get(name, []):
         try:
-            out.append(int(v, 0) if isinstance(v, str) else int(v))
-        except ValueError:
+            out.append((int(v, 0) if isinstance(v, str) else int(v)) & 0xFFFFFFFF)
+        except (TypeError, ValueError):
             raise SchemaError(f"{node.type}.{name}: expected 0xRRGGBBAA words, got {v!r}") from None
-    return np.array(out, dtype=np.int64) & 0xFFFFFFFF
+    return np.array(out, dtype=np.int64).reshape(-1)
 
 
 def _colour_table(node: _Node, state: dict) -> tuple[Optional[np.ndarray], str]:
@@ -336,25 +409,46 @@ def _first_of_groups(indices: np.ndarray, n: int) -> np.ndarray:
     return np.array(firsts + [0] * (n - len(firsts)), dtype=np.int64)
 
 
+class _Budget:
+    """What one mesh read may still use, shared by the files it includes."""
+
+    def __init__(self):
+        self.triangles = MAX_INVENTOR_TRIANGLES
+        self.visits = MAX_INVENTOR_VISITS
+        self.includes = MAX_INVENTOR_INCLUDES
+
+
 class _Collector:
-    def __init__(self, file: Path, depth: int = 0):
+    def __init__(self, file: Path, depth: int = 0, budget: Optional[_Budget] = None):
         self.file = file
         self.depth = depth
+        self.budget = budget or _Budget()
         self.vertices: list[np.ndarray] = []
         self.triangles: list[np.ndarray] = []
         self.colours: list[np.ndarray] = []       # per triangle diffuse rgb (NaN: no Material)
         self.count = 0
 
-    def add(self, points: np.ndarray, polygons: list[list[int]], t: np.ndarray, colour=None) -> None:
-        tris = [(p[0], p[i], p[i + 1]) for p in polygons for i in range(1, len(p) - 1)]
-        if not tris:
+    def add(self, points: np.ndarray, polygons, t: np.ndarray, colour=None) -> None:
+        """Polygons (sequences of point indices) as triangle fans; indices and the triangle budget are
+        checked before the triangles are made."""
+        sizes = np.fromiter((len(p) for p in polygons), dtype=np.int64, count=len(polygons))
+        fans = np.maximum(sizes - 2, 0)
+        n = int(fans.sum())
+        if n == 0:
             return
+        if n > self.budget.triangles:
+            raise SchemaError(f"more than {MAX_INVENTOR_TRIANGLES} triangles (USE and includes counted)")
+        self.budget.triangles -= n
+        flat = np.fromiter((i for p in polygons for i in p), dtype=np.int64, count=int(sizes.sum()))
+        if flat.size and (flat.min() < 0 or flat.max() >= len(points)):
+            bad = int(flat.max()) if flat.max() >= len(points) else int(flat.min())
+            raise SchemaError(f"face index {bad} out of range ({len(points)} points)")
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        first = np.repeat(starts, fans)                              # each triangle's polygon start
+        k = np.arange(n) - np.repeat(np.cumsum(fans) - fans, fans) + 1   # its fan step, from 1
+        tri = np.stack([flat[first], flat[first + k], flat[first + k + 1]], axis=1)
         rgb = np.full((1, 3), np.nan) if colour is None else np.asarray(colour, dtype=float).reshape(-1, 3)
-        self.colours.append(np.broadcast_to(rgb if len(rgb) in (1, len(tris)) else rgb[:1], (len(tris), 3)))
-        tri = np.asarray(tris, dtype=np.int64)
-        if tri.min() < 0 or tri.max() >= len(points):
-            raise SchemaError(f"face index {int(tri.max())} out of range ({len(points)} points)",
-                              file=str(self.file))
+        self.colours.append(np.broadcast_to(rgb if len(rgb) in (1, n) else rgb[:1], (n, 3)))
         world = points @ t[:3, :3].T + t[:3, 3]
         self.vertices.append(world)
         self.triangles.append(tri + self.count)
@@ -365,8 +459,27 @@ class _Collector:
 
     # state: dict(t=4x4, coords=array, units=float)
     def walk(self, nodes: list[_Node], state: dict) -> None:
+        """Visit nodes; every failure is a typed error naming this file and the node's line."""
         for node in nodes:
-            self.visit(node, state)
+            self.budget.visits -= 1
+            if self.budget.visits < 0:
+                raise SchemaError(f"more than {MAX_INVENTOR_VISITS} nodes to visit (USE counted)",
+                                  file=str(self.file), line=node.line)
+            try:
+                self.visit(node, state)
+            except DescriptionError as err:
+                if err.file is None:
+                    err.message = f"{node.where()}: {err.message}" if node.byte is not None else err.message
+                    err.with_location(file=self.file, line=node.line,
+                                      element=None if err.message.startswith(node.type) else node.type)
+                raise
+            except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+                # a reader bug on malformed input: still typed and placed; ``internal`` marks it for the
+                # fuzz tests, which count it as a failure
+                err = SchemaError(f"{node.where()}: cannot read this node ({type(exc).__name__}: {exc})",
+                                  file=str(self.file), line=node.line)
+                err.internal = exc
+                raise err from exc
 
     def visit(self, node: _Node, state: dict) -> None:
         import trimesh
@@ -386,43 +499,54 @@ class _Collector:
             else:
                 state["t"] = t @ m
         elif kind == "Translation":
-            state["t"] = t @ tf.translation(_floats(node, "translation", [0, 0, 0]))
+            state["t"] = t @ tf.translation(_fixed(node, "translation", [0, 0, 0]))
         elif kind == "Rotation":
-            r = _floats(node, "rotation", [0, 0, 1, 0])
-            state["t"] = t @ tf.make(tf.rotation_axis_angle(r[:3], r[3]))
+            state["t"] = t @ self._rotation(node, "rotation")
         elif kind == "RotationXYZ":
-            axis = {"X": [1, 0, 0], "Y": [0, 1, 0], "Z": [0, 0, 1]}[(node.fields.get("axis") or ["X"])[0]]
-            state["t"] = t @ tf.make(tf.rotation_axis_angle(axis, float(_floats(node, "angle", [0])[0])))
+            name = str((node.fields.get("axis") or ["X"])[0])
+            axis = {"X": [1, 0, 0], "Y": [0, 1, 0], "Z": [0, 0, 1]}.get(name)
+            if axis is None:
+                raise SchemaError(f"RotationXYZ.axis: expected X, Y or Z, got {name!r}")
+            state["t"] = t @ tf.make(tf.rotation_axis_angle(axis, float(_fixed(node, "angle", [0])[0])))
         elif kind == "Scale":
-            state["t"] = t @ np.diag([*_floats(node, "scaleFactor", [1, 1, 1]), 1.0])
+            state["t"] = t @ np.diag([*_fixed(node, "scaleFactor", [1, 1, 1]), 1.0])
         elif kind == "MatrixTransform":
             m = _floats(node, "matrix")
             if m.size != 16:
-                raise SchemaError("MatrixTransform.matrix: expected 16 numbers", file=str(self.file))
+                raise SchemaError(f"MatrixTransform.matrix: expected 16 numbers, got {m.size}")
             state["t"] = t @ m.reshape(4, 4).T           # Inventor matrices are row-vector convention
         elif kind == "Units":
             unit = (node.fields.get("units") or ["METERS"])[0]
             if unit not in _UNITS:
-                raise SchemaError(f"Units: unknown unit {unit!r}", file=str(self.file))
+                raise SchemaError(f"Units: unknown unit {unit!r}")
             state["t"] = t @ np.diag([_UNITS[unit] / state["units"]] * 3 + [1.0])   # units scale what follows
             state["units"] = _UNITS[unit]
         elif kind in ("Coordinate3", "Coordinate"):
-            state["coords"] = _floats(node, "point").reshape(-1, 3)
+            state["coords"] = _triples(node, "point")
         elif kind == "FaceSet":
-            start = int(_floats(node, "startIndex", [0])[0])
+            start = _ints(node, "startIndex", [0])
+            if start.size != 1:
+                raise SchemaError(f"FaceSet.startIndex: expected 1 number, got {start.size}")
+            start = int(start[0])
+            available = len(state["coords"])
+            if not 0 <= start <= available:
+                raise SchemaError(f"FaceSet.startIndex {start} out of range ({available} points)")
             polys, i = [], start
-            for n in _floats(node, "numVertices", []).astype(int):
-                if n < 0:
-                    n = len(state["coords"]) - i
-                polys.append(list(range(i, i + n)))
+            for n in _ints(node, "numVertices", []):
+                if n < 0:             # -1: the remaining points
+                    n = available - i
+                if i + n > available:        # checked before the face is made
+                    raise SchemaError(f"FaceSet.numVertices: a face of {n} vertices from point {i} is out of "
+                                      f"range ({available} points)")
+                polys.append(range(i, i + n))
                 i += n
             self.add(state["coords"], polys, t, _per_triangle(self._face_colours(node, state, polys), polys))
         elif kind in ("IndexedFaceSet", "IndexedTriangleStripSet"):
             coords = state["coords"]
             for v in node.fields.get("coord", []) + node.fields.get("vertexProperty", []):
                 if isinstance(v, _Node):
-                    coords = _floats(v, "point" if "point" in v.fields else "vertex").reshape(-1, 3)
-            groups = _index_groups(_floats(node, "coordIndex").astype(int))
+                    coords = _triples(v, "point" if "point" in v.fields else "vertex")
+            groups = _index_groups(_ints(node, "coordIndex"))
             faces = groups                                   # what a colour is bound to
             if kind == "IndexedTriangleStripSet":
                 groups = [[g[k], g[k + 1], g[k + 2]] if k % 2 == 0 else [g[k + 1], g[k], g[k + 2]]
@@ -432,28 +556,32 @@ class _Collector:
             self.add(coords, groups, t, _per_triangle(self._face_colours(node, state, faces), faces))
         elif kind in ("Cube", "Box"):
             if "size" in node.fields:
-                size = _floats(node, "size")
+                size = _finite(node, "size", [2, 2, 2])
             else:
-                size = np.array([_floats(node, k, [2])[0] for k in ("width", "height", "depth")])
+                size = np.array([_finite(node, k, [2])[0] for k in ("width", "height", "depth")])
             self.add_trimesh(trimesh.creation.box(extents=size), t, state.get("diffuse"))
         elif kind == "Sphere":
-            self.add_trimesh(trimesh.creation.icosphere(radius=float(_floats(node, "radius", [1])[0])), t,
+            self.add_trimesh(trimesh.creation.icosphere(radius=float(_finite(node, "radius", [1])[0])), t,
                              state.get("diffuse"))
         elif kind in ("Cylinder", "Cone"):
-            h = float(_floats(node, "height", [2])[0])
+            h = float(_finite(node, "height", [2])[0])
             y_up = tf.make(tf.rotation_axis_angle([1, 0, 0], -np.pi / 2))       # trimesh z -> Inventor y
             if kind == "Cylinder":
-                mesh = trimesh.creation.cylinder(radius=float(_floats(node, "radius", [1])[0]), height=h)
+                mesh = trimesh.creation.cylinder(radius=float(_finite(node, "radius", [1])[0]), height=h)
                 self.add_trimesh(mesh, t @ y_up, state.get("diffuse"))
             else:
-                mesh = trimesh.creation.cone(radius=float(_floats(node, "bottomRadius", [1])[0]), height=h)
+                mesh = trimesh.creation.cone(radius=float(_finite(node, "bottomRadius", [1])[0]), height=h)
                 self.add_trimesh(mesh, t @ y_up @ tf.translation([0, 0, -h / 2]), state.get("diffuse"))
         elif kind in ("File", "Inline"):
-            name = (node.fields.get("name") or node.fields.get("url") or [""])[0].strip('"')
+            name = str((node.fields.get("name") or node.fields.get("url") or [""])[0]).strip('"')
             if self.depth >= _MAX_INCLUDE_DEPTH:
-                raise SchemaError(f"File includes nested deeper than {_MAX_INCLUDE_DEPTH}",
-                                  file=str(self.file))
-            sub = _Collector(self.file.parent / name, self.depth + 1)
+                raise SchemaError(f"File includes nested deeper than {_MAX_INCLUDE_DEPTH}")
+            self.budget.includes -= 1
+            if self.budget.includes < 0:
+                raise SchemaError(f"more than {MAX_INVENTOR_INCLUDES} File/Inline includes")
+            if not name:
+                raise SchemaError(f"{kind}: no file name")
+            sub = _Collector(self.file.parent / name, self.depth + 1, self.budget)
             v, f = sub.read()
             self.add(v, f.tolist(), t, np.vstack(sub.colours) if sub.colours else None)
         elif kind == "Material":                 # several diffuse colours: per face as MaterialBinding says
@@ -485,7 +613,7 @@ class _Collector:
             if table.size < 3:
                 return state.get("diffuse")
             table = table[:table.size // 3 * 3].reshape(-1, 3)
-            index = _floats(node, "colorIndex").astype(int)
+            index = _ints(node, "colorIndex")
             if str((node.fields.get("colorPerVertex") or ["TRUE"])[0]).upper() == "FALSE":
                 which = index[:n] if index.size >= n else np.arange(n)
             else:
@@ -494,7 +622,7 @@ class _Collector:
         table, binding = _colour_table(node, state)
         if table is None or len(table) < 2 or binding in ("OVERALL", "DEFAULT"):
             return table[0] if table is not None else None
-        index = _floats(node, "materialIndex").astype(int)
+        index = _ints(node, "materialIndex")
         if binding in ("PER_FACE", "PER_PART"):
             which = np.arange(n)
         elif binding in ("PER_FACE_INDEXED", "PER_PART_INDEXED"):
@@ -509,12 +637,19 @@ class _Collector:
 
     @staticmethod
     def _transform(node: _Node) -> np.ndarray:
-        trans = _floats(node, "translation", [0, 0, 0])
-        rot = _floats(node, "rotation", [0, 0, 1, 0])
-        scale = _floats(node, "scaleFactor" if "scaleFactor" in node.fields else "scale", [1, 1, 1])
-        center = _floats(node, "center", [0, 0, 0])
-        r = tf.make(tf.rotation_axis_angle(rot[:3], rot[3])) if np.any(rot[:3]) else np.eye(4)
+        trans = _fixed(node, "translation", [0, 0, 0])
+        scale = _fixed(node, "scaleFactor" if "scaleFactor" in node.fields else "scale", [1, 1, 1])
+        center = _fixed(node, "center", [0, 0, 0])
+        r = _Collector._rotation(node, "rotation")
         return (tf.translation(trans + center) @ r @ np.diag([*scale, 1.0]) @ tf.translation(-center))
+
+    @staticmethod
+    def _rotation(node: _Node, name: str) -> np.ndarray:
+        """An axis-angle field (x y z angle) as a 4x4 transform (a zero axis: no rotation)."""
+        rot = _fixed(node, name, [0, 0, 1, 0])
+        if not np.all(np.isfinite(rot)):
+            raise SchemaError(f"{node.type}.{name}: expected finite numbers, got {rot.tolist()}")
+        return tf.make(tf.rotation_axis_angle(rot[:3], rot[3])) if np.any(rot[:3]) else np.eye(4)
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         data = read_mesh_bytes(self.file)
@@ -524,7 +659,7 @@ class _Collector:
             if not first.startswith("#Inventor V2"):
                 raise UnsupportedFormatError(f"{first.strip()!r} files are not supported (convert to ASCII)",
                                              file=str(self.file))
-            self.walk(_BinaryParser(data, data.index(b"\n") + 1, str(self.file)).nodes(),
+            self.walk(_BinaryParser(data, len(first) + 1, str(self.file)).nodes(),
                       {"t": np.eye(4), "coords": np.zeros((0, 3)), "units": 1.0})
             if not self.triangles:
                 return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
@@ -555,14 +690,37 @@ def _is_link(path: Path) -> bool:
         return False
 
 
-def read_mesh_bytes(path: Path) -> bytes:
-    """The bytes of a mesh file; OS refusals become :class:`MissingFileError`."""
+def read_mesh_bytes(path: Path, limit: Optional[int] = None) -> bytes:
+    """The bytes of a mesh file (at most ``limit``, default :data:`MAX_MESH_BYTES`), its size checked
+    before it is read; OS refusals become :class:`MissingFileError`, a larger file or one that is not a
+    regular file (a FIFO, a device) :class:`UnsafeInputError`."""
+    limit = MAX_MESH_BYTES if limit is None else limit
+    path = Path(path)
     try:
-        if path.is_dir():
-            raise MissingFileError("mesh path is a directory, not a file", file=str(path))
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except IsADirectoryError:
+        raise MissingFileError("mesh path is a directory, not a file", file=str(path)) from None
     except OSError as exc:
         raise os_refusal(path, exc) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise MissingFileError("mesh path is a directory, not a file", file=str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeInputError("mesh path is not a regular file (a device, FIFO or socket)",
+                                   file=str(path))
+        if info.st_size > limit:
+            raise UnsafeInputError(f"mesh file is {info.st_size} bytes, more than the {limit} allowed",
+                                   file=str(path))
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:                     # grew since fstat
+            raise UnsafeInputError(f"mesh file is more than the {limit} bytes allowed", file=str(path))
+        return data
+    except OSError as exc:
+        raise os_refusal(path, exc) from None
+    finally:
+        os.close(fd)
 
 
 def read_inventor(path) -> tuple[np.ndarray, np.ndarray]:
@@ -617,10 +775,15 @@ def is_inventor(path) -> bool:
     if path.suffix.lower() in INVENTOR_SUFFIXES:
         return True
     try:
-        with open(path, "rb") as f:
-            return f.read(16).startswith((b"#Inventor", b"#VRML"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 16).startswith((b"#Inventor", b"#VRML"))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
@@ -633,17 +796,42 @@ def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
 
         import trimesh
 
-        data = read_mesh_bytes(p)
+        data = read_mesh_bytes(p)            # first: a directory, a FIFO, a missing file say so
+        kind = p.suffix.lower().lstrip(".")
+        if kind not in TRIMESH_SUFFIXES:       # not archives or compressed files (trimesh reads those too)
+            known = ", ".join("." + k for k in TRIMESH_SUFFIXES)
+            raise UnsupportedFormatError(f"mesh format {p.suffix or 'without suffix'!r} is not read "
+                                         f"(expected {known} or Inventor/VRML)", file=str(p))
+        if kind == "stl":
+            _check_stl(data, p)
         try:
-            mesh = trimesh.load(io.BytesIO(data), file_type=p.suffix.lower().lstrip(".") or None,
-                                force="mesh", resolver=trimesh.resolvers.FilePathResolver(p))
+            mesh = trimesh.load(io.BytesIO(data), file_type=kind, force="mesh",
+                                resolver=trimesh.resolvers.FilePathResolver(p))
         except Exception as exc:       # trimesh raises many types for unreadable files
-            raise UnsupportedFormatError(f"cannot read mesh: {exc}", file=str(p)) from None
+            raise UnsupportedFormatError(f"cannot read mesh: {type(exc).__name__}: {exc}",
+                                         file=str(p)) from None
         vertices = np.asarray(getattr(mesh, "vertices", np.zeros((0, 3))), dtype=float).reshape(-1, 3)
         triangles = np.asarray(getattr(mesh, "faces", np.zeros((0, 3))), dtype=np.int64).reshape(-1, 3)
     if scale is not None:
         vertices = vertices * _scale3(scale)
     return vertices, triangles
+
+
+def _check_stl(data: bytes, path: Path) -> None:
+    """A binary STL's triangle count against the file's size, before anything is allocated (an ASCII
+    STL starts with ``solid`` and has no count)."""
+    if len(data) < 84:
+        if not data.lstrip()[:5].lower() == b"solid":
+            raise SchemaError(f"binary STL shorter than its 84-byte header ({len(data)} bytes)",
+                              file=str(path))
+        return
+    count = int.from_bytes(data[80:84], "little")
+    if 84 + 50 * count == len(data):
+        return
+    if data.lstrip()[:5].lower() == b"solid":       # ASCII (a binary one's header may start so too)
+        return
+    raise SchemaError(f"binary STL header counts {count} triangles ({84 + 50 * count} bytes), but the file "
+                      f"has {len(data)} bytes", file=str(path))
 
 
 def _scale3(scale) -> np.ndarray:

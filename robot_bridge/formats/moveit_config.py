@@ -5,8 +5,13 @@
 - ``<robot>.urdf`` (each manipulator's tool frame a link, see ``urdf.to_urdf(tool_frames=True)``) and
   ``<robot>.srdf`` (``srdf.moveit_semantics``: groups, end effectors, states of driven joints, ``home``);
 - ``moveit_controllers.yaml``: moveit_simple_controller_manager, one FollowJointTrajectory controller per
-  arm group and one GripperCommand controller per gripper, named so that ``<name>/<action_ns>`` is the
-  action controller_node serves with ``controller_node.yaml``;
+  planning group and one GripperCommand controller per gripper (:func:`control.groups.gripper_specs`, the
+  same the node serves), named so that ``<name>/<action_ns>`` is the action controller_node serves with
+  ``controller_node.yaml``;
+
+Without an SRDF the groups are guessed (:func:`guess_semantics`: the OpenRAVE manipulators, else the
+longest serial chain of driven joints) and the guesses are reported; a robot with nothing to plan for is a
+:class:`NothingToPlanError`.
 - ``joint_limits.yaml`` (the limits controller_node enforces) and ``kinematics.yaml`` (KDL per arm group);
 - ``controller_node.yaml``: the controller_node parameters (description, SRDF, ``controllers``) that serve
   exactly those actions.
@@ -20,11 +25,13 @@ from pathlib import Path
 
 import yaml
 
-from ..control.groups import controller_groups
+from ..control.groups import GripperSpec, controller_groups, gripper_prefix, gripper_specs
+from ..errors import NothingToPlanError
 from ..hardware.base import limits_from_robot
 from ..model import Robot
-from ..model.groups import driven_joints
-from .srdf import arm_groups, moveit_semantics, write_srdf
+from ..model.groups import driven_joints, longest_chain
+from ..model.semantics import Group, Semantics
+from .srdf import arm_groups, driven_group_states, moveit_semantics, write_srdf
 from .urdf import write_urdf
 
 NODE = "controller_node"
@@ -36,50 +43,144 @@ class MoveitConfig:
     folder: Path
     files: dict[str, Path] = field(default_factory=dict)
     controllers: dict[str, dict] = field(default_factory=dict)     # MoveIt controller name -> its entry
+    groups: list[str] = field(default_factory=list)                 # planning groups with a controller
+    guesses: list[str] = field(default_factory=list)                # what was guessed without an SRDF
     notes: list[str] = field(default_factory=list)
+
+
+def planning_groups(semantics: Semantics) -> list[str]:
+    """The groups an arm controller moves: chain groups first, then groups of joints or links that are
+    neither an end effector's group, a gripper group nor the generated ``all``."""
+    ee_groups = {ee.group for ee in semantics.end_effectors.values()}
+    chains = arm_groups(semantics)
+    rest = [name for name, g in semantics.groups.items()
+            if name not in chains and name not in ee_groups and name != "all" and (g.joints or g.links)
+            and not any(w in name.lower() for w in ("gripper", "hand"))]
+    return chains + rest
+
+
+def guess_semantics(robot: Robot) -> tuple[Semantics, list[str]]:
+    """The SRDF of ``robot`` (:func:`srdf.moveit_semantics`) and what was guessed for it: without an SRDF,
+    the groups of the OpenRAVE manipulators or, without those, a group ``arm`` of the longest serial chain
+    of driven joints.  :class:`NothingToPlanError` when no group can be had."""
+    semantics = moveit_semantics(robot)
+    guesses = []
+    given = robot.semantics is not None and bool(robot.semantics.groups)
+    if not given:
+        for m in robot.manipulators.values():
+            guesses.append(f"group {m.name!r}: OpenRAVE manipulator {m.name!r}, chain {m.base} -> "
+                           f"{m.effector}" + (f", end effector group {m.name}_gripper of "
+                                              f"{', '.join(m.gripper_joints)}" if m.gripper_joints else ""))
+    if not planning_groups(semantics):
+        add_longest_chain(semantics, robot, guesses)
+    return semantics, guesses
+
+
+def add_longest_chain(semantics: Semantics, robot: Robot, guesses: list[str]) -> None:
+    """Add a group ``arm`` (``chain`` when taken) of the longest serial chain of driven joints outside the
+    manipulators' grippers, saying so in ``guesses``; :class:`NothingToPlanError` when there is none."""
+    given = robot.semantics is not None and bool(robot.semantics.groups)
+    exclude = {j for m in robot.manipulators.values() for j in m.gripper_joints}
+    chain = longest_chain(robot, exclude)
+    if chain is None:
+        raise NothingToPlanError(
+            f"robot {robot.name!r} has nothing to plan for: no driven joint (active 1-DOF, not mimic or "
+            "passive)" + (" outside its grippers" if exclude else "") +
+            ("; its SRDF has no group with driven joints" if given else "; no SRDF given"),
+            file=robot.source)
+    base, tip, joints, fingers = chain
+    name = "arm" if "arm" not in semantics.groups else "chain"
+    semantics.groups[name] = Group(name, chains=[(base, tip)])
+    guesses.append(f"group {name!r}: the longest serial chain of driven joints, {base} -> {tip} "
+                   f"({len(joints)} joints: {', '.join(joints)})" + (
+                       f"; it ends where the tree branches into {', '.join(fingers)}: fingers? give "
+                       "an SRDF end effector group of them for a GripperCommand controller"
+                       if fingers else ""))
+    driven_group_states(semantics, robot)
+
+
+@dataclass
+class MoveitPlan:
+    """What the configuration holds, before any file is written."""
+
+    semantics: Semantics
+    arms: list[tuple[str, list[str]]]               # (planning group, the driven joints its controller moves)
+    grippers: list[GripperSpec]
+    guesses: list[str]
+    notes: list[str]
+
+    def controllers(self, node: str = NODE) -> dict[str, dict]:
+        """moveit_simple_controller_manager entries: ``<node>/<name>`` + ``action_ns`` is the action
+        controller_node serves (FollowJointTrajectory per arm, GripperCommand per gripper)."""
+        out = {}
+        for group, joints in self.arms:
+            out[f"{node}/{group}"] = {"type": "FollowJointTrajectory", "action_ns": "follow_joint_trajectory",
+                                      "default": True, "joints": joints}
+        for spec in self.grippers:
+            out[f"{node}/{gripper_prefix(spec, self.grippers)}".rstrip("/")] = {
+                "type": "GripperCommand", "action_ns": "gripper_cmd", "default": True, "joints": [spec.joint]}
+        return out
+
+
+def plan_moveit_config(robot: Robot) -> MoveitPlan:
+    """Groups, controllers and grippers of ``robot`` (its semantics attached when an SRDF was given);
+    :class:`NothingToPlanError` when no planning group with a driven joint can be had."""
+    semantics, guesses = guess_semantics(robot)
+    driven = driven_joints(robot)
+    view = copy.copy(robot)
+    view.semantics = semantics
+    arms, notes = _arm_controllers(view, driven, semantics)
+    if not arms and not any("longest serial chain" in g for g in guesses):
+        add_longest_chain(semantics, robot, guesses)        # the groups had no driven joint of their own
+        arms, more = _arm_controllers(view, driven, semantics)
+        notes += more
+    if not arms:
+        raise NothingToPlanError(f"robot {robot.name!r}: no planning group has a driven joint of its own "
+                                 f"({'; '.join(notes) or 'no groups'})", file=robot.source)
+    grippers, gripper_notes = gripper_specs(view, driven)
+    notes += gripper_notes
+    if not grippers:
+        notes.append("no gripper could be told (no OpenRAVE manipulator with gripper joints, no SRDF end "
+                     "effector or gripper group with a driven joint): no GripperCommand controller")
+    return MoveitPlan(semantics, arms, grippers, guesses, notes)
+
+
+def _arm_controllers(view: Robot, driven: list[str], semantics: Semantics):
+    """(group, joints) of each planning group's trajectory controller, and notes on those left out."""
+    arms, used, notes = [], set(), []
+    for group in planning_groups(semantics):            # each joint in one controller (MoveIt's default)
+        try:
+            [(_, joints)] = controller_groups(view, driven, [group])
+        except ValueError as exc:
+            notes.append(f"group {group!r}: no trajectory controller ({exc})")
+            continue
+        if used & set(joints):
+            notes.append(f"group {group!r} shares joints with another arm group: no controller of its own")
+            continue
+        used |= set(joints)
+        arms.append((group, joints))
+    return arms, notes
 
 
 def write_moveit_config(robot: Robot, folder, description_file: str, search_path=(), node: str = NODE,
                         default_velocity: float = 1.0, default_acceleration: float = 2.0) -> MoveitConfig:
-    """Write the MoveIt configuration of ``robot`` (its semantics already attached when an SRDF was given)
-    into ``folder``; ``description_file`` is what controller_node loads."""
+    """Write the MoveIt configuration of ``robot`` (:func:`plan_moveit_config`) into ``folder``;
+    ``description_file`` is what controller_node loads.  :class:`NothingToPlanError` (nothing written)
+    when there is nothing to plan for."""
+    plan = plan_moveit_config(robot)
+    semantics, arms = plan.semantics, plan.arms
+    driven = driven_joints(robot)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    out = MoveitConfig(folder)
+    out = MoveitConfig(folder, groups=[g for g, _ in arms], guesses=plan.guesses)
     name = robot.name or "robot"
     urdf_path, srdf_path = folder / f"{name}.urdf", folder / f"{name}.srdf"
     report = write_urdf(robot, urdf_path, mesh_dir=folder / "meshes", tool_frames=True)
-    out.notes += report.not_expressible + report.notes
-    semantics = moveit_semantics(robot)
+    out.notes += report.not_expressible + report.notes + plan.notes
     write_srdf(semantics, srdf_path, robot_name=name)
     out.files.update(urdf=urdf_path, srdf=srdf_path)
 
-    driven = driven_joints(robot)
-    view = copy.copy(robot)
-    view.semantics = semantics
-    arms, used = [], set()
-    for group in arm_groups(semantics):                 # each joint in one controller (MoveIt's default)
-        try:
-            [(_, joints)] = controller_groups(view, driven, [group])
-        except ValueError as exc:
-            out.notes.append(f"group {group!r}: no trajectory controller ({exc})")
-            continue
-        if used & set(joints):
-            out.notes.append(f"group {group!r} shares joints with another arm group: no controller of its "
-                             "own")
-            continue
-        used |= set(joints)
-        arms.append((group, joints))
-    grippers = [m for m in robot.manipulators.values() if m.gripper_joints and m.gripper_joints[0] in driven]
-    controllers = {}
-    for group, joints in arms:
-        controllers[f"{node}/{group}"] = {"type": "FollowJointTrajectory",
-                                          "action_ns": "follow_joint_trajectory", "default": True,
-                                          "joints": joints}
-    for m in grippers:
-        key = node if len(grippers) == 1 else f"{node}/{m.name}"
-        controllers[key] = {"type": "GripperCommand", "action_ns": "gripper_cmd", "default": True,
-                            "joints": [m.gripper_joints[0]]}
+    controllers = plan.controllers(node)
     out.controllers = controllers
     _yaml(folder / "moveit_controllers.yaml", {
         "moveit_controller_manager": "moveit_simple_controller_manager/MoveItSimpleControllerManager",
@@ -88,15 +189,16 @@ def write_moveit_config(robot: Robot, folder, description_file: str, search_path
     limits = limits_from_robot(robot, driven, default_velocity, default_acceleration)
     _yaml(folder / "joint_limits.yaml", {
         "default_velocity_scaling_factor": 0.1, "default_acceleration_scaling_factor": 0.1,
-        "joint_limits": {j: {"has_velocity_limits": True, "max_velocity": lim.velocity,
-                             "has_acceleration_limits": True, "max_acceleration": lim.acceleration}
+        "joint_limits": {j: {"has_velocity_limits": True, "max_velocity": float(lim.velocity),
+                             "has_acceleration_limits": True, "max_acceleration": float(lim.acceleration)}
                          for j, lim in zip(driven, limits)}})
     _yaml(folder / "kinematics.yaml", {
         group: {"kinematics_solver": KINEMATICS_SOLVER, "kinematics_solver_search_resolution": 0.005,
                 "kinematics_solver_timeout": 0.005} for group, _ in arms})
     parameters = {"description_file": str(Path(description_file).resolve()),
                   "srdf_file": str(srdf_path.resolve()), "controllers": [group for group, _ in arms],
-                  "default_velocity": default_velocity, "default_acceleration": default_acceleration}
+                  "default_velocity": float(default_velocity),
+                  "default_acceleration": float(default_acceleration)}
     if search_path:
         parameters["search_path"] = [str(Path(p).resolve()) for p in search_path]
     _yaml(folder / "controller_node.yaml", {node: {"ros__parameters": parameters}})

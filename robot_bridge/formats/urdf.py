@@ -520,7 +520,11 @@ class _MeshWriter:
         if mesh.vertices is None and Path(mesh.path).suffix.lower() in self.DIRECT:
             if viewer_uri and self.target.keep_written_uris:
                 return written
-            return self._locate(Path(mesh.path), label)
+            try:
+                return self._locate(Path(mesh.path), label)
+            except DescriptionError as exc:      # e.g. too large or not a regular file to serve
+                self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: {exc}; dropped")
+                return None
         converted = self._convert(mesh, label)
         if converted is None:
             return None
@@ -582,7 +586,7 @@ class _MeshWriter:
                 for path, b in zip(parts, part_bytes):
                     path.write_bytes(b)
         except DescriptionError as exc:
-            self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: {exc.message}; dropped")
+            self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: {exc}; dropped")
             return None
         except OSError as exc:
             self.report.not_expressible.append(f"mesh {mesh.uri!r} of {label}: cannot write the converted "

@@ -18,6 +18,7 @@ from ..model.transform import is_rigid
 
 RIGID_TOL = 1e-3      # rounded rotation matrices in real files are off by ~1e-4 at most
 ORTHO_WARN_TOL = 1e-6  # rotations further than this from orthonormal are reported when repaired
+_EYE3 = np.eye(3)
 
 
 def _finite(value) -> bool:
@@ -35,9 +36,11 @@ def _orthonormalize(robot: Robot, t: np.ndarray, where: str) -> bool:
     """Replace the rotation of a nearly rigid ``t`` (within RIGID_TOL) in place by the nearest rotation
     (polar decomposition), so FK, TF and the exported URDF use the same exact rotation; warn when it was
     off by more than ORTHO_WARN_TOL (CATIA and hand-written matrices carry few digits).  True if changed."""
+    r = t[:3, :3]
+    if (r == _EYE3).all():
+        return False                    # the most common rotation: exact, no decomposition
     if not is_rigid(t, RIGID_TOL):
         return False                    # not a rotation at all: the checks below refuse it
-    r = t[:3, :3]
     u, _, vt = np.linalg.svd(r)
     nearest = u @ vt
     off = float(np.max(np.abs(r - nearest)))
@@ -61,9 +64,10 @@ def _orthonormalize_all(robot: Robot) -> None:
             targets.append((link.inertial.origin, f"link {link.name!r} inertial origin"))
     targets += [(s.origin, f"sensor {s.name!r} origin") for s in robot.sensors.values()]
     targets += [(m.tool, f"manipulator {m.name!r} tool frame") for m in robot.manipulators.values()]
-    changed = False
+    changed, done = False, set()
     for t, where in targets:
-        if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f":
+        if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f" and id(t) not in done:
+            done.add(id(t))         # a geometry is often both a visual and a collision: repaired once
             changed |= _orthonormalize(robot, t, where)
     if changed:
         robot.__dict__.pop("_kinematic_model", None)      # built from the matrices before the repair

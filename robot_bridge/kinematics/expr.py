@@ -30,6 +30,7 @@ dropped, and the formula yields the list that remains
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import re
@@ -261,7 +262,7 @@ class _Parser:
     def __init__(self, text: str, variables: Optional[frozenset]):
         self.text = text
         self.variables = variables
-        known = tuple(sorted((v for v in variables or () if not _is_plain_name(v)), key=len, reverse=True))
+        known = _special_names(variables) if variables else ()
         self.toks = _tokenize(text, known)
         self.i = 0
         self.depth = 0               # open parentheses, calls, prefix operators and exponents
@@ -412,6 +413,13 @@ def _binary(op: str, left, right):
 def _is_plain_name(name: str) -> bool:
     m = _TOKEN.fullmatch(name)
     return m is not None and m.lastgroup == "name"
+
+
+@functools.lru_cache(maxsize=8)
+def _special_names(variables: frozenset) -> tuple[str, ...]:
+    """Variables the tokenizer must match whole (not plain names), longest first; once per set of
+    variables, not per formula (a robot's formulas share one set: per formula it was quadratic)."""
+    return tuple(sorted((v for v in variables if not _is_plain_name(v)), key=len, reverse=True))
 
 
 def _fold(node):

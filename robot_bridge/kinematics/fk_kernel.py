@@ -8,14 +8,14 @@ it onto its parent row's pose, parents first, writing each child link's 4x4 into
 numpy path.
 
 numba is optional (``pip install robot_bridge[raycast]``): without it, or when it cannot compile here,
-:func:`kernel` returns None and :class:`KinematicModel` composes with numpy.  Compiled code is cached
-(``cache=True``: next to this module, or in numba's user cache directory when that is read-only), so
-only the first process pays the compilation; ``bench/fk_bench.py`` reports it (``jit_seconds``).
+:func:`kernel` returns None and :class:`KinematicModel` composes with numpy.  Compiled code is cached in a
+user folder (:mod:`robot_bridge.jit`), so only the first process pays the compilation;
+``bench/fk_bench.py`` reports it (``jit_seconds``).  :func:`ready` says whether this process has the kernels
+without loading them (the description node starts on the numpy path and loads them on a thread).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import math
 import threading
@@ -23,9 +23,11 @@ import time
 
 import numpy as np
 
+from .. import jit
+
 # numba is imported on the first kernel() call (its import costs ~0.3 s: not for a process that only
 # reads files); without it KinematicModel composes with numpy
-AVAILABLE = importlib.util.find_spec("numba") is not None
+AVAILABLE = jit.AVAILABLE
 numba = None
 
 _log = logging.getLogger(__name__)
@@ -171,19 +173,18 @@ def kernel():
         if _compiled is None and not _failed:
             t = time.perf_counter()
             try:
-                import numba
-
-                single = _single = numba.njit(cache=True, nogil=True)(_link_poses)
-                batch = numba.njit(cache=True, nogil=True)(_link_poses_batch)
+                numba = jit.load()
+                single = _single = jit.njit(nogil=True)(_link_poses)
+                batch = jit.njit(nogil=True)(_link_poses_batch)
                 table = np.zeros((1, 4, 12))
                 index = np.array([[0, -1, 1]], dtype=np.int64)
                 single(np.zeros(2), table, index, np.empty((2, 4, 4)))
                 batch(np.zeros((1, 2)), table, index, np.empty((1, 2, 4, 4)))
-                rows = _tf_rows_inline = numba.njit(cache=True, nogil=True)(_tf_rows)
+                rows = _tf_rows_inline = jit.njit(nogil=True)(_tf_rows)
                 rows(np.zeros(2), np.zeros((1, 4, 7)), np.zeros(1, dtype=np.int64), np.zeros(1), np.empty(7),
                      np.arange(7, dtype=np.int64))
-                _u32 = numba.njit(cache=True, nogil=True, inline="always")(_u32)
-                joint_state = numba.njit(cache=True, nogil=True)(_joint_state_rows)
+                _u32 = jit.njit(nogil=True, inline="always")(_u32)
+                joint_state = jit.njit(nogil=True)(_joint_state_rows)
                 _warm_joint_state(joint_state)
             except Exception as exc:  # numba present but unusable on this machine
                 _failed = True
@@ -192,6 +193,11 @@ def kernel():
             _jit_seconds = time.perf_counter() - t
             _compiled = (single, batch, rows, joint_state)
     return _compiled
+
+
+def ready() -> bool:
+    """True when :func:`kernel` has the compiled kernels in this process (it then returns at once)."""
+    return _compiled is not None
 
 
 def _warm_joint_state(joint_state) -> None:

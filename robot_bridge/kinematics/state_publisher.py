@@ -26,9 +26,9 @@ from typing import Optional
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..model import Robot
+from ..model.transform import matrix_quats, quat_matrices
 from . import frames
 from .fk import KinematicModel
 from .mimic import dof_variable_names
@@ -61,7 +61,7 @@ class MovingTransforms:
     def matrices(self) -> np.ndarray:
         out = np.tile(np.eye(4), (len(self.children), 1, 1))
         if len(self.children):
-            out[:, :3, :3] = Rotation.from_quat(self.quaternions).as_matrix()
+            out[:, :3, :3] = quat_matrices(self.quaternions)
             out[:, :3, 3] = self.translations
         return out
 
@@ -191,7 +191,7 @@ class StatePublisher:
         axes = np.array([j.axis for j in self.moving], dtype=float).reshape(n, 3)
         revolute = np.array([j.type != "prismatic" for j in self.moving], dtype=bool)
         prismatic = np.flatnonzero(~revolute)
-        q_origin = Rotation.from_matrix(origins[:, :3, :3]).as_quat() if n else np.zeros((0, 4))
+        q_origin = matrix_quats(origins) if n else np.zeros((0, 4))
         q_axis = np.zeros((n, 4))
         q_axis[:, :3] = axes
         rows = np.arange(n)

@@ -53,3 +53,54 @@ def group_joints(robot: Robot, name: str) -> set[str]:
 def driven_joints(robot: Robot) -> list[str]:
     """The joints a controller commands: active (not mimic, not passive) 1-DOF joints, in model order."""
     return [j.name for j in robot.active_joints if j.dof == 1]
+
+
+FINGER_JOINTS = 2        # a branch whose every moving subtree holds at most this many driven joints: fingers
+
+
+def longest_chain(robot: Robot, exclude=()) -> tuple[str, str, list[str], list[str]] | None:
+    """(base link, tip link, driven joints, finger joints) of the root-to-leaf path with the most driven
+    joints (an ``exclude`` joint ends a path; a new one may start below it); the base is the parent link of
+    its first driven joint.  A path ends where it branches into fingers (two or more moving joints, each
+    subtree with at most FINGER_JOINTS driven joints, below at least one driven joint of the path): the tip
+    is that link, the driven joints below it are returned as finger joints.  Ties: the first path in model
+    order.  None when no path has a driven joint."""
+    excluded = set(driven_joints(robot)) & set(exclude)
+    driven = set(driven_joints(robot)) - excluded
+    children = {}
+    for j in robot.joints.values():
+        children.setdefault(j.parent, []).append(j)
+    below: dict[str, set[str]] = {}                # link -> driven joints in its subtree
+    order, stack = [], [robot.root]
+    while stack:                                    # iterative: deep trees do not recurse
+        link = stack.pop()
+        order.append(link)
+        stack += [j.child for j in children.get(link, [])]
+    for link in reversed(order):
+        below[link] = set()
+        for j in children.get(link, []):
+            below[link] |= below.get(j.child, set()) | ({j.name} & driven)
+    best = None
+
+    def consider(link: str, path: list[str], fingers: list[str]) -> None:
+        nonlocal best
+        joints = [j for j in path if j in driven]
+        if joints and (best is None or len(joints) > len(best[2])):
+            best = (robot.joints[joints[0]].parent, link, joints, fingers)
+
+    stack = [(robot.root, [])]
+    while stack:
+        link, path = stack.pop()
+        moving = [j for j in children.get(link, []) if j.dof > 0]
+        fingers = len(moving) >= 2 and any(j in driven for j in path) and all(
+            len(below.get(j.child, set()) | ({j.name} & driven)) <= FINGER_JOINTS for j in moving)
+        if fingers or not children.get(link):
+            consider(link, path, sorted(below[link]) if fingers else [])
+            continue
+        for joint in reversed(children[link]):
+            if joint.name in excluded:          # an excluded joint ends the chain; another may start below
+                consider(link, path, [])
+                stack.append((joint.child, []))
+            else:
+                stack.append((joint.child, path + [joint.name]))
+    return best

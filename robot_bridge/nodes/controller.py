@@ -35,7 +35,7 @@ from .. import hardware as hw
 from ..control import (MAX_POINTS, ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker,
                        JointControl, Outcome, Tolerances, check_point_count, move_trajectory,
                        prepare_trajectory, rate_excess, resolve_tolerances)
-from ..control.groups import controller_groups
+from ..control.groups import controller_groups, gripper_prefix, gripper_specs
 from ..hardware.base import Hardware, HardwareError, ModuleState
 from ..model import Robot
 from ..ros import params
@@ -328,16 +328,12 @@ class ControllerNode(ContainedNode):
                 ctl.state_pub = self.create_publisher(JointTrajectoryControllerState,
                                                       prefix + "controller_state", 10)
             self.controllers.append(ctl)
-        manipulators = [m for m in (robot.manipulators.values() if robot else []) if m.gripper_joints]
-        for m in manipulators:
-            joint = m.gripper_joints[0]
-            if joint not in self.joints:
-                self.get_logger().warning(f"manipulator {m.name!r}: gripper joint {joint!r} is not driven; "
-                                          "no gripper_cmd")
-                continue
-            prefix = "~/" if len(manipulators) == 1 else f"~/{m.name}/"
-            closing = float(np.sign(m.closing_directions[0])) if m.closing_directions else -1.0
-            grip = Gripper(m.name, joint, self.joints.index(joint), prefix, closing or -1.0)
+        specs, notes = gripper_specs(robot, self.joints) if robot is not None else ([], [])
+        for note in notes:
+            self.get_logger().warning(note)
+        for spec in specs:
+            prefix = "~/" + gripper_prefix(spec, specs)
+            grip = Gripper(spec.name, spec.joint, self.joints.index(spec.joint), prefix, spec.closing)
             grip.server = ActionServer(self, GripperCommand, prefix + "gripper_cmd",
                                        execute_callback=functools.partial(self._execute_gripper, grip=grip),
                                        goal_callback=lambda _req: GoalResponse.ACCEPT,

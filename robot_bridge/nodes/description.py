@@ -8,10 +8,13 @@ joints, tool/sensor/handle/gripper frames and environment bodies on
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -20,8 +23,8 @@ from visualization_msgs.msg import MarkerArray
 
 from ..formats.mesh_cache import MeshCache
 from ..formats.urdf import ConversionReport, MeshTarget, file_uri, package_uri
+from ..kinematics import fk_kernel
 from ..kinematics.state_publisher import RateGate, StatePublisher
-from ..mesh_server import MeshServer
 from ..model import Robot
 from ..ros import params, qos
 from ..ros.fast_relay import DRAIN_UNAVAILABLE
@@ -30,6 +33,9 @@ from ..ros.markers import robot_markers
 from ..ros.params import Param
 from ..ros.joint_state_tf import JointStateTF, read_joint_state  # noqa: F401  (read_joint_state: API)
 from ..ros.tf import tf_message
+
+if TYPE_CHECKING:                   # imported when mesh_uri is http (its HTTP stack is not for every start)
+    from ..mesh_server import MeshServer
 
 RELOADS = "reloads the model when set; refused (old model kept) if it does not load"
 MESH_URI_MODES = ("file", "package", "http")
@@ -144,13 +150,14 @@ def mesh_target(mode: str, cache: MeshCache, server: MeshServer | None = None,
 
 def load_model(description_file: str, srdf_file: str = "", search_path=(), frame_prefix: str = "",
                mesh_dir: str = "", meshes: MeshTarget | None = None, shared_frames: dict | None = None,
-               robot: Robot | None = None) -> LoadedModel:
+               robot: Robot | None = None, compiled: bool | None = None) -> LoadedModel:
     """Read and convert everything; raises (DescriptionError, OSError, ...) without side effects
     (converted meshes aside: they land in the mesh cache, where they belong whatever happens next).
 
     ``meshes`` says where meshes needing conversion go and how files are named (default: the mesh
     cache, ``file://`` URIs); ``mesh_dir`` overrides the cache with a directory of named files.
-    ``shared_frames``: StatePublisher's world_frame / environment / environment_prefix."""
+    ``shared_frames``: StatePublisher's world_frame / environment / environment_prefix.  ``compiled``:
+    StatePublisher's (False: the numpy path, see :func:`compiled_model`)."""
     from ..formats import load
     from ..formats.urdf import to_urdf
 
@@ -161,8 +168,19 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
     srdf_text = _semantic_text(robot, srdf_file)
     urdf_text, report = to_urdf(robot, mesh_dir=mesh_dir or None,
                                 target=meshes if meshes is not None else MeshTarget(cache=MeshCache()))
-    state = StatePublisher(robot, frame_prefix, **(shared_frames or {}))
+    state = StatePublisher(robot, frame_prefix, **(shared_frames or {}), compiled=compiled)
     return LoadedModel(robot, state, urdf_text, srdf_text, JointStateTF(state), report)
+
+
+def compiled_model(model: LoadedModel) -> LoadedModel | None:
+    """``model`` with /joint_states -> /tf through the compiled kernels, compiled (or loaded from their
+    cache) now -- seconds after an install, so the node starts on the numpy path and calls this on a thread
+    of its own; None where numba is missing or cannot compile here."""
+    if fk_kernel.kernel() is None:
+        return None
+    s = model.state
+    state = StatePublisher(model.robot, s.prefix, s.world_frame, s.environment, s.environment_prefix)
+    return dataclasses.replace(model, state=state, joint_tf=JointStateTF(state))
 
 
 class DescriptionNode(ContainedNode):
@@ -176,6 +194,8 @@ class DescriptionNode(ContainedNode):
         self.params = params.NodeParameters(self, PARAMETERS, validate=self._check_parameters,
                                             apply=self._apply_parameters, roots=launch_roots)
         self.model: LoadedModel | None = None
+        self._model_lock = threading.Lock()                   # a reload and a compiled upgrade swap it
+        self._upgrade: tuple[LoadedModel, LoadedModel] | None = None   # (model, its compiled twin)
         self.semantic_published = False
         self.gate = RateGate(self._param("publish_frequency"), self._param("ignore_timestamp"))
 
@@ -240,15 +260,19 @@ class DescriptionNode(ContainedNode):
             model = load_model(p["description_file"], p["srdf_file"], p["search_path"], p["frame_prefix"],
                                p["mesh_dir"], mesh_target(p["mesh_uri"], cache, server, served),
                                {"world_frame": p["world_frame"], "environment": p["publish_environment"],
-                                "environment_prefix": p["environment_prefix"]}, robot=self._preloaded)
+                                "environment_prefix": p["environment_prefix"]}, robot=self._preloaded,
+                               compiled=None if fk_kernel.ready() else False)
         except Exception as exc:    # any reader failure must leave the node serving
             return False, f"{type(exc).__name__}: {exc}"
         finally:
             self._preloaded = None
         self._set_mesh_server(server)
-        self.model, self.load_error = model, None
+        with self._model_lock:
+            self.model, self.load_error = model, None
         self._invalidate_drain()
         self._publish_model(model)
+        if model.state._rows_kernel is None and fk_kernel.AVAILABLE:
+            self._compile_in_background(model)
         elapsed = time.monotonic() - started
         robot, report = model.robot, model.report
         source = robot.source or p["description_file"]
@@ -264,6 +288,40 @@ class DescriptionNode(ContainedNode):
             + f"; robot_description after {elapsed:.2f} s")
         return True, ""
 
+    def _compile_in_background(self, model: LoadedModel) -> None:
+        """Build ``model``'s compiled twin on a thread (compiling the kernels nothing on the start-up path
+        waited for); the thread that handles JointStates takes it over (:meth:`_joint_state_model`)."""
+        started = time.monotonic()
+
+        def run():
+            try:
+                twin = compiled_model(model)
+            except Exception as exc:  # a kernel that does not compile here: the numpy path stays
+                self.get_logger().warning(f"compiled /tf path unavailable ({type(exc).__name__}: {exc})")
+                return
+            if twin is None:
+                return
+            with self._model_lock:
+                if self.model is model:                  # else a reload replaced it (and has its own)
+                    self._upgrade = (model, twin)
+            self.get_logger().debug(f"compiled /tf path ready after {time.monotonic() - started:.2f} s")
+
+        threading.Thread(target=run, name="robot_bridge.compile", daemon=True).start()
+
+    def _joint_state_model(self) -> LoadedModel | None:
+        """The model JointStates apply to; where the compiled twin of the current model is ready it takes
+        over here, on the one thread that applies JointStates, with the joint values so far (no message
+        between the copy and the swap: no gap, no jump)."""
+        upgrade = self._upgrade
+        if upgrade is not None:
+            self._upgrade = None
+            old, twin = upgrade
+            with self._model_lock:
+                if self.model is old:                    # else a reload replaced it meanwhile
+                    twin.state.q[:] = old.state.q
+                    self.model = twin
+        return self.model
+
     def _mesh_server(self, p: dict, cache: MeshCache) -> MeshServer | None:
         """The HTTP server mesh_uri http needs (the running one when it already fits), else None."""
         if p["mesh_uri"] != "http":
@@ -271,6 +329,8 @@ class DescriptionNode(ContainedNode):
         current = self.mesh_server
         if current is not None and current.matches(cache.directory, p["mesh_http_host"], p["mesh_http_port"]):
             return current
+        from ..mesh_server import MeshServer
+
         cache.directory.mkdir(parents=True, exist_ok=True)
         if current is not None and int(p["mesh_http_port"]) == current.port:
             current.stop()               # the same port on another address or directory: free it first
@@ -321,7 +381,7 @@ class DescriptionNode(ContainedNode):
     def _tf_drain(self, io, buffer, headroom: int) -> int:
         """Fast path (its own thread): the compiled drain of the current model, while it can run."""
         generation = io.generation                          # before the model and gate it runs with
-        model = self.model
+        model = self._joint_state_model()
         if model is None:
             return DRAIN_UNAVAILABLE
         return model.joint_tf.drain(io, buffer, headroom, self.gate, generation)
@@ -329,7 +389,7 @@ class DescriptionNode(ContainedNode):
     def _tf_in_place(self, view, offset: int):
         """Fast path (its own thread): the taken JointState at ``view[offset:]``; the /tf bytes to publish."""
         self._counts["joint_states"] += 1
-        model = self.model                                  # one read: a reload swaps it whole
+        model = self._joint_state_model()                   # one read: a reload swaps it whole
         if model is None:
             return None
         plan = model.joint_tf.process(view, offset, self.gate, self._warn, taken=True)
@@ -342,7 +402,7 @@ class DescriptionNode(ContainedNode):
     def _on_joint_state(self, data: bytes) -> None:
         """Executor fallback: the same processing, published through rclpy."""
         self._counts["joint_states"] += 1
-        model = self.model
+        model = self._joint_state_model()
         if model is None:
             return
         plan = model.joint_tf.process(data, 0, self.gate, self._warn)

@@ -45,6 +45,7 @@ from ..ros.logs import Throttle  # noqa: E402
 from ..ros import params, qos  # noqa: E402
 from ..ros.params import Param  # noqa: E402
 from ..sim.schedule import PeriodicWorker, RateMonitor  # noqa: E402
+from ..world.objects import MAX_BODIES  # noqa: E402
 
 MODES = ("relay", "sim", "off")
 RAY_BACKENDS = ("auto", "embree", "trimesh", "numpy")
@@ -93,7 +94,12 @@ PARAMETERS = params.schema(
     Param("objects_topic", "world_node/objects", "sim: detected objects (world_node's latched <Environment> "
                                                  "XML) added to, moved in and removed from the simulated "
                                                  "scene; empty: none", read_only=True, string="name"),
+    Param("max_objects", MAX_BODIES, "sim: bodies of one objects document simulated at most (as "
+                                     "world_node's max_bodies); the rest, and documents over 8 KiB per "
+                                     "body, are left out with one throttled warning", range=(1, 10000)),
 )
+OBJECT_BYTES = 8192           # an objects document's size bound per body (a <KinBody> with a long file path)
+OBJECTS_PER_UPDATE = 20       # bodies added or moved per hold of the scene lock (sensor frames in between)
 
 # Declared once per sensor as sensors.<sensor>.<name>.
 SENSOR_PARAMETERS = params.schema(
@@ -420,6 +426,7 @@ class SensorBridge(ContainedNode):
         self._dof_names = self._joint_state_names(robot)
         self.objects_seen = 0                       # ~/objects documents applied to the scene
         self._object_bodies: dict[str, Optional[Robot]] = {}     # body file -> model (None: unreadable)
+        self._objects_applied: dict[str, tuple] = {}      # the scene's objects: name -> (model, pose)
         if self._p("objects_topic"):
             self.create_subscription(String, self._p("objects_topic"), self._on_objects,
                                      qos.description_qos())
@@ -471,33 +478,60 @@ class SensorBridge(ContainedNode):
             self._joints_dirty = True
 
     def _on_objects(self, msg: String) -> None:
-        """world_node's environment document: the scene's detected objects become exactly its bodies."""
+        """world_node's environment document: the scene's detected objects become exactly its bodies (at
+        most ``max_objects``; the change logged as one line)."""
         from ..errors import DescriptionError
         from ..world.document import read_xml
 
+        limit = int(self._p("max_objects"))
+        if len(msg.data) > limit * OBJECT_BYTES:
+            if self._due("objects document"):
+                self.get_logger().warning(f"objects document of {len(msg.data)} characters ignored (over "
+                                          f"{OBJECT_BYTES} per body of max_objects {limit})")
+            return
         try:
             placed = read_xml(msg.data, source=self._p("objects_topic"))
         except DescriptionError as exc:
             if self._due("objects document"):
                 self.get_logger().warning(f"objects document ignored: {exc}")
             return
+        if len(placed) > limit:
+            if self._due("objects over max_objects"):
+                self.get_logger().warning(f"objects document of {len(placed)} bodies: the first {limit} "
+                                          f"simulated (max_objects), {len(placed) - limit} left out")
+            placed = placed[:limit]
         objects = {}
         for body in placed:
             model = self._object_body(body.file)
             if model is not None:
                 objects[body.name] = (model, body.pose)
-        with self._scene_lock:
-            try:
-                added, _moved, removed = self.scene.set_objects(objects)
-            except ValueError as exc:
-                if self._due("objects document"):
-                    self.get_logger().warning(f"objects document ignored: {exc}")
-                return
-            self.objects_seen += 1
-        for name in added:
-            self.get_logger().info(f"simulated scene: object {name} added")
-        for name in removed:
-            self.get_logger().info(f"simulated scene: object {name} removed")
+        clash = sorted(n for n in objects if n in self.scene.bodies and n not in self._objects_applied)
+        if clash:
+            if self._due("objects document"):
+                self.get_logger().warning(f"objects document ignored: object names already used by the "
+                                          f"scene's bodies: {', '.join(clash[:5])}")
+            return
+        applied = self._objects_applied
+        changed = [n for n, (model, pose) in objects.items() if n not in applied or applied[n][0] is not model
+                   or not np.array_equal(applied[n][1], pose)]
+        state = {n: v for n, v in applied.items() if n in objects}
+        added, removed = [], []
+        for start in range(0, max(1, len(changed)), OBJECTS_PER_UPDATE):     # the lock held briefly each
+            state.update((n, objects[n]) for n in changed[start:start + OBJECTS_PER_UPDATE])
+            with self._scene_lock:
+                try:
+                    more, _moved, gone = self.scene.set_objects(state)
+                except ValueError as exc:
+                    if self._due("objects document"):
+                        self.get_logger().warning(f"objects document ignored: {exc}")
+                    return
+            self._objects_applied = dict(state)
+            added += more
+            removed += gone
+        self.objects_seen += 1
+        if added or removed:
+            self.get_logger().info(f"simulated scene: {len(added)} objects added{_names(added)}, "
+                                   f"{len(removed)} removed{_names(removed)}; {len(objects)} in the scene")
 
     def _object_body(self, path: str) -> Optional[Robot]:
         """The body of a detected object's file, read once (a file that fails is reported once)."""
@@ -548,6 +582,14 @@ class SensorBridge(ContainedNode):
             if self._due("joint states not applied"):
                 self.get_logger().warning(f"joint states not applied: {exc}")
         self._joints_dirty = False
+
+
+def _names(names: list, shown: int = 5) -> str:
+    """`` (a, b, c and 7 more)`` ('' for none)."""
+    if not names:
+        return ""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f" ({', '.join(names[:shown])}{more})"
 
 
 def _resized(model, width: int, height: int):

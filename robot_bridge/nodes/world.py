@@ -10,7 +10,10 @@ rclpy-free :class:`robot_bridge.world.WorldObjects` (matching, jitter, timeouts)
 - /tf: ``<world_frame>`` -> ``<frame_prefix><class>_<n>`` for every body, at ``publish_rate`` and on change;
 - ``~/markers`` (MarkerArray, latched): each body's geometry in namespace ``<class>_<n>``, DELETE on removal;
 - ``~/objects`` (std_msgs/String, latched): the world as OpenRAVE ``<Environment>`` XML (see
-  :mod:`robot_bridge.world.document`), ``~/objects_yaml`` the same as YAML.
+  :mod:`robot_bridge.world.document`), ``~/objects_yaml`` the same as YAML;
+- ``/collision_object`` (moveit_msgs/CollisionObject: ADD, MOVE, REMOVE in ``<world_frame>``) and the class
+  colours as ObjectColor in a ``/planning_scene`` diff, for MoveIt's planning scene monitor; every current
+  body again when a subscription matches (:mod:`robot_bridge.ros.planning_scene`).
 
 A body a robot carries (moveit_msgs/AttachedCollisionObject ADD on /attached_collision_object, as the
 planner node and move_group publish it) is re-parented on TF under the carrying link, at the pose it had
@@ -19,13 +22,16 @@ move it nor let it time out.
 
 ``~/reload`` (std_srvs/Trigger) re-reads the mapping; a mapping that fails to load leaves the previous one
 in service.  Unknown class ids, unresolvable frames and non-finite poses are dropped with throttled
-warnings naming them.
+warnings naming them (one line per kind and message, with counts).  A message is looked at up to
+``max_detections`` detections (the rest are never deserialized) and no body starts beyond ``max_bodies``:
+what these leave out is summed up in one throttled warning.
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from collections import Counter
 from typing import Optional
 
 import numpy as np
@@ -36,14 +42,16 @@ from visualization_msgs.msg import MarkerArray
 
 from ..kinematics import frames
 from ..kinematics.tf_buffer import TFBuffer
-from ..model.transform import make
 from ..ros import params, qos
 from ..ros.guard import ContainedNode
 from ..ros.markers import body_markers, delete_markers
+from ..ros.planning_scene import ScenePublisher
 from ..ros.tf import matrix as tf_matrix
 from ..ros.params import Param
+from ..ros.conversions import detection_array_count, pose_matrix, truncate_detection_array
 from ..ros.tf import transform_stamped
 from ..world import Changes, Detection, ObjectMapping, WorldObjects, load_mapping, to_xml, to_yaml
+from ..world.objects import MAX_BODIES, MAX_DETECTIONS
 
 RELOADS = "re-reads the mapping when set; refused (old mapping kept) if it does not load"
 PARAMETERS = params.schema(
@@ -62,26 +70,32 @@ PARAMETERS = params.schema(
           rule=lambda v: None if math.isfinite(v) else "must be a finite number", rule_text="finite"),
     Param("warn_throttle", 5.0, "Seconds between repeated warnings about one kind of dropped detection",
           range=(0.0, 86400.0)),
+    Param("max_detections", MAX_DETECTIONS, "Detections of one message looked at; the rest are dropped "
+                                            "unread (one throttled warning with the counts)",
+          range=(1, 10000)),
+    Param("max_bodies", MAX_BODIES, "Bodies of all classes together; new ones beyond are refused (one "
+                                    "throttled warning with the counts); lowering it removes none",
+          range=(1, 10000)),
 )
+LISTED_NAMES = 5              # names shown in one warning or log line (the rest counted)
+REPORTED_NAMES = 1000         # distinct unknown classes / frames reported at once however throttled
 RELOAD_PARAMETERS = {"objects_file", "search_path"}
 
 
-def pose_matrix(pose) -> Optional[np.ndarray]:
-    """4x4 of a geometry_msgs/Pose; None when not finite or the quaternion is zero (normalised otherwise,
-    as tf2 does)."""
-    p, q = pose.position, pose.orientation
-    values = np.array([p.x, p.y, p.z, q.x, q.y, q.z, q.w], dtype=float)
-    if not np.isfinite(values).all():
-        return None
-    quat = values[3:]
-    norm = float(np.linalg.norm(quat))
-    if norm < 1e-9:
-        return None
-    x, y, z, w = quat / norm
-    rot = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                    [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                    [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-    return make(rot, values[:3])
+def names(items: list, limit: int = LISTED_NAMES) -> str:
+    """`` (a, b, c and 7 more)`` ('' for none)."""
+    if not items:
+        return ""
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return f" ({', '.join(items[:limit])}{more})"
+
+
+def listed(counts: Counter, limit: int = LISTED_NAMES) -> str:
+    """``'a' (3), 'b' (1) and 4 more`` of a Counter, most frequent first (each name cut to 80 characters:
+    they come from peers)."""
+    items = counts.most_common()
+    text = ", ".join(f"{name[:80]!r}{'...' if len(name) > 80 else ''} ({n})" for name, n in items[:limit])
+    return text + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 class WorldNode(ContainedNode):
@@ -94,6 +108,8 @@ class WorldNode(ContainedNode):
         self.world: Optional[WorldObjects] = None
         self._marker_counts: dict[str, int] = {}          # body -> markers published in its namespace
         self._warned: dict[str, float] = {}                 # warning key -> last time (throttle per kind)
+        self._reported: set[tuple[str, str]] = set()       # (kind, name) warned about at least once
+        self._over = Counter()                              # limits: counts since the last warning
         self.frame_prefix = str(self._p("frame_prefix"))
         self.world_frame = str(self._p("world_frame")) or frames.WORLD_FRAME
 
@@ -101,10 +117,11 @@ class WorldNode(ContainedNode):
         self.markers_pub = self.create_publisher(MarkerArray, "~/markers", qos.description_qos())
         self.objects_pub = self.create_publisher(String, "~/objects", qos.description_qos())
         self.objects_yaml_pub = self.create_publisher(String, "~/objects_yaml", qos.description_qos())
+        self.scene = ScenePublisher(self, self.world_frame)      # MoveIt: /collision_object, /planning_scene
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False), qos.tf_qos())
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True),
                                  qos.tf_static_listener_qos())
-        self.create_subscription(Detection3DArray, "detections", self._on_detections, 10)
+        self.create_subscription(Detection3DArray, "detections", self._on_detections, 10, raw=True)
         self.create_reload_service(self.reload, lambda: self._p("objects_file"), "mapping")
         self.timer = self.create_timer(1.0 / float(self._p("publish_rate")), self._tick)
         self._attached: dict[str, tuple[str, np.ndarray]] = {}      # body -> (link frame, link -> body)
@@ -130,6 +147,8 @@ class WorldNode(ContainedNode):
         return None
 
     def _apply_parameters(self, new: dict) -> None:
+        if self.world is not None and {"max_detections", "max_bodies"} & new.keys():
+            self.world.set_limits(int(self._p("max_detections", new)), int(self._p("max_bodies", new)))
         if "publish_rate" in new:
             self.destroy_timer(self.timer)
             self.timer = self.create_timer(1.0 / float(new["publish_rate"]), self._tick)
@@ -148,8 +167,9 @@ class WorldNode(ContainedNode):
         return True, ""
 
     def _use_mapping(self, mapping: ObjectMapping) -> None:
+        self.scene.load(mapping)
         if self.world is None:
-            self.world = WorldObjects(mapping)
+            self.world = WorldObjects(mapping, int(self._p("max_detections")), int(self._p("max_bodies")))
             self._publish(Changes(), force=True)
         else:
             changes = self.world.set_mapping(mapping)
@@ -159,58 +179,123 @@ class WorldNode(ContainedNode):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def _warn(self, key: str, text: str) -> None:
+    def _warn(self, key: str, text: str, names=()) -> bool:
+        """Warn once per ``warn_throttle`` s per ``key`` (a fixed kind, never a peer's string), and at once
+        when it names something (``names``) not reported before (up to REPORTED_NAMES of them)."""
         now = self._now()
         last = self._warned.get(key)
-        if last is None or now - last >= float(self._p("warn_throttle")):
+        fresh = [n for n in names if (key, n) not in self._reported]
+        self._reported.update((key, n) for n in fresh[:max(0, REPORTED_NAMES - len(self._reported))])
+        if last is None or now - last >= float(self._p("warn_throttle")) or \
+                any((key, n) in self._reported for n in fresh):
             self._warned[key] = now
             self.get_logger().warning(text)
+            return True
+        return False
 
     def _on_tf(self, msg: TFMessage, static: bool) -> None:
         for t in msg.transforms:
             stamp = t.header.stamp.sec + t.header.stamp.nanosec * 1e-9
             try:
                 m = tf_matrix(t)
-            except ValueError:        # zero quaternion
+            except ValueError:        # non-finite or zero quaternion
+                continue
+            if not np.isfinite(m).all():
                 continue
             self.tf.set_transform(t.header.frame_id, t.child_frame_id, m, stamp, static)
 
-    def _on_detections(self, msg: Detection3DArray) -> None:
+    def _on_detections(self, data: bytes) -> None:
+        """One serialized Detection3DArray: its first ``max_detections`` detections deserialized and
+        applied, everything dropped summed up per kind."""
+        from rclpy.serialization import deserialize_message
+
         world = self.world
         if world is None:
             return
+        count = detection_array_count(data)
+        if count is None:
+            self._warn("undecodable", "detections message that is not CDR (or truncated) dropped")
+            return
+        left_out = max(0, count - world.max_detections)
+        try:
+            msg = deserialize_message(truncate_detection_array(data, count - left_out) if left_out else data,
+                                      Detection3DArray)
+        except Exception as exc:      # the middleware's own check of a malformed message
+            self._warn("undecodable", f"detections message dropped: {exc}")
+            return
         min_score = float(self._p("min_score"))
+        unknown, bad_pose, bad_frame = Counter(), Counter(), Counter()
+        frame_errors: dict[str, str] = {}
+        transforms: dict[tuple[str, Optional[float]], object] = {}      # (frame, stamp) -> matrix or error
         detections = []
         for det in msg.detections:
-            results = [r for r in det.results if r.hypothesis.score >= min_score]
-            if not results:
+            best = None
+            for r in det.results:
+                score = r.hypothesis.score
+                if score >= min_score and (best is None or score > best.hypothesis.score):
+                    best = r
+            if best is None:
                 continue
-            best = max(results, key=lambda r: r.hypothesis.score)
             class_id = best.hypothesis.class_id
             if world.mapping.get(class_id) is None:
-                known = ", ".join(sorted(world.mapping.classes))
-                self._warn(f"unknown:{class_id}",
-                           f"detections of unknown class {class_id!r} ignored (classes: {known})")
+                unknown[class_id] += 1
                 continue
             frame = det.header.frame_id or msg.header.frame_id
             stamp = det.header.stamp if det.header.stamp.sec or det.header.stamp.nanosec else msg.header.stamp
             at = stamp.sec + stamp.nanosec * 1e-9 or None       # unstamped: the latest transforms
-            local = pose_matrix(best.pose.pose)
-            if local is None:
-                self._warn(f"pose:{class_id}", f"detection of {class_id!r} with a non-finite pose or zero "
-                           "quaternion dropped")
-                continue
             try:
-                to_world = self.tf.lookup(self.world_frame, frame, at)
-            except LookupError as exc:
-                self._warn(f"frame:{frame}", f"detection of {class_id!r} in frame {frame!r} dropped: {exc}")
+                local = pose_matrix(best.pose.pose)
+            except ValueError as exc:
+                bad_pose[f"{class_id!r}: {exc}"] += 1
+                continue
+            key = (frame, at)
+            if key not in transforms:
+                try:
+                    transforms[key] = self.tf.lookup(self.world_frame, frame, at)
+                except LookupError as exc:
+                    transforms[key] = None
+                    frame_errors.setdefault(frame, str(exc))
+            to_world = transforms[key]
+            if to_world is None:
+                bad_frame[frame] += 1
                 continue
             detections.append(Detection(class_id, to_world @ local, det.id, best.hypothesis.score))
-        changes = world.update(detections, self._now())
-        for reason in changes.rejected:
-            self._warn(f"rejected:{reason}", f"detection dropped: {reason}")
+        changes = world.update(detections, self._now(), left_out=left_out)
+        self._report(count, changes, unknown, bad_pose, bad_frame, frame_errors)
         if changes:
             self._publish(changes)
+
+    def _report(self, count: int, changes: Changes, unknown: Counter, bad_pose: Counter, bad_frame: Counter,
+                frame_errors: dict) -> None:
+        """One warning line per kind of dropped detection in this message (throttled per kind)."""
+        world = self.world
+        if unknown:
+            known = ", ".join(sorted(world.mapping.classes))
+            kind = "class" if len(unknown) == 1 else "classes"
+            self._warn("unknown", f"{sum(unknown.values())} detections of unknown {kind} {listed(unknown)} "
+                       f"ignored (classes: {known})", unknown)
+        if bad_pose:
+            self._warn("pose", f"{sum(bad_pose.values())} detections with a non-finite pose or zero "
+                       f"quaternion dropped: {listed(bad_pose)}")
+        if bad_frame:
+            first = next(iter(bad_frame))
+            self._warn("frame", f"{sum(bad_frame.values())} detections in frames {listed(bad_frame)} "
+                       f"dropped: {first!r}: {frame_errors[first]}", bad_frame)
+        if changes.rejected:
+            rejected = Counter(changes.rejected)
+            self._warn("rejected", f"{sum(rejected.values())} detections dropped: {listed(rejected)}")
+        if changes.over_detections or changes.over_bodies:
+            over = self._over
+            over["messages"] += 1
+            over["detections"] += changes.over_detections
+            over["bodies"] += changes.over_bodies
+            over["largest"] = max(over["largest"], count)
+            limits = "; ".join(changes.limited)
+            if self._warn("limits", f"input over the limits ({over['messages']} messages since the last "
+                          f"warning, the largest of {over['largest']} detections): {over['detections']} "
+                          f"detections beyond max_detections {world.max_detections} dropped unread, "
+                          f"{over['bodies']} new bodies refused" + (f" ({limits})" if limits else "")):
+                over.clear()
 
     # -- output ----------------------------------------------------------------------------------
     def _tick(self) -> None:
@@ -254,11 +339,18 @@ class WorldNode(ContainedNode):
                 markers += delete_markers(self._object_frame(obj.name), obj.name, old, stamp)[len(ms):]
             self._marker_counts[obj.name] = len(ms)
             markers += ms
+        staged = self.scene.stage(objects, self.world.mapping)
         self._publish_tf()
+        self.scene.send(staged)
         self.markers_pub.publish(MarkerArray(markers=markers))
         now = self._now()
         self.objects_pub.publish(String(data=to_xml(objects, self.world_frame, now)))
         self.objects_yaml_pub.publish(String(data=to_yaml(objects, self.world_frame, now)))
+        if len(changes.added) + len(changes.removed) > LISTED_NAMES:      # many at once: one line
+            self.get_logger().info(f"{len(changes.added)} objects added{names(changes.added)}, "
+                                   f"{len(changes.removed)} removed{names(changes.removed)}; "
+                                   f"{len(objects)} in {self.world_frame}")
+            return
         for name in changes.added:
             obj = self.world.get(name)
             if obj is not None:

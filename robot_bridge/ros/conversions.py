@@ -271,6 +271,56 @@ def validate_odometry(msg) -> Optional[str]:
     return None if _vector_ok(t.linear) and _vector_ok(t.angular) else "non-finite twist"
 
 
+# -- poses and detections (world_node) ----------------------------------------------------
+
+def pose_matrix(pose) -> np.ndarray:
+    """4x4 of a geometry_msgs/Pose, the quaternion normalised as tf2 does (any length, huge components
+    too: :func:`robot_bridge.model.transform.from_quat_xyzw`); ValueError naming what is wrong when a
+    value is not finite or the quaternion is zero."""
+    from ..model.transform import from_quat_xyzw, make
+
+    p, q = pose.position, pose.orientation
+    position = (p.x, p.y, p.z)
+    if not _finite(*position):
+        raise ValueError("non-finite position")
+    return make(from_quat_xyzw((q.x, q.y, q.z, q.w)), position)
+
+
+def detection_array_count(buf) -> Optional[int]:
+    """Number of detections in a serialized vision_msgs/Detection3DArray, read from its CDR without
+    deserializing it (None: not CDR or truncated).  Layout: encapsulation (4), header.stamp (8),
+    header.frame_id (uint32 length incl. NUL, chars), padding to 4, detections (uint32 count, items)."""
+    at = _detection_count_offset(buf)
+    if at is None:
+        return None
+    return struct.unpack_from(_cdr_order(buf) + "I", buf, at)[0]
+
+
+def truncate_detection_array(buf, count: int) -> bytes:
+    """The serialized Detection3DArray ``buf`` reduced to its first ``count`` detections: the sequence
+    length is rewritten and the bytes after the last kept detection are left for the deserializer to
+    ignore (detections is the message's last field), so only ``count`` detections are ever built."""
+    at = _detection_count_offset(buf)
+    if at is None:
+        raise ValueError("not a CDR Detection3DArray (or truncated)")
+    out = bytearray(buf)
+    struct.pack_into(_cdr_order(buf) + "I", out, at, int(count))
+    return bytes(out)
+
+
+def _cdr_order(buf) -> str:
+    return "<" if bytes(memoryview(buf)[:2]) in _CDR_LE else ">"
+
+
+def _detection_count_offset(buf) -> Optional[int]:
+    view = memoryview(buf)
+    if len(view) < 20 or bytes(view[:2]) not in _CDR_LE + _CDR_BE:
+        return None
+    (frame_len,) = struct.unpack_from(_cdr_order(buf) + "I", view, 12)
+    at = _align4(16 + frame_len)
+    return at if at + 4 <= len(view) else None
+
+
 # -- time and trajectories (controller) -----------------------------------------------
 
 def seconds(stamp) -> float:
@@ -323,6 +373,7 @@ def trajectory_point(positions: Sequence[float], velocities: Sequence[float] = (
 # and re-padding to 4 keeps the rest valid byte for byte.
 
 _CDR_LE = (b"\x00\x01", b"\x00\x03")          # CDR_LE, PL_CDR_LE representation identifiers
+_CDR_BE = (b"\x00\x00", b"\x00\x02")          # CDR_BE, PL_CDR_BE
 
 
 @dataclass

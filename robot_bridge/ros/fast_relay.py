@@ -51,6 +51,8 @@ from rclpy.callback_groups import CallbackGroup
 from rclpy.guard_condition import GuardCondition
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
+from .. import jit
+
 RCL_RET_OK = 0
 RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401
 INITIAL_CAPACITY = 64 * 1024
@@ -438,12 +440,10 @@ def compiled_io():
     drain's own module compiles its loop calling these after this returned."""
     global _compiled_io, _next_message, _publish_output
     if _compiled_io is None:
-        try:
-            import numba
-        except ImportError:
+        if jit.load() is None:
             return None
-        jit = numba.njit(cache=True, nogil=True, inline="always")
-        _next_message, _publish_output = jit(_next_message), jit(_publish_output)
+        compile_ = jit.njit(nogil=True, inline="always")
+        _next_message, _publish_output = compile_(_next_message), compile_(_publish_output)
         _compiled_io = (_next_message, _publish_output)
     return _compiled_io
 
@@ -509,7 +509,7 @@ class SerializedRelay:
             self.wake = None
         self.wake = self.wake or WaitSetWake(subscription, context)
         self.io = None                  # RelayIO of the compiled drain (eventfd wake only)
-        if drain is not None and isinstance(self.wake, EventfdWake) and compiled_io() is not None:
+        if drain is not None and isinstance(self.wake, EventfdWake) and jit.AVAILABLE:   # numba loaded later
             self.io = RelayIO(libs, self._sub_pointer, self._pub_pointer, self._buffer.message, self._info,
                               self.wake.fd)
         self._drain = drain if self.io is not None else None

@@ -8,8 +8,7 @@ buffer's headroom, as ``conversions.rewrite_serialized_header_in_place`` does, a
 there.  Anything else (another shape, a short or foreign-encoded message, a restamp or rate limit to
 apply) is left to the Python handler, which judges, counts and reports it.
 
-Numba's cache follows the file a function is in: after editing ``fast_relay``'s compiled helpers, clear
-this module's ``__pycache__/*.nb?`` (a fresh install or clone has none).
+Compiled code is cached in a folder per version of the kernels' sources (:mod:`robot_bridge.jit`).
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ import logging
 
 import numpy as np
 
+from .. import jit
 from . import fast_relay
 from .conversions import SerializedImage
 
@@ -103,12 +103,10 @@ def _drainer():
         if io is None:
             _drainer_state.append(None)
         else:
-            import numba
-
             _next_message, _publish_output = io
-            _u32 = numba.njit(cache=True, nogil=True, inline="always")(_u32)
-            _image_rest = numba.njit(cache=True, nogil=True)(_image_rest)
-            _drainer_state.append(numba.njit(cache=True, nogil=True)(_drain_images))
+            _u32 = jit.njit(nogil=True, inline="always")(_u32)
+            _image_rest = jit.njit(nogil=True)(_image_rest)
+            _drainer_state.append(jit.njit(nogil=True)(_drain_images))
     return _drainer_state[0]
 
 

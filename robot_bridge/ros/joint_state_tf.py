@@ -23,9 +23,8 @@ list, another encoding, a rate gate to ask, a nonlinear mimic) take the numpy pa
 On the fast path's eventfd wake, a stream of the last plan's name list is not handed to Python at all:
 ``JointStateTF.drain`` runs ``_drain_joint_states`` (take, the same compiled call, publish, sleep; see
 ``fast_relay``) until a message needs this module's Python (then it is left in the buffer for
-``process``), the model or gate is swapped, or the relay closes.  Numba's cache follows the file a
-function is in: after editing ``fk_kernel._joint_state_rows`` or ``fast_relay``'s compiled helpers, clear
-this module's ``__pycache__/*.nb?`` (a fresh install or clone has none).
+``process``), the model or gate is swapped, or the relay closes.  Compiled code is cached in a folder
+per version of the kernels' sources (:mod:`robot_bridge.jit`).
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .. import jit
 from ..kinematics import fk_kernel
 from ..kinematics.state_publisher import RateGate, StatePublisher
 from . import fast_relay
@@ -140,10 +140,8 @@ def _drainer():
         if kernels is None or io is None:
             _drainer_state.append(None)
         else:
-            import numba
-
             _rows, (_next_message, _publish_output) = kernels[3], io
-            _drainer_state.append(numba.njit(cache=True, nogil=True)(_drain_joint_states))
+            _drainer_state.append(jit.njit(nogil=True)(_drain_joint_states))
     return _drainer_state[0]
 
 

@@ -26,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import jit
 from . import fast_relay
 from .cdr_template import CdrTemplate
 from .stamps import stamp_fields
@@ -87,19 +88,18 @@ def _compiler():
     """The compiled ``_publish_state`` (numba cache), None without numba."""
     global _call_int64s
     if not _compiled:
-        try:
-            import numba
-            from numba import types
-        except ImportError:
+        if jit.load() is None:
             _compiled.append(None)
             return None
         try:
+            from numba import types
+
             _call_int64s = _int64_call_intrinsic()
             row = types.Array(types.float64, 1, "A", readonly=True)         # writable arrays convert to it
             f64, i64 = types.Array(types.float64, 1, "C"), types.Array(types.int64, 1, "C")
             signature = types.int64(i64, row, row, row, row, row, row, row, types.int64, f64, f64,
                                     types.Array(types.uint32, 1, "C"), i64, i64, i64, i64, i64, i64)
-            _compiled.append(numba.njit(signature, cache=True, nogil=True)(_publish_state))
+            _compiled.append(jit.njit(signature, nogil=True)(_publish_state))
         except Exception as exc:  # numba present but unable to compile here: publish from Python
             _log.warning("compiled state publishing unavailable (%s); publishing from Python", exc)
             _compiled.append(None)

@@ -6,10 +6,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 from geometry_msgs.msg import TransformStamped
-from scipy.spatial.transform import Rotation
 from tf2_msgs.msg import TFMessage
 
-from ..model.transform import make, to_quat_xyzw
+from ..model.transform import from_quat_xyzw, make, to_quat_xyzw
 
 
 def transform_stamped(parent: str, child: str, matrix: np.ndarray, stamp) -> TransformStamped:
@@ -32,7 +31,7 @@ def tf_message(transforms: Iterable, stamp) -> TFMessage:
 def matrix(msg: TransformStamped) -> np.ndarray:
     """4x4 of a TransformStamped (inverse of :func:`transform_stamped`)."""
     t, r = msg.transform.translation, msg.transform.rotation
-    return make(Rotation.from_quat([r.x, r.y, r.z, r.w]).as_matrix(), [t.x, t.y, t.z])
+    return make(from_quat_xyzw([r.x, r.y, r.z, r.w]), [t.x, t.y, t.z])
 
 
 class TFBatchBuilder:

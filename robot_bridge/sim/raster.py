@@ -8,21 +8,21 @@ functions in 3-D), the clipped triangle only bounds the pixels tried.  Only the 
 kernel: the distance is then computed as for every ray caster backend (plane of that triangle, float64).
 
 numba is optional (``pip install robot_bridge[raycast]``): without it :data:`AVAILABLE` is False and the
-camera casts rays through :meth:`robot_bridge.sim.scene.Scene.cast` as before.  Compiled code is cached
-(``cache=True``: next to this module, or in numba's user cache directory when that is read-only), so only
-the first process pays the compilation (~1-2 s; see ``bench/sensor_bench.py``'s ``raster_jit_seconds``).
+camera casts rays through :meth:`robot_bridge.sim.scene.Scene.cast` as before.  numba is imported when
+the kernel is first needed (:func:`warm_up`), not with this module; compiled code is cached in a user folder
+(:mod:`robot_bridge.jit`), so only the first process pays the compilation (~1-2 s; see
+``bench/sensor_bench.py``'s ``raster_jit_seconds``).
 """
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-try:
-    import numba
-except ImportError:                    # the camera falls back to ray casting
-    numba = None
+from .. import jit
 
-AVAILABLE = numba is not None
+AVAILABLE = jit.AVAILABLE              # without numba the camera falls back to ray casting
 _NEAR = 1e-9          # bounds only: hits at depth below this are not looked for
 _TOL = -1e-9          # barycentric tolerance, as the numpy Möller–Trumbore backend
 _MARGIN = 1e-3        # pixels: bounds are widened by this
@@ -169,13 +169,18 @@ def _kernel(tris, width, height, fx, fy, cx, cy, as_, bs, dmin, zbuf, ids, id_of
                 ids[p] = f + id_offset
 
 
-if AVAILABLE:                 # compiled on first call (or loaded from numba's cache)
-    _clip = numba.njit(cache=True, nogil=True)(_clip)
-    _kernel = numba.njit(cache=True, nogil=True)(_kernel)
+_compiled: list = []
+_lock = threading.Lock()
 
 
 def _rasterizer():
-    return _kernel
+    """The compiled kernel (compiled on its first call, or loaded from the cache)."""
+    global _clip
+    with _lock:
+        if not _compiled:
+            _clip = jit.njit(nogil=True)(_clip)             # the kernel's callee, compiled with it
+            _compiled.append(jit.njit(nogil=True)(_kernel))
+    return _compiled[0]
 
 
 def nearest_triangles(triangle_sets, rotation: np.ndarray, position: np.ndarray, width: int, height: int,

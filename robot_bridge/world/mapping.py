@@ -8,7 +8,7 @@ YAML::
       jitter: 0.005           # m: a new pose closer than this and within jitter_angle does not count
       jitter_angle: 0.02      # rad
       match_distance: 0.15    # m: a detection without a known id continues the nearest body in reach
-      max_instances: 0        # bodies of one class at most (0: no limit)
+      max_instances: 0        # bodies of one class at most (0: none of its own; max_bodies bounds all)
     classes:
       can:
         file: objects/can.kinbody.xml      # any file robot_bridge.formats.load reads; relative to this file
@@ -38,7 +38,7 @@ OPTIONS: dict[str, tuple[type, Any, Any, str]] = {
     "jitter": (float, 0.005, lambda v: v >= 0 and math.isfinite(v), "a number >= 0 (metres)"),
     "jitter_angle": (float, 0.02, lambda v: v >= 0 and math.isfinite(v), "a number >= 0 (radians)"),
     "match_distance": (float, 0.15, lambda v: v >= 0 and math.isfinite(v), "a number >= 0 (metres)"),
-    "max_instances": (int, 0, lambda v: v >= 0, "an integer >= 0 (0: no limit)"),
+    "max_instances": (int, 0, lambda v: v >= 0, "an integer >= 0 (0: no limit of the class's own)"),
 }
 
 

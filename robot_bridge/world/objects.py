@@ -3,9 +3,13 @@
 ``WorldObjects(mapping)`` turns detections (class id, 4x4 pose in the world frame, optional detector id)
 into named bodies ``<class>_<n>``:
 
+- a batch (one message) is looked at up to ``max_detections`` detections; the rest are counted in
+  :attr:`Changes.over_detections` and never examined;
 - a detection continues the body of its class with the same detector id, else the nearest body of its
-  class within ``match_distance`` not yet continued by this batch, else it starts a new body (unless the
-  class has ``max_instances`` bodies already); ``<n>`` is the smallest index not in use;
+  class within ``match_distance`` not yet continued by this batch, else it starts a new body unless there
+  are ``max_bodies`` bodies already (all classes) or its class has ``max_instances``; refused new bodies are
+  counted in :attr:`Changes.over_bodies` (and one :attr:`Changes.limited` line per limit and batch);
+  ``<n>`` is the smallest index not in use;
 - a continued body moves only when the new pose differs by more than ``jitter`` (m) or ``jitter_angle``
   (rad): detector noise does not count as motion;
 - ``expire(now)`` removes every non-``static`` body not detected for its class's ``timeout``;
@@ -13,6 +17,9 @@ into named bodies ``<class>_<n>``:
   ``release``d at the pose where it was put down;
 - unknown class ids and non-finite or non-rigid poses are refused and reported in the returned
   :class:`Changes`, never stored.
+
+A batch costs O(n log n) in its detections and bodies (ids by dictionary, nearest bodies by a k-d tree,
+free names by one cursor per class), so the limits bound the time of every message.
 
 All methods are thread-safe (one lock); :meth:`snapshot` returns copies.  Times are seconds of any one
 clock the caller uses consistently (the node: its clock at reception).
@@ -22,12 +29,15 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
 from ..model.transform import is_rigid
 from .mapping import ObjectMapping
+
+MAX_DETECTIONS = 200          # default: detections of one batch looked at (the rest counted, not examined)
+MAX_BODIES = 200              # default: bodies of all classes together (new ones beyond are refused)
 
 
 @dataclass(frozen=True)
@@ -63,14 +73,19 @@ class Changes:
     removed: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)           # class ids not in the mapping
     rejected: list[str] = field(default_factory=list)          # why a detection was refused
+    over_detections: int = 0       # detections of the batch beyond max_detections: not examined
+    over_bodies: int = 0           # new bodies refused by max_bodies or max_instances
+    limited: list[str] = field(default_factory=list)           # per limit hit: count and limit
 
     def __bool__(self) -> bool:
         """True when the set of bodies or a pose changed."""
         return bool(self.added or self.moved or self.removed)
 
     def extend(self, other: "Changes") -> "Changes":
-        for name in ("added", "moved", "removed", "unknown", "rejected"):
+        for name in ("added", "moved", "removed", "unknown", "rejected", "limited"):
             getattr(self, name).extend(getattr(other, name))
+        self.over_detections += other.over_detections
+        self.over_bodies += other.over_bodies
         return self
 
 
@@ -92,13 +107,75 @@ def pose_problem(pose) -> Optional[str]:
     return None
 
 
+def pose_problems(poses: np.ndarray, tol: float = 1e-6) -> list[Optional[str]]:
+    """:func:`pose_problem` of every pose of an (n, 4, 4) array in one vectorised pass (the tests of
+    :func:`robot_bridge.model.transform.is_rigid`)."""
+    p = np.asarray(poses, dtype=float).reshape(-1, 4, 4)
+    finite = np.isfinite(p).all(axis=(1, 2))
+    p = np.where(finite[:, None, None], p, np.eye(4))
+    r = p[:, :3, :3]
+    eye = np.eye(3)
+    orthonormal = (np.abs(r @ r.transpose(0, 2, 1) - eye) <= tol + 1e-5 * eye).all(axis=(1, 2))
+    proper = np.abs(np.linalg.det(r) - 1.0) < tol
+    last = np.array([0.0, 0.0, 0.0, 1.0])
+    bottom = (np.abs(p[:, 3] - last) <= tol + 1e-5 * last).all(axis=1)
+    return [None if ok else "pose is not a rigid transform" if f else "non-finite pose"
+            for ok, f in zip(finite & orthonormal & proper & bottom, finite)]
+
+
+def _limit(value: int, name: str) -> int:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, not {value!r}")
+    return int(value)
+
+
+def _beyond_jitter(new: np.ndarray, old: np.ndarray, jitter: float, jitter_angle: float) -> list[bool]:
+    """Per pair of (n, 4, 4) poses: does ``new`` differ from ``old`` by more than ``jitter`` (m) or
+    ``jitter_angle`` (rad)?  (:func:`rotation_angle`, vectorised.)"""
+    if not len(new):
+        return []
+    shift = np.linalg.norm(new[:, :3, 3] - old[:, :3, 3], axis=1)
+    cos = (np.einsum("nij,nij->n", old[:, :3, :3], new[:, :3, :3]) - 1.0) / 2.0
+    angle = np.arccos(np.clip(cos, -1.0, 1.0))
+    return ((shift > jitter) | (angle > jitter_angle)).tolist()
+
+
+def _nearest_pairs(points: list, targets: list, reach: float) -> list[tuple[int, int]]:
+    """(point index, target index) of every pair within ``reach``, closest first (ties: by point, then
+    target index), from a k-d tree: no all-pairs table."""
+    if not points or not targets:
+        return []
+    from scipy.spatial import cKDTree
+
+    found = cKDTree(np.asarray(points)).sparse_distance_matrix(cKDTree(np.asarray(targets)), reach,
+                                                               output_type="ndarray")
+    order = np.lexsort((found["j"], found["i"], found["v"]))
+    return [(int(i), int(j)) for i, j in zip(found["i"][order], found["j"][order])]
+
+
 class WorldObjects:
-    def __init__(self, mapping: ObjectMapping):
+    def __init__(self, mapping: ObjectMapping, max_detections: int = MAX_DETECTIONS,
+                 max_bodies: int = MAX_BODIES):
         self._lock = threading.RLock()
         self._mapping = mapping
         self._objects: dict[str, WorldObject] = {}
         self._held: set[str] = set()
         self.version = 0                       # incremented on every change of bodies or poses
+        self.set_limits(max_detections, max_bodies)
+
+    def set_limits(self, max_detections: int, max_bodies: int) -> None:
+        """Detections looked at per batch and bodies in all (>= 1 each).  Lowering ``max_bodies`` below
+        the bodies there are removes none: they go as they time out, and no new one starts until fewer."""
+        max_detections = _limit(max_detections, "max_detections")
+        max_bodies = _limit(max_bodies, "max_bodies")
+        with self._lock:
+            self.max_detections, self.max_bodies = max_detections, max_bodies
+
+    def limit_batch(self, items: Sequence) -> tuple[Sequence, int]:
+        """The part of one message's items that a batch looks at, and how many are left out: callers
+        converting messages call this first, so the left-out items are never converted."""
+        limit = self.max_detections
+        return (items[:limit], len(items) - limit) if len(items) > limit else (items, 0)
 
     # -- queries ---------------------------------------------------------------------------------
     @property
@@ -137,62 +214,88 @@ class WorldObjects:
                 self.version += 1
             return changes
 
-    def update(self, detections: Iterable[Detection], now: float) -> Changes:
-        """Apply one batch of detections (one Detection3DArray) received at ``now``."""
-        changes = Changes()
+    def update(self, detections: Iterable[Detection], now: float, left_out: int = 0) -> Changes:
+        """Apply one batch of detections (one Detection3DArray) received at ``now``: its first
+        ``max_detections`` (``left_out``: more the caller already left out, see :meth:`limit_batch`)."""
+        changes = Changes(over_detections=int(left_out))
         with self._lock:
+            dets, more = self.limit_batch(list(detections))
+            changes.over_detections += more
+            known = []
+            unknown: set[str] = set()
+            for det in dets:
+                if self._mapping.get(det.class_id) is not None:
+                    known.append(det)
+                elif det.class_id not in unknown:
+                    unknown.add(det.class_id)
+                    changes.unknown.append(det.class_id)
+            problems = pose_problems(np.array([d.pose for d in known], dtype=float)) if known else []
             by_class: dict[str, list[Detection]] = {}
-            for det in detections:
-                if self._mapping.get(det.class_id) is None:
-                    if det.class_id not in changes.unknown:
-                        changes.unknown.append(det.class_id)
-                    continue
-                problem = pose_problem(det.pose)
+            for det, problem in zip(known, problems):
                 if problem is not None:
                     changes.rejected.append(f"{det.class_id}: {problem}")
-                    continue
-                by_class.setdefault(det.class_id, []).append(det)
-            for class_id, dets in by_class.items():
-                self._update_class(class_id, dets, now, changes)
+                else:
+                    by_class.setdefault(det.class_id, []).append(det)
+            refused: dict[str, int] = {}
+            for class_id, class_dets in by_class.items():
+                self._update_class(class_id, class_dets, now, changes, refused)
+            for reason, count in refused.items():
+                changes.limited.append(f"{count} new bodies refused: {reason}")
+                changes.over_bodies += count
             if changes:
                 self.version += 1
         return changes
 
-    def _update_class(self, class_id: str, dets: list[Detection], now: float, changes: Changes) -> None:
+    def _update_class(self, class_id: str, dets: list[Detection], now: float, changes: Changes,
+                      refused: dict[str, int]) -> None:
         cls = self._mapping.get(class_id)
         mine = {n: o for n, o in self._objects.items() if o.class_id == class_id}
         assigned: dict[int, str] = {}
         taken: set[str] = set()
         # 1. the detector's id
+        by_track: dict[str, list[str]] = {}
+        for n, o in mine.items():
+            if o.track_id:
+                by_track.setdefault(o.track_id, []).append(n)
         for i, det in enumerate(dets):
             if det.id:
-                name = next((n for n, o in mine.items() if o.track_id == det.id and n not in taken), None)
+                name = next((n for n in by_track.get(det.id, ()) if n not in taken), None)
                 if name is not None:
                     assigned[i] = name
                     taken.add(name)
         # 2. nearest body in reach, closest pairs first
-        pairs = sorted((float(np.linalg.norm(det.pose[:3, 3] - obj.pose[:3, 3])), i, n)
-                       for i, det in enumerate(dets) if i not in assigned
-                       for n, obj in mine.items() if n not in taken)
-        for distance, i, name in pairs:
-            if distance > cls.match_distance:
-                break
+        free_dets = [i for i in range(len(dets)) if i not in assigned]
+        free_bodies = [n for n in mine if n not in taken]
+        for i, name in _nearest_pairs([dets[i].pose[:3, 3] for i in free_dets],
+                                      [mine[n].pose[:3, 3] for n in free_bodies], cls.match_distance):
+            i, name = free_dets[i], free_bodies[name]
             if i in assigned or name in taken:
                 continue
             assigned[i] = name
             taken.add(name)
         # 3. continue the matched bodies, start new ones for the rest
+        matched = sorted(assigned)
+        moves = dict(zip(matched, _beyond_jitter(np.array([dets[i].pose for i in matched]),
+                                                 np.array([mine[assigned[i]].pose for i in matched]),
+                                                 cls.jitter, cls.jitter_angle)))
+        names = self._free_names(class_id)
+        count = len(mine)
         for i, det in enumerate(dets):
             name = assigned.get(i)
             if name is None:
-                if cls.max_instances and sum(o.class_id == class_id for o in self._objects.values()) \
-                        >= cls.max_instances:
-                    changes.rejected.append(f"{class_id}: already {cls.max_instances} bodies (max_instances)")
+                if len(self._objects) >= self.max_bodies:
+                    reason = f"already {len(self._objects)} bodies (max_bodies {self.max_bodies})"
+                    refused[reason] = refused.get(reason, 0) + 1
                     continue
-                name = self._free_name(class_id)
+                if cls.max_instances and count >= cls.max_instances:
+                    reason = f"{class_id}: already {cls.max_instances} bodies (max_instances)"
+                    refused[reason] = refused.get(reason, 0) + 1
+                    continue
+                name = next(names)
                 self._objects[name] = WorldObject(name, class_id, np.array(det.pose, dtype=float), cls.file,
                                                   cls.static, det.id, now, now, 0, 1)
                 changes.added.append(name)
+                count += 1
                 continue
             obj = self._objects[name]
             obj.last_seen = max(obj.last_seen, now)
@@ -201,17 +304,19 @@ class WorldObjects:
                 continue
             if det.id:
                 obj.track_id = det.id
-            shift = float(np.linalg.norm(det.pose[:3, 3] - obj.pose[:3, 3]))
-            if shift > cls.jitter or rotation_angle(obj.pose, det.pose) > cls.jitter_angle:
+            if moves[i]:
                 obj.pose = np.array(det.pose, dtype=float)
                 obj.updates += 1
                 changes.moved.append(name)
 
-    def _free_name(self, class_id: str) -> str:
+    def _free_names(self, class_id: str) -> Iterator[str]:
+        """Names ``<class>_<n>`` not in use, smallest n first (one cursor: a batch scans each n once)."""
         n = 0
-        while f"{class_id}_{n}" in self._objects:
+        while True:
+            name = f"{class_id}_{n}"
+            if name not in self._objects:
+                yield name
             n += 1
-        return f"{class_id}_{n}"
 
     def expire(self, now: float) -> Changes:
         """Remove every non-static body last detected more than its class's timeout before ``now``."""

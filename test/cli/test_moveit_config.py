@@ -149,3 +149,203 @@ def test_corpus_openrave_robot(openrave_data, tmp_path):
     # generated semantics: the arm chain ends at the tool link
     assert files["semantics"].groups["arm"].chains == [("wam0", "arm_tool")]
     assert {s.name for s in files["semantics"].group_states if s.group == "arm"} == {"home"}
+
+
+# -- issue 32: a complete config from every robot ---------------------------------------------------------
+PANDA = ("moveit_resources", "panda_description", "urdf", "panda.urdf")
+PANDA_SRDF = ("moveit_resources", "panda_moveit_config", "config", "panda.srdf")
+PANDA_ARM = [f"panda_joint{i}" for i in range(1, 8)]
+
+
+def run_cli(args, capsys) -> tuple[int, str, str]:
+    code = cli(["moveit-config", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.timeout(180)
+def test_plain_urdf_groups_guessed_from_the_longest_chain(corpus, tmp_path, capsys):
+    """Without an SRDF (main wrote ``controller_names: []`` and an empty kinematics.yaml, exit 0): the
+    longest serial chain becomes group ``arm``, said on stdout; the fingers past the hand are named as
+    such, and the missing gripper is said."""
+    out = tmp_path / "moveit"
+    code, stdout, _ = run_cli([corpus.joinpath(*PANDA), "-o", out], capsys)
+    assert code == 0
+    assert "guessed (no SRDF groups): group 'arm': the longest serial chain of driven joints, " \
+           "panda_link0 -> panda_hand (7 joints" in stdout
+    assert "branches into panda_finger_joint1" in stdout
+    assert "note: no gripper could be told" in stdout
+    manager = yaml.safe_load((out / "moveit_controllers.yaml").read_text())
+    manager = manager["moveit_simple_controller_manager"]
+    assert manager["controller_names"] == ["controller_node/arm"]
+    assert manager["controller_node/arm"]["joints"] == PANDA_ARM
+    kinematics = yaml.safe_load((out / "kinematics.yaml").read_text())
+    assert kinematics == {"arm": {"kinematics_solver": "kdl_kinematics_plugin/KDLKinematicsPlugin",
+                                  "kinematics_solver_search_resolution": 0.005,
+                                  "kinematics_solver_timeout": 0.005}}
+    semantics = srdf.read_srdf(out / "panda.srdf", urdf.read(out / "panda.urdf"))
+    assert semantics.groups["arm"].chains == [("panda_link0", "panda_hand")]
+
+
+@pytest.mark.timeout(180)
+def test_plain_urdf_with_srdf_gripper_gets_a_served_gripper_controller(corpus, tmp_path):
+    """A plain URDF with an SRDF end effector (panda ``hand``): main gave the arm a controller and the
+    gripper none; now ``controller_node`` GripperCommand on panda_finger_joint1, and the running
+    controller_node serves exactly the actions the config names."""
+    files = generate([corpus.joinpath(*PANDA), "--srdf", corpus.joinpath(*PANDA_SRDF)], tmp_path / "moveit")
+    manager = check_names_match(files, served(files))
+    assert manager["controller_names"] == ["controller_node/panda_arm", "controller_node"]
+    assert manager["controller_node/panda_arm"]["joints"] == PANDA_ARM
+    assert manager["controller_node"] == {"type": "GripperCommand", "action_ns": "gripper_cmd",
+                                          "default": True, "joints": ["panda_finger_joint1"]}
+
+
+@pytest.mark.parametrize("parts, reason", [
+    (("hpp_tutorial", "urdf", "box.urdf"), "robot 'box' has nothing to plan for: no driven joint"),
+    (("openrave", "src", "robots", "barretthand.robot.xml"),
+     "nothing to plan for: no driven joint (active 1-DOF, not mimic or passive) outside its grippers"),
+])
+def test_nothing_to_plan_for_exits_nonzero_with_the_reason(corpus, tmp_path, capsys, parts, reason):
+    out = tmp_path / "moveit"
+    code, stdout, stderr = run_cli([corpus.joinpath(*parts), "--search-path", corpus / "openrave" / "src",
+                                    "-o", out], capsys)
+    assert code == 2 and reason in stderr, stderr
+    assert not out.exists()                        # nothing written
+
+
+def corpus_robot_files(corpus: Path) -> list[Path]:
+    return sorted(p for pattern in ("*.robot.xml", "*.urdf", "*.zae") for p in corpus.rglob(pattern))
+
+
+@pytest.mark.timeout(900)
+def test_every_corpus_robot_gets_groups_controllers_and_kinematics(corpus):
+    """Every robot of the corpus that reads: with a driven joint outside its manipulators' grippers (a
+    manipulator or a chain to plan for) it gets planning groups, each with a FollowJointTrajectory
+    controller of driven joints and a kinematics entry, and a GripperCommand controller on each
+    manipulator's driving gripper joint; otherwise NothingToPlanError with the reason (what the command
+    prints before exiting 2)."""
+    from robot_bridge.errors import DescriptionError, NothingToPlanError
+    from robot_bridge.formats import load
+    from robot_bridge.formats.moveit_config import plan_moveit_config
+    from robot_bridge.model.groups import driven_joints
+
+    planned, refused = [], []
+    for path in corpus_robot_files(corpus):
+        try:
+            robot = load(path, search_path=[corpus / "openrave" / "src"])
+        except DescriptionError:
+            continue                                   # the corpus's broken files (their own tests)
+        driven = driven_joints(robot)
+        gripper = {j for m in robot.manipulators.values() for j in m.gripper_joints}
+        if not [j for j in driven if j not in gripper]:
+            with pytest.raises(NothingToPlanError, match="nothing to plan for"):
+                plan_moveit_config(robot)
+            refused.append(path.name)
+            continue
+        plan = plan_moveit_config(robot)
+        controllers = plan.controllers()
+        arms = {n: e for n, e in controllers.items() if e["type"] == "FollowJointTrajectory"}
+        assert arms and all(e["joints"] and set(e["joints"]) <= set(driven) - gripper
+                            for e in arms.values()), path
+        assert {n.split("/", 1)[1] for n in arms} <= set(plan.semantics.groups), path
+        served_grippers = sorted(e["joints"][0] for e in controllers.values()
+                                 if e["type"] == "GripperCommand")
+        expected = sorted(m.gripper_joints[0] for m in robot.manipulators.values()
+                          if m.gripper_joints and m.gripper_joints[0] in driven)
+        assert served_grippers[:len(expected)] == expected or set(expected) <= set(served_grippers), path
+        if not robot.manipulators and robot.semantics is None:
+            assert any("longest serial chain" in g for g in plan.guesses), path
+        planned.append(path.name)
+    assert len(planned) >= 40 and len(refused) >= 50, (planned, refused)
+    assert {"barrettwam.robot.xml", "panda.urdf", "pr2_desc.urdf", "kawada-hironx.zae"} <= set(planned)
+
+
+def rcl_parameters(node_name: str, document: dict, tmp_path: Path) -> dict:
+    """The parameters a node gets from ``document`` through rcl's own YAML parser (a ``--params-file``
+    wrapped as MoveItConfigsBuilder passes it): name -> value, typed as rcl typed them."""
+    import rclpy
+    from rclpy.node import Node
+
+    params = tmp_path / f"{node_name}.params.yaml"
+    params.write_text(yaml.safe_dump({node_name: {"ros__parameters": document}}))
+    context = rclpy.Context()
+    rclpy.init(args=["--ros-args", "--params-file", str(params)], context=context)
+    try:
+        node = Node(node_name, context=context, automatically_declare_parameters_from_overrides=True)
+        try:
+            return {name: p.value for name, p in node._parameters.items()}
+        finally:
+            node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+
+
+def test_controller_and_limit_keys_as_moveit_reads_them(tmp_path):
+    """The written YAML through rcl's parser, then the names and types MoveIt 2 reads:
+
+    - moveit_controllers.yaml: moveit2 ``moveit_plugins/moveit_simple_controller_manager/src/
+      moveit_simple_controller_manager.cpp`` (``initialize``): string array
+      ``moveit_simple_controller_manager.controller_names``; per name
+      ``moveit_simple_controller_manager.<name>.action_ns`` (string),
+      ``.type`` (string: FollowJointTrajectory or GripperCommand), ``.joints`` (non-empty string array),
+      ``.default`` (bool); the action is ``<name>/<action_ns>``.
+    - joint_limits.yaml (loaded under ``robot_description_planning``): moveit2 ``moveit_ros/planning/
+      robot_model_loader/src/robot_model_loader.cpp`` reads ``robot_description_planning.joint_limits.
+      <joint>.has_velocity_limits`` (bool), ``max_velocity`` (double), ``has_acceleration_limits``,
+      ``max_acceleration``; the same keys and types as ros2_control ``joint_limits/include/joint_limits/
+      joint_limits_rosparam.hpp`` (``declare_parameters``); an integer where a double is read is a
+      ParameterTypeException there.
+    - kinematics.yaml: ``<group>.kinematics_solver`` a plugin MoveIt ships
+      (kdl_kinematics_plugin/KDLKinematicsPlugin), for every planning group of the SRDF."""
+    files = generate([DEFAULT_ROBOT, "--srdf", DEFAULT_SRDF], tmp_path / "moveit")
+    manager = rcl_parameters("move_group", {k: v for k, v in files["moveit_controllers.yaml"].items()},
+                             tmp_path)
+    base = "moveit_simple_controller_manager"
+    names = manager[f"{base}.controller_names"]
+    assert isinstance(names, list) and names and all(isinstance(n, str) for n in names)
+    for name in names:
+        assert isinstance(manager[f"{base}.{name}.action_ns"], str)
+        assert manager[f"{base}.{name}.type"] in ("FollowJointTrajectory", "GripperCommand")
+        joints = manager[f"{base}.{name}.joints"]
+        assert isinstance(joints, list) and joints and all(isinstance(j, str) for j in joints)
+        assert manager[f"{base}.{name}.default"] is True
+    assert {f"/{n}/{manager[f'{base}.{n}.action_ns']}" for n in names} == {
+        "/controller_node/arm/follow_joint_trajectory", "/controller_node/gripper_cmd"}
+    limits = rcl_parameters("move_group", {"robot_description_planning": files["joint_limits.yaml"]},
+                            tmp_path)
+    prefix = "robot_description_planning.joint_limits."
+    joints = {k[len(prefix):].split(".")[0] for k in limits if k.startswith(prefix)}
+    assert joints >= {f"j{i}" for i in range(1, 8)}
+    for joint in joints:
+        for key in ("has_velocity_limits", "has_acceleration_limits"):
+            assert limits[f"{prefix}{joint}.{key}"] is True
+        for key in ("max_velocity", "max_acceleration"):
+            value = limits[f"{prefix}{joint}.{key}"]
+            assert type(value) is float and value > 0.0, (joint, key, value)
+    for key in ("default_velocity_scaling_factor", "default_acceleration_scaling_factor"):
+        assert type(limits[f"robot_description_planning.{key}"]) is float
+    kinematics = files["kinematics.yaml"]
+    assert kinematics and set(kinematics) <= set(files["semantics"].groups)
+    assert {e["kinematics_solver"] for e in kinematics.values()} == {
+        "kdl_kinematics_plugin/KDLKinematicsPlugin"}
+
+
+def test_two_manipulators_with_grippers_get_four_distinct_controllers(openrave_data):
+    """barrettwam-dual: each arm and each hand its own MoveIt controller (on main the hands were named like
+    the arms, ``controller_node/l_arm``, and overwrote their FollowJointTrajectory entries); the node serves
+    each hand under its group, ``controller_node/<manipulator>_gripper/gripper_cmd``."""
+    from robot_bridge.control.groups import gripper_prefix, gripper_specs
+    from robot_bridge.formats import load
+    from robot_bridge.formats.moveit_config import plan_moveit_config
+    from robot_bridge.model.groups import driven_joints
+
+    robot = load(openrave_data / "robots" / "barrettwam-dual.robot.xml", search_path=[openrave_data])
+    controllers = plan_moveit_config(robot).controllers()
+    assert {name: (e["type"], e["action_ns"], e["joints"][0]) for name, e in controllers.items()} == {
+        "controller_node/l_arm": ("FollowJointTrajectory", "follow_joint_trajectory", "l_Shoulder_Yaw"),
+        "controller_node/r_arm": ("FollowJointTrajectory", "follow_joint_trajectory", "r_Shoulder_Yaw"),
+        "controller_node/l_arm_gripper": ("GripperCommand", "gripper_cmd", "l_JF1"),
+        "controller_node/r_arm_gripper": ("GripperCommand", "gripper_cmd", "r_JF1")}
+    specs, _ = gripper_specs(robot, driven_joints(robot))
+    assert sorted(f"controller_node/{gripper_prefix(s, specs)}gripper_cmd" for s in specs) == [
+        "controller_node/l_arm_gripper/gripper_cmd", "controller_node/r_arm_gripper/gripper_cmd"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from robot_bridge.errors import MissingFileError, SchemaError, UnsupportedFormatError
+from robot_bridge.errors import MissingFileError, SchemaError, UnsafeInputError, UnsupportedFormatError
 from robot_bridge.formats import meshes, urdf
 from robot_bridge.model import Geometry, Link, Mesh, Robot
 
@@ -261,3 +261,141 @@ IndexedTriangleStripSet {{
 }}
 """)
     np.testing.assert_allclose(meshes.read_inventor_coloured(path)[2], [RED, RED, GREEN])
+
+
+# -- bounds and typed errors (issue 29) -------------------------------------------------------------------
+
+_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from robot_bridge.formats import meshes
+try:
+    v, t = meshes.load_triangles(sys.argv[1])
+    print("loaded", len(t))
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+def _read_in_child(path, seconds=60.0) -> str:
+    """What reading a mesh gives, in a child limited to 1 GiB of address space and ``seconds``."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    try:
+        done = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True,
+                              timeout=seconds, env=env)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {seconds} s"
+    return (done.stdout.strip() or done.stderr.strip().splitlines()[-1])
+
+
+def _doubling_uses(levels: int) -> str:
+    lines = ["#Inventor V2.1 ascii",
+             "DEF A0 Group { Coordinate3 { point [ 0 0 0, 1 0 0, 0 1 0 ] } FaceSet { numVertices [ 3 ] } }"]
+    lines += [f"DEF A{i} Group {{ USE A{i - 1} USE A{i - 1} }}" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_counts_are_checked_against_the_file_before_allocating(tmp_path):
+    import struct
+
+    face_set = tmp_path / "faceset.iv"        # the 14 GB / 92 s file of the issue, in short
+    face_set.write_text("#Inventor V2.1 ascii\nSeparator {\n  Coordinate3 { point [ 0 0 0, 1 0 0, 0 1 0 ] }\n"
+                        "  FaceSet { numVertices [ 99999999 ] }\n}\n")
+    binary = tmp_path / "binary.iv"
+    triangle = map(float, [0, 0, 0, 1, 0, 0, 0, 1, 0])
+    binary.write_bytes(_iv_binary("Separator", 0, 0, 2, "Coordinate3", 0, 1, "point", 3, *triangle, 0,
+                                  "FaceSet", 0, 1, "numVertices", 1, 99999999, 0))
+    uses = tmp_path / "uses.iv"               # 2^40 triangles through USE
+    uses.write_text(_doubling_uses(40))
+    stl = tmp_path / "count.stl"              # a binary STL whose header claims 4 billion triangles
+    box = trimesh.creation.box().export(file_type="stl")
+    stl.write_bytes(box[:80] + struct.pack("<I", 4_000_000_000) + box[84:])
+    expected = {face_set: "SchemaError " + f"{face_set}:4: FaceSet.numVertices: a face of 99999999 vertices",
+                binary: "SchemaError ", uses: "SchemaError ", stl: "SchemaError "}
+    for path, start in expected.items():
+        answer = _read_in_child(path)
+        assert answer.startswith(start), (path.name, answer)
+        assert str(path) in answer
+    assert "numVertices" in _read_in_child(binary) and "byte" in _read_in_child(binary)
+    assert "more than 10000 nodes" in _read_in_child(uses)
+    assert "header counts 4000000000 triangles" in _read_in_child(stl)
+
+
+@pytest.mark.parametrize("body, line, words", [
+    ("Separator {\n  Rotation { rotation 0 0 1 }\n}", 2, "Rotation.rotation: expected 4 numbers"),
+    ("Separator {\n  Coordinate3 { point [ 0 0 0, 1 0 ] }\n}", 2, "expected x y z triples"),
+    ("Separator {\n\n  RotationXYZ { axis W angle 1 }\n}", 3, "expected X, Y or Z"),
+    ("Separator {\n  Coordinate3 { point [ 0 0 0, 1 0 0, 0 1 0 ] }\n"
+     "  FaceSet { startIndex nan numVertices 3 }\n}", 3, "startIndex"),
+    ("Separator {\n  Coordinate3 { point [ 0 0 0, 1 0 0, 0 1 0 ] }\n"
+     "  IndexedFaceSet { coordIndex [ 0 1 1e300 -1 ] }\n}", 3, "expected whole numbers"),
+    ("DEF A Separator {\n  USE A\n}", 2, "USE of undefined node 'A'"),
+    ("Separator {\n  Transform { scaleFactor 1 2 }\n}", 2, "scaleFactor: expected 3 numbers"),
+    ("Separator {\n  Cube { width nan }\n}", 2, "expected finite numbers"),
+])
+def test_malformed_inventor_is_a_schema_error_with_its_line(tmp_path, body, line, words):
+    path = tmp_path / "bad.iv"
+    path.write_text("#Inventor V2.1 ascii\n" + body + "\n")
+    with pytest.raises(SchemaError) as caught:
+        meshes.read_inventor_coloured(path)
+    err = caught.value
+    assert getattr(err, "internal", None) is None, err          # a check, not the safety net
+    assert f"{path}:{line + 1}" in str(err) and words in str(err), str(err)
+
+
+def test_binary_inventor_header_without_a_line_break(tmp_path):
+    path = tmp_path / "b.iv"
+    path.write_bytes(b"#Inventor V2.1 binary" + b"\0" * 8)       # all header: nothing after it
+    v, t = meshes.read_inventor(path)
+    assert len(v) == len(t) == 0
+    path.write_bytes(b"#Inventor V2.1 binary\n" + b"\0\0\0\x09Separator")
+    with pytest.raises(SchemaError, match="binary Inventor: unexpected end of file"):
+        meshes.read_inventor(path)
+
+
+def test_mesh_size_and_kind_are_checked_before_reading(tmp_path, monkeypatch):
+    import os
+
+    big = tmp_path / "big.stl"
+    big.write_bytes(trimesh.creation.box().export(file_type="stl"))
+    monkeypatch.setattr(meshes, "MAX_MESH_BYTES", 200)
+    with pytest.raises(UnsafeInputError, match=r"mesh file is 684 bytes, more than the 200 allowed"):
+        meshes.load_triangles(big)
+    fifo = tmp_path / "fifo.iv"
+    os.mkfifo(fifo)
+    assert _read_in_child(fifo, seconds=30).startswith("UnsafeInputError ") and "not a regular file" in \
+        _read_in_child(fifo, seconds=30)
+    packed = tmp_path / "m.bz2"               # trimesh would decompress it (a bomb): not a mesh format here
+    packed.write_bytes(b"BZh9")
+    with pytest.raises(UnsupportedFormatError, match="not read"):
+        meshes.load_triangles(packed)
+
+
+def test_an_unreadable_mesh_is_one_warning_and_the_robot_converts(tmp_path, capsys):
+    import argparse
+
+    from robot_bridge.cli.verbs import check
+
+    (tmp_path / "bad.iv").write_text("#Inventor V2.1 ascii\nSeparator {\n  Rotation { rotation 0 0 1 }\n}\n")
+    (tmp_path / "r.robot.xml").write_text(
+        '<Robot name="r"><KinBody name="r">\n'
+        '<Body name="a"><Geom type="trimesh"><data>bad.iv</data></Geom></Body>\n'
+        '<Body name="b"><Geom type="box"><extents>1 1 1</extents></Geom></Body>\n'
+        '<Joint name="j" type="hinge"><Body>a</Body><Body>b</Body></Joint></KinBody></Robot>')
+    from robot_bridge.formats import load
+
+    robot = load(tmp_path / "r.robot.xml")
+    text, report = urdf.to_urdf(robot, mesh_dir=tmp_path / "meshes")
+    assert '<link name="b">' in text and "<box" in text
+    bad = [line for line in report.not_expressible if "bad.iv" in line]
+    assert len(bad) == 1 and "bad.iv:3: Rotation.rotation: expected 4 numbers" in bad[0], bad   # once
+    parser = argparse.ArgumentParser()
+    check.add_arguments(parser)
+    assert check.main(parser.parse_args([str(tmp_path / "r.robot.xml")])) == 0
+    out = capsys.readouterr()
+    assert out.err.count("warning: mesh 'bad.iv' of link 'a' cannot be read") == 1
+    assert "bad.iv:3: Rotation.rotation" in out.err and "1 warnings" in out.out

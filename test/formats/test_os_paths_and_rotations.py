@@ -80,14 +80,14 @@ def test_a_mesh_that_is_a_directory_or_a_broken_link_is_a_warning(tmp_path, ref)
 def test_an_unreadable_mesh_is_typed_for_every_consumer(tmp_path, monkeypatch):
     (tmp_path / "m.stl").write_bytes(b"solid m\nendsolid m\n")
     robot = load(_write(tmp_path, XML_MESH, "m.stl"))
-    real = Path.read_bytes
+    real = os.open
 
-    def read_bytes(self):
-        if self.name == "m.stl":
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    def refusing_open(path, *args, **kwargs):      # as a file without read permission (tests run as root)
+        if Path(path).name == "m.stl":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(os, "open", refusing_open)
     with pytest.raises(MissingFileError, match="cannot be read: Permission denied"):
         meshes.load_triangles(tmp_path / "m.stl")
     with pytest.raises(MissingFileError, match="directory"):

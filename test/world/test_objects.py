@@ -98,7 +98,8 @@ def test_detector_id_wins_over_nearest_pose(mapping):
 def test_max_instances_refuses_more_bodies(mapping):
     world = WorldObjects(with_options(mapping, "ball", max_instances=1))
     changes = world.update([Detection("ball", pose((0, 0, 0))), Detection("ball", pose((3, 0, 0)))], 0.0)
-    assert changes.added == ["ball_0"] and "max_instances" in changes.rejected[0]
+    assert changes.added == ["ball_0"] and changes.over_bodies == 1
+    assert changes.limited == ["1 new bodies refused: ball: already 1 bodies (max_instances)"]
 
 
 def test_timeout_removes_static_stays_and_names_are_reused(mapping):

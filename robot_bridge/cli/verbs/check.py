@@ -1,4 +1,5 @@
-"""``robot-bridge check FILE``: exit 0 when the file loads, 2 with a one-line reason when not."""
+"""``robot-bridge check FILE``: exit 0 when the file loads, 2 with a one-line reason when not; a mesh file
+that cannot be read is a warning (the robot loads without it)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,29 @@ def main(args) -> int:
         reason = reason if str(args.file) in reason else f"{args.file}: {reason}"
         print(f"robot-bridge check: error: {reason}", file=sys.stderr)
         return EXIT_INVALID
+    problems = mesh_problems(robot)
+    for line in problems:
+        print(f"robot-bridge check: warning: {line}", file=sys.stderr)
     if not args.quiet:
         print(f"{args.file}: ok ({len(robot.links)} links, {len(robot.joints)} joints, {robot.dof} DOF, "
-              f"{len(robot.warnings)} warnings)")
+              f"{len(robot.warnings) + len(problems)} warnings)")
     return 0
+
+
+def mesh_problems(robot) -> list[str]:
+    """One line per mesh file that cannot be read (the robot loads without it: a warning, not a failure)."""
+    from ...formats import meshes
+    from ...model import Mesh
+
+    seen, out = set(), []
+    for name, link in robot.links.items():
+        for g in link.visuals + link.collisions:
+            s = g.shape
+            if not isinstance(s, Mesh) or s.vertices is not None or s.path is None or s.path in seen:
+                continue
+            seen.add(s.path)
+            try:
+                meshes.load_triangles(s.path)
+            except DescriptionError as err:
+                out.append(f"mesh {s.uri!r} of link {name!r} cannot be read: {' '.join(str(err).split())}")
+    return out

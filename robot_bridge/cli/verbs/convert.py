@@ -6,10 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ...formats import load
-from ...formats.srdf import moveit_semantics, write_srdf
-from ...formats.urdf import write_urdf
-
 EXIT_USAGE = 2
 HELP = "Convert a robot description (OpenRAVE XML, COLLADA, URDF) to URDF and, optionally, SRDF."
 
@@ -27,6 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
+    from ...formats import load
+    from ...formats.srdf import moveit_semantics, write_srdf
+    from ...formats.urdf import write_urdf
+
     output = Path(args.output)
     if output.suffix.lower() != ".urdf":
         print(f"robot-bridge convert: error: -o {args.output}: the output is URDF, name it *.urdf (use "

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from ...formats import load
-from ...model import Robot
+if TYPE_CHECKING:
+    from ...model import Robot
 
 HELP = "Print a robot description's link tree, joints (type, DOF, limits), manipulators and sensors."
 
@@ -50,6 +49,8 @@ def _joint_line(joint) -> str:
 
 
 def format_robot(robot: Robot) -> list[str]:
+    import numpy as np
+
     lines = [f"{'robot' if robot.is_robot else 'kinbody'} {robot.name}: {len(robot.links)} links, "
              f"{len(robot.joints)} joints, {robot.dof} DOF ({len(robot.active_joints)} active joints)",
              f"source: {robot.source}"]
@@ -85,6 +86,8 @@ def format_robot(robot: Robot) -> list[str]:
 
 
 def main(args) -> int:
+    from ...formats import load
+
     robot = load(args.file, search_path=args.search_path)
     lines = format_robot(robot)
     lines.append(f"warnings: {len(robot.warnings)}")

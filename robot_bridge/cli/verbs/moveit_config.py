@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ...formats import load
-from ...formats.moveit_config import write_moveit_config
-from ...formats.srdf import attach_semantics, read_srdf
-
 HELP = ("Write a MoveIt configuration for the bridge (URDF, SRDF, moveit_controllers.yaml, "
-        "joint_limits.yaml, kinematics.yaml, controller_node.yaml).")
+        "joint_limits.yaml, kinematics.yaml, controller_node.yaml). Without an SRDF the planning groups are "
+        "guessed (OpenRAVE manipulators, else the longest serial chain) and said; a robot with nothing to "
+        "plan for is an error (exit 2).")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,10 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
+    from ...formats import load
+    from ...formats.moveit_config import write_moveit_config
+    from ...formats.srdf import attach_semantics, read_srdf
+
     robot = load(args.robot, search_path=args.search_path)
     if args.srdf:
         attach_semantics(robot, read_srdf(args.srdf, robot))
     config = write_moveit_config(robot, args.output, args.robot, search_path=args.search_path or ())
+    for line in config.guesses:
+        print(f"guessed (no SRDF groups): {line}")
     for key, path in config.files.items():
         print(f"wrote {path} ({key})")
     for name, entry in config.controllers.items():

@@ -8,11 +8,7 @@ SIGTERM shut the bridge down cleanly: every node is destroyed and the hardware c
 from __future__ import annotations
 
 import argparse
-import copy
-import importlib
 import os
-import shutil
-import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -60,6 +56,8 @@ def options_from_args(args: argparse.Namespace) -> bringup.Options:
 def create_node(spec: bringup.NodeSpec, context=None, robot=None):
     """An in-process node for ``spec``: its class with the spec's name, namespace, parameters and remaps
     (and ``robot``, its description_file already read, for the nodes that take one)."""
+    import importlib
+
     from rclpy.parameter import Parameter
 
     module_name, _, class_name = spec.factory.partition(":")
@@ -94,6 +92,9 @@ def _read_robot_once(specs: list[bringup.NodeSpec]):
 
 def _external(spec: bringup.NodeSpec):
     """A subprocess for a node without an in-process class; None (with a note) if it is not installed."""
+    import shutil
+    import subprocess
+
     path = shutil.which(spec.executable)
     if path is None:
         print(f"robot-bridge run: {spec.executable} is not installed; {spec.name} not started",
@@ -147,6 +148,8 @@ def _error(text: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    import copy
+
     from ..stop import REQUESTED
 
     options = options_from_args(args)

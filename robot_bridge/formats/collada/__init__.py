@@ -78,6 +78,11 @@ class _Body:
         self.instances = instances      # instance_articulated_system elements (scene level)
 
 
+def _unit_scale(scale: np.ndarray) -> bool:
+    """``np.allclose(scale, 1.0)`` without its per-call overhead (asked once per geometry instance)."""
+    return bool((np.abs(scale - 1.0) <= 1e-8 + 1e-5).all())
+
+
 class _Reader:
     def __init__(self, doc: Document, file: str, meshes: bool):
         self.doc = doc
@@ -613,7 +618,7 @@ class _Reader:
                     continue
                 rel = tf.inverse(owner_node.world) @ vn.world if owner_node is not vn else np.eye(4)
                 scale = np.linalg.norm(rel[:3, :3], axis=0)
-                if not np.allclose(scale, 1.0):
+                if not _unit_scale(scale):
                     rel[:3, :3] /= np.where(scale > 0, scale, 1.0)
                 for g in self._instantiate(geom_el, ig, rel, scale):
                     self.robot.links[owner].visuals.append(g)
@@ -635,7 +640,7 @@ class _Reader:
         out = []
         for g in self.geometry_cache[key]:
             shape = g.shape
-            if not np.allclose(scale, 1.0):
+            if not _unit_scale(scale):
                 if isinstance(shape, Mesh):
                     shape = replace(shape, scale=np.asarray(shape.scale) * scale)
                 else:

@@ -21,14 +21,47 @@ _FOLLOW = {"instance_node", "instance_kinematics_model", "instance_articulated_s
            "instance_kinematics_scene", "instance_physics_model"}
 
 
+def _fromstring_is_strict() -> bool:
+    """True when numpy's text parser refuses trailing garbage (numpy >= 2.3) instead of warning and
+    returning the numbers before it."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            np.fromstring("1 x", sep=" ")
+        except ValueError:
+            return True
+    return False
+
+
+_STRICT_FROMSTRING = _fromstring_is_strict()
+
+
 def floats(text: Optional[str]) -> np.ndarray:
-    """Whitespace-separated numbers (fast path through numpy)."""
-    if not text:
+    """Whitespace-separated numbers, in one numpy parse of the text."""
+    if not text or text.isspace():     # numpy reads a blank string as [-1.0]
         return np.zeros(0)
+    if _STRICT_FROMSTRING:
+        try:
+            return np.fromstring(text, sep=" ")
+        except ValueError:
+            pass                        # Python's float() spellings (1_000) and the error message below
     try:
         return np.array(text.split(), dtype=float)
     except ValueError:
         raise ValueError(f"expected numbers, got {text.strip()[:60]!r}") from None
+
+
+class _SidSearch:
+    """A breadth-first walk below one start element, advanced only as far as lookups need; the first
+    element reached for each sid is kept, so every lookup from the same start costs its new steps only."""
+
+    __slots__ = ("queue", "seen", "first")
+
+    def __init__(self, children):
+        self.queue = deque(children)
+        self.seen: set = set()
+        self.first: dict[str, Any] = {}
 
 
 class Document:
@@ -41,13 +74,30 @@ class Document:
                 el.tag = tag.split("}", 1)[1]
         self.version = self.root.get("version", "")
         self.ids: dict[str, Any] = {}
+        self._sids: set[str] = set()          # every sid of the document: a lookup of any other is None
         for el in self.root.iter():
             if isinstance(el.tag, str):
                 ident = el.get("id")
                 if ident is not None and ident not in self.ids:
                     self.ids[ident] = el
+                sid = el.get("sid")
+                if sid is not None:
+                    self._sids.add(sid)
         self.meter = self._unit(self.root)
-        self._cache: dict[tuple, Any] = {}
+        # elements holding an <asset> with a unit (keys keep the lxml proxies, so identity holds)
+        self._units: dict[Any, float] = {}
+        for asset in self.root.iter("asset"):
+            holder = asset.getparent()
+            if holder is not None and holder not in self._units:
+                value = self._unit(holder)
+                if value is not None:
+                    self._units[holder] = value
+        self._searches: dict[Any, _SidSearch] = {}     # start element -> its breadth-first walk
+        self._params: dict[Any, dict[str, Any]] = {}   # element -> {sid or ref: first new/setparam child}
+        self._scoped: dict[Any, dict[str, Any]] = {}   # element -> {sid: first newparam below it}
+        self._paths: dict[str, Any] = {}               # "#id/sid" urls resolved
+        self._arrays: dict[Any, np.ndarray] = {}       # parsed number elements (float_array, ...)
+        self.derived: dict[tuple, Any] = {}            # readers' values computed once per element
 
     # -- errors --------------------------------------------------------------
     def error(self, cls, message: str, el=None):
@@ -63,6 +113,15 @@ class Document:
         if not np.isfinite(value):
             raise self.error(SchemaError, f"expected a finite {what}, got {got[:40]!r}", el)
         return value
+
+    def array(self, el) -> np.ndarray:
+        """``numbers(el)``, parsed once per document (read-only: sources are shared by primitives)."""
+        values = self._arrays.get(el)
+        if values is None:
+            values = self.numbers(el)
+            values.setflags(write=False)
+            self._arrays[el] = values
+        return values
 
     def numbers(self, el, count: Optional[int] = None) -> np.ndarray:
         try:
@@ -91,10 +150,9 @@ class Document:
         """Metres per document length unit at ``el`` (nearest ``asset/unit``)."""
         node = el
         while node is not None:
-            if node.find("asset") is not None:
-                value = self._unit(node)
-                if value is not None:
-                    return value
+            value = self._units.get(node)
+            if value is not None:
+                return value
             node = node.getparent()
         return self.meter
 
@@ -109,12 +167,15 @@ class Document:
             return None  # external document: caller warns
         el = self.ids.get(url)
         if el is None and "/" in url:   # "#geometry/vertices": id path, as collada-dom resolves it
+            if url in self._paths:
+                return self._paths[url]
             first, *rest = url.split("/")
             el = self.ids.get(first)
             for part in rest:
                 if el is None:
                     break
                 el = next((c for c in el.iter() if c.get("id") == part or c.get("sid") == part), None)
+            self._paths[url] = el
         return el
 
     def _children(self, el) -> Iterable:
@@ -127,24 +188,27 @@ class Document:
                 yield target
 
     def find_sid(self, start, sid: str):
-        """Breadth-first search for ``sid`` below ``start`` (through instance_* urls)."""
-        key = ("sid", id(start), sid)
-        if key in self._cache:
-            return self._cache[key][1]
-        queue = deque(self._children(start))
-        seen = set()
-        found = None
+        """Breadth-first search for ``sid`` below ``start`` (through instance_* urls): the element of
+        that sid reached first.  One walk per start, resumed where the last lookup stopped."""
+        search = self._searches.get(start)
+        if search is None:
+            search = self._searches[start] = _SidSearch(self._children(start))
+        found = search.first.get(sid)
+        if found is not None or sid not in self._sids:
+            return found
+        queue, seen, first = search.queue, search.seen, search.first
         while queue:
             el = queue.popleft()
             if el in seen:
                 continue
             seen.add(el)
-            if el.get("sid") == sid:
-                found = el
-                break
             queue.extend(self._children(el))
-        self._cache[key] = (start, found)   # keep start alive so id() stays unique
-        return found
+            got = el.get("sid")
+            if got is not None and got not in first:
+                first[got] = el
+                if got == sid:
+                    return el
+        return None
 
     def resolve(self, ref: Optional[str], context=None, follow_params: bool = True):
         """Element a SIDREF like ``kmodel1/joint3/axis0`` names (None if unresolved).
@@ -182,20 +246,40 @@ class Document:
         """The <newparam sid=name> in scope of ``context`` (nearest ancestor first)."""
         node = context
         while node is not None:
-            for child in node:
-                if child.tag in ("newparam", "setparam") and name in (child.get("sid"), child.get("ref")):
-                    return child
+            found = self._params_of(node).get(name)
+            if found is not None:
+                return found
             if node.tag == "instance_kinematics_scene":
                 target = self.url(node.get("url"))
                 if target is not None:
-                    for p in target.iter("newparam"):
-                        if p.get("sid") == name:
-                            return p
+                    found = self._newparams_below(target).get(name)
+                    if found is not None:
+                        return found
             node = node.getparent()
-        for p in self.root.iter("newparam"):
-            if p.get("sid") == name:
-                return p
-        return None
+        return self._newparams_below(self.root).get(name)
+
+    def _params_of(self, node) -> dict[str, Any]:
+        """{sid or ref: the first <newparam>/<setparam> child of ``node`` carrying it}."""
+        table = self._params.get(node)
+        if table is None:
+            table = self._params[node] = {}
+            for child in node:
+                if child.tag in ("newparam", "setparam"):
+                    for key in (child.get("sid"), child.get("ref")):
+                        if key is not None:
+                            table.setdefault(key, child)
+        return table
+
+    def _newparams_below(self, node) -> dict[str, Any]:
+        """{sid: the first <newparam> below ``node`` in document order}."""
+        table = self._scoped.get(node)
+        if table is None:
+            table = self._scoped[node] = {}
+            for p in node.iter("newparam"):
+                sid = p.get("sid")
+                if sid is not None:
+                    table.setdefault(sid, p)
+        return table
 
     def value(self, el, context=None):
         """Value of a common_*_or_param element: literal child (float/int/bool/SIDREF)
@@ -245,6 +329,9 @@ class Document:
             elif tag == "matrix":
                 m = self.numbers(child, 16).reshape(4, 4).copy()
                 m[:3, 3] *= unit
+                rounded = tf.nearest_rotation(m[:3, :3], tf.ROUNDING_TOL)
+                if rounded is not None:       # written with ~9 digits (CATIA): exact once, here
+                    m[:3, :3] = rounded
                 t = t @ m
             elif tag == "scale":
                 s = self.numbers(child, 3)

@@ -98,66 +98,117 @@ def material_of(doc: Document, material_el) -> Material:
     return mat
 
 
+def _int_attr(doc: Document, el, name: str, default: int, low: int, high: int = 1 << 16) -> int:
+    """A whole-number attribute within [low, high] (offsets, strides), else a SchemaError at ``el``."""
+    text = el.get(name)
+    try:
+        value = default if text is None else int(text)
+    except ValueError:
+        raise doc.error(SchemaError, f"{name}={text!r}: expected a whole number", el) from None
+    if not low <= value <= high:
+        raise doc.error(SchemaError, f"{name}={value}: expected {low} to {high}", el)
+    return value
+
+
+def _indices(doc: Document, el) -> np.ndarray:
+    """A <p> or <vcount> list as int64 (whole numbers within int32, else a SchemaError at ``el``)."""
+    try:
+        values = floats(el.text)
+    except ValueError as exc:
+        raise doc.error(SchemaError, f"<{el.tag}>: {exc}", el) from None
+    bad = ~np.isfinite(values) | (np.abs(values) > 2 ** 31 - 1) | (values != np.round(values))
+    if bad.any():
+        raise doc.error(SchemaError, f"<{el.tag}>: expected whole numbers, got {values[bad][0]!r}", el)
+    return values.astype(np.int64)
+
+
 def _source_positions(doc: Document, primitive, mesh) -> tuple[np.ndarray, int, int]:
-    """(vertex positions (N,3) in metres, VERTEX input offset, index stride)."""
+    """(vertex positions (N,3) in metres, VERTEX input offset, index stride).  The positions of a
+    <vertices> are computed once per document: CATIA shares one source among hundreds of primitives."""
     stride = 0
     vertex_offset = None
     for inp in primitive.findall("input"):
-        offset = int(inp.get("offset", "0"))
+        offset = _int_attr(doc, inp, "offset", 0, 0)
         stride = max(stride, offset + 1)
         if inp.get("semantic") == "VERTEX":
             vertex_offset = offset
             vertices = doc.url(inp.get("source"))
     if vertex_offset is None or vertices is None:
         raise doc.error(SchemaError, "primitive has no VERTEX input", primitive)
+    key = ("positions", vertices)
+    positions = doc.derived.get(key)
+    if positions is None:
+        positions = doc.derived[key] = _positions(doc, vertices)
+    return positions, vertex_offset, stride
+
+
+def _positions(doc: Document, vertices) -> np.ndarray:
     pos = next((i for i in vertices.findall("input") if i.get("semantic") == "POSITION"), None)
     source = doc.url(pos.get("source")) if pos is not None else None
     array = source.find("float_array") if source is not None else None
     if array is None:
         raise doc.error(SchemaError, "vertices have no POSITION float_array source", vertices)
-    values = doc.numbers(array)
+    values = doc.array(array)
     accessor = source.find("technique_common/accessor")
-    vstride = int(accessor.get("stride", "3")) if accessor is not None else 3
-    offset = int(accessor.get("offset", "0")) if accessor is not None else 0
+    vstride = _int_attr(doc, accessor, "stride", 3, 1) if accessor is not None else 3
+    offset = _int_attr(doc, accessor, "offset", 0, 0, 1 << 31) if accessor is not None else 0
     if vstride < 3:
         raise doc.error(SchemaError, f"position accessor stride {vstride} < 3", accessor)
     values = values[offset:]
     count = values.size // vstride
     positions = values[:count * vstride].reshape(count, vstride)[:, :3] * doc.unit_of(source)
-    return positions, vertex_offset, stride
+    positions.setflags(write=False)
+    return positions
+
+
+def _fans(idx: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Fan triangles (v0, vi, vi+1) of the polygons idx[start:start+size] (sizes < 3 give none)."""
+    ntri = np.maximum(sizes - 2, 0)
+    total = int(ntri.sum())
+    if total == 0:
+        return np.zeros((0, 3), np.int64)
+    first = np.repeat(starts, ntri)
+    i = np.arange(total) - np.repeat(np.cumsum(ntri) - ntri, ntri) + 1     # 1 .. size-2 per polygon
+    return np.column_stack([idx[first], idx[first + i], idx[first + i + 1]])
+
+
+def _strips(idx: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Strip triangles (vi, vi+1, vi+2), odd ones flipped to (vi+1, vi, vi+2), of each strip."""
+    ntri = np.maximum(sizes - 2, 0)
+    total = int(ntri.sum())
+    if total == 0:
+        return np.zeros((0, 3), np.int64)
+    i = np.arange(total) - np.repeat(np.cumsum(ntri) - ntri, ntri)         # 0 .. size-3 per strip
+    at = np.repeat(starts, ntri) + i
+    a, b, c = idx[at], idx[at + 1], idx[at + 2]
+    odd = (i % 2) == 1
+    return np.column_stack([np.where(odd, b, a), np.where(odd, a, b), c])
 
 
 def _triangles(doc: Document, primitive, vertex_offset: int, stride: int) -> np.ndarray:
     kind = primitive.tag
     p_elements = primitive.findall("p")
     if kind == "triangles" or kind == "polylist":
-        idx = floats(p_elements[0].text).astype(np.int64) if p_elements else np.zeros(0, np.int64)
+        idx = _indices(doc, p_elements[0]) if p_elements else np.zeros(0, np.int64)
         idx = idx[vertex_offset::stride] if idx.size else idx
         if kind == "triangles":
             n = idx.size // 3
             return idx[:n * 3].reshape(n, 3)
         vcount_el = primitive.find("vcount")
-        counts = floats(vcount_el.text).astype(np.int64) if vcount_el is not None else np.zeros(0, np.int64)
-        polygons, start = [], 0
-        for c in counts:
-            polygons.append(idx[start:start + c])
-            start += c
-    else:
-        polygons = []
-        for p in p_elements + [ph.find("p") for ph in primitive.findall("ph") if ph.find("p") is not None]:
-            polygons.append(floats(p.text).astype(np.int64)[vertex_offset::stride])
-    tris = []
-    for poly in polygons:
-        if len(poly) < 3:
-            continue
-        if kind == "tristrips":
-            for i in range(len(poly) - 2):
-                a, b, c = poly[i], poly[i + 1], poly[i + 2]
-                tris.append((a, b, c) if i % 2 == 0 else (b, a, c))
-        else:   # polygons / polylist / trifans: fan around the first vertex
-            for i in range(1, len(poly) - 1):
-                tris.append((poly[0], poly[i], poly[i + 1]))
-    return np.array(tris, dtype=np.int64).reshape(-1, 3)
+        counts = _indices(doc, vcount_el) if vcount_el is not None else np.zeros(0, np.int64)
+        if counts.size and counts.min() < 0:
+            raise doc.error(SchemaError, f"negative <vcount> {int(counts.min())}", vcount_el)
+        starts = np.cumsum(counts) - counts
+        sizes = np.clip(idx.size - starts, 0, counts)       # a short <p> ends the last polygons early
+        return _fans(idx, starts, sizes)
+    ps = p_elements + [ph.find("p") for ph in primitive.findall("ph") if ph.find("p") is not None]
+    polygons = [_indices(doc, p)[vertex_offset::stride] for p in ps]
+    if not polygons:
+        return np.zeros((0, 3), np.int64)
+    sizes = np.array([len(p) for p in polygons], np.int64)
+    starts = np.cumsum(sizes) - sizes
+    idx = np.concatenate(polygons)
+    return (_strips if kind == "tristrips" else _fans)(idx, starts, sizes)
 
 
 def _primitive_shape(doc: Document, info, warn: Callable[[str], None]):
@@ -217,10 +268,9 @@ def read_geometry(doc: Document, geometry_el, materials: dict[str, Material], pa
             if tris.size and (tris.max() >= len(positions) or tris.min() < 0):
                 raise doc.error(SchemaError, f"index {int(tris.max())} out of range of {len(positions)} "
                                 "vertices", prim)
-            used = np.unique(tris)
-            remap = np.zeros(len(positions), dtype=np.int64)
-            remap[used] = np.arange(used.size)
-            shape = Mesh(uri=uri, path=path, vertices=positions[used], triangles=remap[tris])
+            used, inverse = np.unique(tris, return_inverse=True)       # no pass over the whole source
+            shape = Mesh(uri=uri, path=path, vertices=positions[used],
+                         triangles=inverse.reshape(-1, 3).astype(np.int64))
         else:
             shape = Mesh(uri=uri, path=path)
         out.append(Geometry(shape=shape, material=materials.get(prim.get("material")) or Material(),

@@ -127,7 +127,10 @@ def apply_transform_tag(t: np.ndarray, el, ctx: Context) -> bool:
         ax, ay, az, deg = floats(el, ctx, 4)
         if ax == ay == az == 0.0:
             raise ctx.error(SchemaError, "rotation axis must not be zero", el)
-        rot = tf.rotation_axis_angle((ax, ay, az), math.radians(deg))
+        try:
+            rot = tf.rotation_axis_angle((ax, ay, az), math.radians(deg))
+        except ValueError as exc:                  # an infinite axis or angle
+            raise ctx.error(SchemaError, f"rotationaxis: {exc}", el) from None
     elif name == "rotationmat":
         rot = np.array(floats(el, ctx, 9)).reshape(3, 3)       # row-major
         if not np.allclose(rot @ rot.T, np.eye(3), atol=1e-3):

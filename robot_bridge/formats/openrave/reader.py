@@ -41,7 +41,13 @@ def opaque(el) -> dict:
 
 
 def keep_extra(extras: dict, el, where: str, ctx: Context, notes: Notes) -> None:
-    extras.setdefault(tag(el), []).append(opaque(el))
+    """Keep ``el`` in ``extras`` under its tag, as a list of :func:`opaque` entries; when a value read
+    from the file already has that name (a sensor's ``file``, a joint's per-DOF list), under
+    ``<tag>_elements`` (appending to it failed, or mixed element dicts into its numbers)."""
+    kept = extras.setdefault(tag(el), [])
+    if not isinstance(kept, list) or (kept and not isinstance(kept[0], dict)):
+        kept = extras.setdefault(f"{tag(el)}_elements", [])
+    kept.append(opaque(el))
     notes.unknown_element(el, where, ctx)
 
 

@@ -1,0 +1,213 @@
+"""world_node in MoveIt's language, observed by real rclpy subscribers typed by the venv's moveit_msgs with
+the QoS of MoveIt 2's planning scene monitor (depth 1024, reliable, volatile: moveit2
+``moveit_ros/planning/planning_scene_monitor/src/planning_scene_monitor.cpp``, ``startWorldGeometryMonitor``).
+
+description_node and world_node run as their own processes; this process is the detector and the
+observer.  Timing is judged by receive times taken in this process (monotonic clock) and by header stamps,
+with bounds far above what a loaded host needs; nothing waits on a sleep."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("moveit_msgs.msg")
+
+from moveit_msgs.msg import CollisionObject, PlanningScene  # noqa: E402
+from shape_msgs.msg import SolidPrimitive  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from robot_bridge.model.transform import from_quat_xyzw  # noqa: E402
+from robot_bridge.ros import qos  # noqa: E402
+from robot_bridge.ros.planning_scene import moveit_qos  # noqa: E402
+from robot_bridge.ros.tf import matrix as tf_matrix  # noqa: E402
+import test_world  # noqa: E402
+from test_world import CAMERA_LOCAL, DATA, WORLD, Observer, expected_camera_pose, start, stop, wait_until  # noqa: E402
+
+detector_node = test_world.detector_node          # the fixture: the test's node in its own context
+
+CAN_RGBA = (0.8, 0.1, 0.1, 1.0)          # can.kinbody.xml diffuseColor, opaque
+
+
+def pose_of(msg_pose) -> np.ndarray:
+    m = from_quat_xyzw([msg_pose.orientation.x, msg_pose.orientation.y, msg_pose.orientation.z,
+                        msg_pose.orientation.w])
+    m = np.array(m, dtype=float)
+    if m.shape == (3, 3):
+        full = np.eye(4)
+        full[:3, :3] = m
+        m = full
+    m[:3, 3] = [msg_pose.position.x, msg_pose.position.y, msg_pose.position.z]
+    return m
+
+
+class SceneRecorder:
+    """/tf and /collision_object, /planning_scene with MoveIt's QoS; every message with its receive time."""
+
+    def __init__(self, node):
+        self.node = node
+        self.lock = threading.Lock()
+        self.tf: list[tuple[float, float, str, np.ndarray]] = []         # (received, stamp, child, matrix)
+        self.objects: list[tuple[float, CollisionObject]] = []
+        self.scenes: list[PlanningScene] = []
+        node.create_subscription(TFMessage, "/tf", self._on_tf, qos.tf_qos())
+        self.subscribe()
+
+    def subscribe(self):
+        self.node.create_subscription(CollisionObject, "/collision_object", self._on_object, moveit_qos())
+        self.node.create_subscription(PlanningScene, "/planning_scene", self._on_scene, moveit_qos())
+
+    def _on_tf(self, msg: TFMessage) -> None:
+        now = time.monotonic()
+        with self.lock:
+            for t in msg.transforms:
+                if t.header.frame_id == "world":
+                    self.tf.append((now, t.header.stamp.sec + t.header.stamp.nanosec * 1e-9, t.child_frame_id,
+                                    tf_matrix(t)))
+
+    def _on_object(self, msg: CollisionObject) -> None:
+        now = time.monotonic()
+        with self.lock:
+            self.objects.append((now, msg))
+
+    def _on_scene(self, msg: PlanningScene) -> None:
+        with self.lock:
+            self.scenes.append(msg)
+
+    def first_tf(self, child: str):
+        with self.lock:
+            return next((t for t in self.tf if t[2] == child), None)
+
+    def ops(self, name: str, operation: bytes) -> list[tuple[float, CollisionObject]]:
+        with self.lock:
+            return [(t, m) for t, m in self.objects if m.id == name and m.operation == operation]
+
+    def colors(self) -> dict:
+        with self.lock:
+            return {c.id: (c.color.r, c.color.g, c.color.b, c.color.a) for s in self.scenes if s.is_diff
+                    for c in s.object_colors}
+
+
+def run_bridge(tmp_path, timeout: float):
+    mapping = tmp_path / "objects.yaml"
+    mapping.write_text(f"""
+defaults: {{timeout: {timeout}, jitter: 0.005, jitter_angle: 0.02, match_distance: 0.15}}
+classes:
+  can: {{file: {DATA / 'objects' / 'can.kinbody.xml'}}}
+  block: {{file: {DATA / 'objects' / 'block.kinbody.xml'}, static: true}}
+""")
+    return [start("description", f"description_file:={WORLD}"),
+            start("world", f"objects_file:={mapping}", "publish_rate:=20.0")]
+
+
+def stop_all(procs) -> None:
+    outputs = [stop(p) for p in procs]
+    for out in outputs:
+        assert "Traceback" not in out, out
+    print(*outputs, sep="\n")                 # shown when the test fails
+
+
+@pytest.mark.timeout(120)
+def test_detection_becomes_add_with_pose_and_shape_within_100ms_of_its_tf_and_expiry_a_remove(
+        tmp_path, detector_node):
+    procs = run_bridge(tmp_path, timeout=1.0)
+    try:
+        obs, rec = Observer(detector_node), SceneRecorder(detector_node)
+        camera = expected_camera_pose()
+
+        def publish():
+            obs.publish_joints()
+            obs.detect(("can", CAMERA_LOCAL, "wrist_camera_optical_frame"))
+
+        assert wait_until(lambda: rec.ops("can_0", CollisionObject.ADD) and rec.first_tf("can_0"), publish), \
+            "no ADD of can_0 on /collision_object"
+        received_add, add = rec.ops("can_0", CollisionObject.ADD)[0]
+        received_tf, tf_stamp, _, tf_pose = rec.first_tf("can_0")
+        # world_node publishes the body's /tf and its ADD in one callback: received within 100 ms
+        assert abs(received_add - received_tf) < 0.1, (received_add, received_tf)
+        add_stamp = add.header.stamp.sec + add.header.stamp.nanosec * 1e-9
+        assert abs(add_stamp - tf_stamp) < 0.1, (add_stamp, tf_stamp)
+
+        # pose in the world frame (on TF: MoveIt's planning frame reaches it), as the TF and the detection say
+        assert add.header.frame_id == "world"
+        np.testing.assert_allclose(pose_of(add.pose), camera @ CAMERA_LOCAL, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(pose_of(add.pose), tf_pose, rtol=0, atol=1e-6)
+        # shape: the can's cylinder, shape_msgs order [height, radius], centred 6 cm up its axis (z)
+        assert [p.type for p in add.primitives] == [SolidPrimitive.CYLINDER]
+        assert list(add.primitives[0].dimensions) == pytest.approx([0.12, 0.035])
+        assert SolidPrimitive.CYLINDER_HEIGHT == 0 and SolidPrimitive.CYLINDER_RADIUS == 1
+        local = pose_of(add.primitive_poses[0])
+        np.testing.assert_allclose(local[:3, 3], [0.0, 0.0, 0.06], atol=1e-9)
+        np.testing.assert_allclose(abs(local[:3, 2] @ [0.0, 0.0, 1.0]), 1.0, atol=1e-9)   # axis along z
+        assert not add.meshes
+        assert wait_until(lambda: "can_0" in rec.colors())
+        assert rec.colors()["can_0"] == pytest.approx(CAN_RGBA)
+
+        # no more detections: the can expires (timeout 1 s) and MoveIt is told to remove it: the last word
+        # on can_0 is a REMOVE, and world_node's own document agrees
+        def last_is_remove():
+            with rec.lock:
+                mine = [m for _, m in rec.objects if m.id == "can_0"]
+            return mine[-1].operation == CollisionObject.REMOVE and "can_0" not in obs.latest_objects()
+        assert wait_until(last_is_remove, timeout=30.0), "no REMOVE"
+        _, remove = rec.ops("can_0", CollisionObject.REMOVE)[-1]
+        assert remove.header.frame_id == "world" and not remove.primitives
+    finally:
+        stop_all(procs)
+
+
+@pytest.mark.timeout(120)
+def test_a_late_subscriber_with_moveit_qos_gets_every_current_body(tmp_path, detector_node):
+    """Bodies added before a subscription existed reach it when it joins (volatile: nothing is latched)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    procs = run_bridge(tmp_path, timeout=600.0)
+    late_context = None
+    try:
+        obs, rec = Observer(detector_node), SceneRecorder(detector_node)
+        block_local = np.eye(4)
+        block_local[:3, 3] = (0.1, 0.0, 0.5)
+
+        def publish():
+            obs.publish_joints()
+            obs.detect(("can", CAMERA_LOCAL, "wrist_camera_optical_frame"),
+                       ("block", block_local, "wrist_camera_optical_frame"))
+
+        assert wait_until(lambda: rec.ops("can_0", CollisionObject.ADD) and
+                          rec.ops("block_0", CollisionObject.ADD), publish)
+        assert wait_until(lambda: {"can_0", "block_0"} <= set(obs.latest_objects()))
+        current = set(obs.latest_objects())
+
+        # a new process-like participant (own context) joins late, as move_group would
+        late_context = rclpy.Context()
+        late_context.init()
+        late_node = rclpy.create_node("late_move_group", context=late_context)
+        late = SceneRecorder.__new__(SceneRecorder)
+        late.node, late.lock, late.tf, late.objects, late.scenes = late_node, threading.Lock(), [], [], []
+        late.subscribe()
+        executor = SingleThreadedExecutor(context=late_context)
+        executor.add_node(late_node)
+
+        def spin_once():
+            executor.spin_once(timeout_sec=0.05)
+
+        def got_all():
+            with late.lock:
+                return current <= {m.id for _, m in late.objects if m.operation == CollisionObject.ADD}
+        assert wait_until(got_all, spin_once), f"late subscriber got {[m.id for _, m in late.objects]}"
+        with late.lock:
+            adds = {m.id: m for _, m in late.objects if m.operation == CollisionObject.ADD}
+        assert adds["can_0"].primitives and adds["block_0"].primitives
+        np.testing.assert_allclose(pose_of(adds["can_0"].pose), expected_camera_pose() @ CAMERA_LOCAL,
+                                   rtol=0, atol=1e-6)
+        assert wait_until(lambda: {"can_0", "block_0"} <= set(late.colors()), spin_once)
+        executor.shutdown(timeout_sec=5)
+        late_node.destroy_node()
+    finally:
+        if late_context is not None:
+            late_context.try_shutdown()
+        stop_all(procs)
