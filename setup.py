@@ -19,6 +19,7 @@ INSTALL_REQUIRES = [
     "matplotlib",
     "python-can",
     "canopen",
+    "xacro",            # .xacro robot files (robot_bridge.formats.xacro_in)
 ]
 # Optional fast ray casting for the simulated sensors (robot_bridge.sim.raycast falls back without them);
 # numba: the camera's z-buffer (robot_bridge.sim.raster; without it the camera casts rays).

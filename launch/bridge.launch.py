@@ -2,6 +2,7 @@
 rviz2 installed, rviz:=true warns and starts the bridge alone).
 
     ros2 launch robot_bridge bridge.launch.py robot:=/path/to/robot.xml mode:=sim rviz:=true
+    ros2 launch robot_bridge bridge.launch.py --show-args     # every argument (those of robot-bridge run)
 
 The node set is defined once in ``robot_bridge.bringup`` (``robot-bridge run`` starts the same nodes
 without ros2 launch); this file only declares the arguments and turns each NodeSpec into a Node action.
@@ -27,8 +28,16 @@ def installed(package: str) -> bool:
 
 def node_actions(context, *args, **kwargs):
     values = {name: LaunchConfiguration(name).perform(context) for name, _, _ in bringup.ARGUMENTS}
-    actions = []
     options = bringup.Options.from_strings(values)
+    if not options.keep_going:              # as robot-bridge run without --keep-going: stop on a bad robot
+        from robot_bridge.formats import load
+
+        try:
+            load(options.robot_file, search_path=options.search_paths or None, xacro_args=options.xacro_args)
+        except Exception as exc:
+            raise RuntimeError(f"keep_going:=false and {options.robot_file} does not load: "
+                               f"{type(exc).__name__}: {exc}") from None
+    actions = []
     reason = bringup.planner_unavailable() if options.planner and options.mode == "sim" else None
     if reason:
         get_logger("robot_bridge").warning(reason)

@@ -29,9 +29,18 @@ HARDWARE = ("sim", "canopen")
 # The launch arguments: (name, default, description).  Defaults are strings, as on a launch command line;
 # an empty robot means the embedded default world, an empty srdf the embedded SRDF for it (else none).
 ARGUMENTS = [
-    ("robot", "", "Robot or environment file (.robot.xml, .env.xml, .dae, .zae, .urdf); empty: the embedded "
-                  "LWA3-style arm in its world"),
+    ("robot", "", "Robot or environment file (.robot.xml, .env.xml, .dae, .zae, .urdf, .xacro); empty: the "
+                  "embedded LWA3-style arm in its world"),
     ("srdf", "", "SRDF of the robot; empty: the embedded SRDF for the embedded robot, none otherwise"),
+    ("xacro_args", "", "Arguments of a .xacro robot file, 'name:=value other:=value' as on the xacro command "
+                       "line (every node's xacro_args)"),
+    ("search_path", "", "Directories searched for included files and meshes, os.pathsep-separated (before "
+                        "$OPENRAVE_DATA): every node's search_path"),
+    ("params_file", "", "ROS 2 parameters files, os.pathsep-separated (<node name>/ros__parameters, '/**' "
+                        "wildcards, namespaced names), applied to the nodes they name after "
+                        "config/<node>.yaml and the arguments (later files win)"),
+    ("keep_going", "true", "Keep running when the robot file does not load (nodes wait for a good ~/reload); "
+                           "false: stop with the error before starting the nodes"),
     ("mode", "sim", "sim: sensors simulated from the model; real: sensors relayed from driver topics"),
     ("hardware", "", "Controller hardware, sim or canopen; empty: sim in sim mode, canopen in real mode"),
     ("namespace", "", "Namespace of every node (robot_description, joint_states and sensor topics move "
@@ -51,7 +60,7 @@ ARGUMENTS = [
                         "installed"),
 ]
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
-BOOLEAN_ARGUMENTS = ("use_sim_time", "rviz", "environment", "planner")
+BOOLEAN_ARGUMENTS = ("use_sim_time", "rviz", "environment", "keep_going", "planner")
 
 
 def _flag(name: str, value) -> bool:
@@ -69,6 +78,10 @@ class Options:
 
     robot: str = ""
     srdf: str = ""
+    xacro_args: str = ""
+    search_path: str = ""                   # os.pathsep-separated
+    params_file: str = ""                   # os.pathsep-separated
+    keep_going: bool = True
     mode: str = "sim"
     hardware: str = ""
     namespace: str = ""
@@ -98,6 +111,14 @@ class Options:
             raise ValueError(f"unknown launch arguments: {', '.join(unknown)}")
         typed = {k: _flag(k, v) if k in BOOLEAN_ARGUMENTS else str(v) for k, v in values.items()}
         return cls(**typed)
+
+    @property
+    def search_paths(self) -> list[str]:
+        return [p for p in self.search_path.split(os.pathsep) if p]
+
+    @property
+    def params_files(self) -> list[str]:
+        return [p for p in self.params_file.split(os.pathsep) if p]
 
     @property
     def robot_file(self) -> str:
@@ -242,7 +263,24 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
     if o.rviz:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),
                               arguments=("-d", str(config_file(RVIZ_CONFIG))), optional=True))
-    return specs
+    return [_with_files(spec, o) for spec in specs]
+
+
+READS_ROBOT = ("description_node", "sensor_bridge", "controller_node")     # read description_file
+
+
+def _with_files(spec: NodeSpec, o: Options) -> NodeSpec:
+    """``spec`` with xacro_args, the search path and every parameters file applied (files last)."""
+    from dataclasses import replace
+
+    parameters = dict(spec.parameters)
+    if spec.name in READS_ROBOT and o.xacro_args:
+        parameters["xacro_args"] = o.xacro_args
+    if o.search_paths and spec.factory:
+        parameters["search_path"] = list(o.search_paths)
+    for path in o.params_files:
+        parameters.update(yaml_parameters(Path(path), spec.name, spec.namespace, must_exist=True))
+    return replace(spec, parameters=parameters)
 
 
 def planner_unavailable() -> str | None:

@@ -355,7 +355,13 @@ def detected_line(result: dict, ranges: np.ndarray, scan) -> str:
 
 
 def domain_id() -> int:
-    """A domain of its own, away from the test suite's 1..100 and from a user's usual 0: 101..200."""
+    """An exported ROS_DOMAIN_ID (0..232) when set, else a domain of its own, away from the test suite's
+    1..100 and from a user's usual 0: 101..200."""
+    given = os.environ.get("ROS_DOMAIN_ID", "").strip()
+    if given:
+        if not given.isdigit() or int(given) > 232:
+            raise SystemExit(f"robot_bridge demo: ROS_DOMAIN_ID={given!r}: expected 0..232")
+        return int(given)
     return 101 + os.getpid() % 100
 
 
@@ -375,8 +381,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="robot_bridge.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="demo_out", help="output directory (default: demo_out)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds allowed for each wait")
-    parser.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: 101..200, "
-                                                                    "from the process id)")
+    parser.add_argument("--domain-id", type=int, default=None,
+                        help="ROS_DOMAIN_ID (default: an exported ROS_DOMAIN_ID, else 101..200 from the pid)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

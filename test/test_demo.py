@@ -45,3 +45,20 @@ def test_demo_runs_end_to_end(tmp_path):
         # 18 model visuals, and one more per further colour of a file
         assert mesh and int(mesh.group(1)) == 28, report
         assert (out / "barrettwam_rviz.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_demo_honours_an_exported_domain_id(monkeypatch):
+    """Issue 31: `make demo` ignored an exported ROS_DOMAIN_ID (always 101 + pid % 100)."""
+    import pytest
+
+    from robot_bridge import demo
+
+    monkeypatch.setenv("ROS_DOMAIN_ID", "42")
+    assert demo.domain_id() == 42
+    monkeypatch.setenv("ROS_DOMAIN_ID", "0")
+    assert demo.domain_id() == 0
+    monkeypatch.delenv("ROS_DOMAIN_ID")
+    assert 101 <= demo.domain_id() <= 200
+    monkeypatch.setenv("ROS_DOMAIN_ID", "lots")
+    with pytest.raises(SystemExit, match="expected 0..232"):
+        demo.domain_id()

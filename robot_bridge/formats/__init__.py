@@ -19,11 +19,12 @@ from ..errors import DescriptionError, MissingFileError, SchemaError, Unsupporte
 from . import limits
 
 # Order matters for root-element sniffing; suffix matches are tried first.
-READER_MODULES = ("openrave_xml", "collada", "urdf", "srdf")
+READER_MODULES = ("openrave_xml", "collada", "urdf", "srdf", "xacro_in")
 # Each reader's SUFFIXES, so that a file chosen by its suffix imports only its reader (a copy: a test keeps
 # it equal to the modules' own)
 READER_SUFFIXES = {"openrave_xml": (".env.xml", ".robot.xml", ".kinbody.xml", ".sensor.xml", ".xml"),
-                   "collada": (".dae", ".zae"), "urdf": (".urdf",), "srdf": (".srdf",)}
+                   "collada": (".dae", ".zae"), "urdf": (".urdf",), "srdf": (".srdf",),
+                   "xacro_in": (".xacro",)}
 
 
 def _reader(module: str):
@@ -115,6 +116,8 @@ def load(path: str | os.PathLike, search_path=None, **options):
     if options.get("allowed_roots", 0) is None:
         del options["allowed_roots"]
     reader = reader_for(p)
+    if getattr(reader, "__name__", "").rpartition(".")[2] != "xacro_in":
+        options.pop("xacro_args", None)          # the arguments of a .xacro file; other files have none
     try:
         robot = reader.read(p, search_path=search_path, **options)
     except DescriptionError:

@@ -35,8 +35,8 @@ from ..model import AttachedSensor, Robot
 from . import normalize_search_path
 from .openrave import sensors
 from .openrave.build import build_robot
-from .openrave.common import Context, Notes, apply_transform_tag, attrs, children, tag
-from .openrave.reader import keep_extra, parse_root, read_interface
+from .openrave.common import Context, Notes, apply_transform_tag, attrs, children, floats, tag
+from .openrave.reader import keep_extra, opaque, parse_root, read_interface
 from .openrave.state import BodyState, LinkState
 from .paths import roots_for
 from .xmlsafe import parse_file
@@ -108,6 +108,12 @@ def read(path: str | os.PathLike, search_path=None, **options) -> Robot:
     return robot
 
 
+# <Environment>'s viewer camera (OpenRAVE's qtcoin viewer): element -> key of extras["viewer_camera"]
+VIEWER_CAMERA = {"camtrans": "translation", "camrotaxis": "rotationaxis", "camrotationaxis": "rotationaxis",
+                 "camfocal": "focal_distance"}
+VIEWER_CAMERA_SIZES = {"camtrans": 3, "camrotaxis": 4, "camrotationaxis": 4, "camfocal": 1}
+
+
 def _read_environment(el, bodies, extras: dict, ctx: Context, notes: Notes) -> None:
     a = attrs(el)
     if "file" in a:
@@ -133,6 +139,10 @@ def _read_environment(el, bodies, extras: dict, ctx: Context, notes: Notes) -> N
                 apply_transform_tag(sensor.origin, t, ctx)
             sensors.read_sensor(c, sensor, ctx, notes)
             extras.setdefault("environment_sensors", {})[sensor.name] = sensor
+        elif name in VIEWER_CAMERA:          # the viewer's camera pose: read, no robot or world meaning
+            extras.setdefault(name, []).append(opaque(c))          # as kept before (render reads it)
+            camera = extras.setdefault("viewer_camera", {})
+            camera[VIEWER_CAMERA[name]] = floats(c, ctx, VIEWER_CAMERA_SIZES[name])
         else:
             keep_extra(extras, c, "environment", ctx, notes)
 

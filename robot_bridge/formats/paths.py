@@ -15,6 +15,7 @@ reference that leads outside the roots is never stat'ed or opened: it is refused
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
@@ -90,6 +91,41 @@ class AllowedRoots:
         if escaped and not inside:
             raise self._refuse(reference, escaped[0], file, line, element)
         return None
+
+
+PACKAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def package_share(package: str) -> Optional[Path]:
+    """The share folder of ``package`` as robot_state_publisher and rviz resolve ``package://`` (the ament
+    index of each ``$AMENT_PREFIX_PATH`` prefix, then ``$ROS_PACKAGE_PATH/<package>`` holding a
+    package.xml); None where this host has no such package.  Such a folder is a trusted root: the user's
+    environment installed it."""
+    if not PACKAGE_NAME.fullmatch(package) or package in (".", ".."):
+        return None
+    for prefix in (p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p):
+        share = Path(prefix) / "share"
+        if (share / "ament_index" / "resource_index" / "packages" / package).is_file() and \
+                (share / package).is_dir():
+            return share / package
+    for root in (p for p in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if p):
+        if (Path(root) / package / "package.xml").is_file():
+            return Path(root) / package
+    return None
+
+
+def in_package_share(path: str | os.PathLike) -> bool:
+    """Whether ``path`` lies in the share folder of an ament-indexed package of ``$AMENT_PREFIX_PATH``
+    (``<prefix>/share/<package>/...``, the package in that prefix's index)."""
+    real = _real(path)
+    for prefix in (p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p):
+        share = _real(Path(prefix) / "share")
+        if real.is_relative_to(share) and real != share:
+            package = real.relative_to(share).parts[0]
+            if package != "ament_index" and \
+                    (share / "ament_index" / "resource_index" / "packages" / package).is_file():
+                return True
+    return False
 
 
 def _clip(text: str, limit: int = 100) -> str:

@@ -14,7 +14,6 @@ are kept verbatim in ``robot.extras["urdf_elements"]`` and written back.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from ..model import (Box, Cylinder, Geometry, Inertial, Joint, Link, Material, M
                      Sphere)
 from ..model import transform as tf
 from . import limits, xmlsafe
-from .paths import AllowedRoots, roots_for
+from .paths import AllowedRoots, package_share, roots_for
 
 SUFFIXES = (".urdf",)
 ROOT_TAGS = ("robot",)
@@ -121,11 +120,12 @@ def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Opti
     candidates: list[Path] = []
     if uri.startswith("package://"):
         pkg, _, rest = uri[len("package://"):].partition("/")
-        roots = list(search_path)
-        for env in ("AMENT_PREFIX_PATH", "ROS_PACKAGE_PATH"):
-            roots += [Path(p) / ("share" if env == "AMENT_PREFIX_PATH" else "") for p in
-                      os.environ.get(env, "").split(os.pathsep) if p]
-        candidates += [r / pkg / rest for r in roots]
+        candidates += [Path(r) / pkg / rest for r in search_path]
+        share = package_share(pkg)       # only where the package exists; its share folder is trusted
+        if share is not None:
+            candidates.append(share / rest)
+            if allowed is not None:
+                allowed = AllowedRoots([*allowed.roots, share])
         for ancestor in [base_dir, *base_dir.parents]:          # the package the file lives in
             if allowed is not None and not allowed.contains(ancestor):
                 break
@@ -199,6 +199,8 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
                            xmlsafe.element_path(s))
         if path is None:
             robot.warn(f"mesh {uri!r} not found")
+            if uri not in robot.missing_meshes:
+                robot.missing_meshes.append(uri)
         scale = s.get("scale")
         shape = Mesh(uri, path, ctx.floats(s, "scale", 3) if scale is not None else np.ones(3))
     else:

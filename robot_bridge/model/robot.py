@@ -203,6 +203,7 @@ class Robot:
     source: Optional[str] = None                              # file it was read from
     extras: dict[str, Any] = field(default_factory=dict)     # opaque plugin elements
     warnings: list[str] = field(default_factory=list)        # things read but not expressible / unknown
+    missing_meshes: list[str] = field(default_factory=list)  # mesh URIs not found on this host (warned)
 
     # -- tree queries ------------------------------------------------------
     @property
@@ -235,6 +236,13 @@ class Robot:
         """Record something read but not kept or not expressible (reported once)."""
         if message not in self.warnings:
             self.warnings.append(message)
+
+    def mesh_warnings_left_out(self, told: str = "") -> list[str]:
+        """The warnings without each missing mesh's "not found" line: all of them for a node that draws no
+        meshes (``told`` empty), else those whose URI ``told`` (the conversion's report) names already."""
+        said = {f"mesh {uri!r} not found" for uri in self.missing_meshes
+                if not told or f"mesh {uri!r} " in told}
+        return [w for w in self.warnings if w not in said]
 
 
 from .semantics import Semantics  # noqa: E402  (forward reference above)

@@ -23,8 +23,10 @@ from control_msgs.action import FollowJointTrajectory, GripperCommand
 from builtin_interfaces.msg import Time as TimeMsg
 from control_msgs.msg import JointTrajectoryControllerState
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterEvent
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action import server as action_server
+from rclpy.parameter import parameter_value_to_python
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, Header
@@ -56,6 +58,8 @@ PARAMETERS = params.schema(
                                   "given)", read_only=True, string="text"),
     Param("search_path", params.STRING_ARRAY, "Directories searched for included files", read_only=True,
           string="text"),
+    Param("xacro_args", "", params.XACRO_ARGS_TEXT,
+          read_only=True, string="text"),
     Param("srdf_file", "", "SRDF whose groups name the controllers' joints and give the home state "
                            "(optional)", read_only=True, string="text"),
     Param("hardware", "sim", "Modules: 'sim' (simulated) or 'canopen' (CiA 402 drives)", choices=hw.KINDS,
@@ -131,6 +135,7 @@ PARAMETERS = params.schema(
 )
 WARN_THROTTLE = 5.0
 # rate parameter -> the method its timer runs
+FOLLOWED = ("description_file", "srdf_file", "search_path", "xacro_args")    # the description node's too
 TIMERS = {"control_rate": "_control", "state_rate": "_publish_state",
           "diagnostics_rate": "_publish_diagnostics"}
 THREAD_TIMERS = {"control_rate", "state_rate"}     # hot: on the node's timer thread, not the executor
@@ -186,6 +191,10 @@ class ControllerNode(ContainedNode):
         self.params = params.NodeParameters(self, PARAMETERS, apply=self._on_parameters_set)
         self.robot = robot
         self.reads_description = robot is None
+        # the robot driven: these values, switched with the description node's (see _on_parameter_event)
+        self.description = {name: self._param(name) for name in FOLLOWED}
+        self.joints_given = list(self._param("joints"))
+        self.description_refusal: str | None = None      # a description switch not followed: commands refused
         self.joints: list[str] = list(hardware.joint_names) if hardware else []
         self.limits = list(hardware.limits) if hardware else []
         # ROS time now, ns.  Without use_sim_time that is the system clock: read directly (rclpy's
@@ -197,6 +206,8 @@ class ControllerNode(ContainedNode):
         self.bus_error: str | None = None      # hardware communication failure, until ~/recover
         self.internal_error: str | None = None  # a callback raised: halted, until ~/recover
         self.goals: dict[bytes, ActiveGoal] = {}
+        self.refusals: dict[str, str] = {}     # source -> why it is refused (/diagnostics)
+        self.refusals_once: set[str] = set()   # of those, said in one /diagnostics message only
         self._scene = None                     # sim: the world the fingers close on (built on first use)
         self._templates = None                 # (joints list, its names, serialized state templates)
         self._source: np.ndarray | None = None  # the state messages' numbers without templates, reused
@@ -213,6 +224,8 @@ class ControllerNode(ContainedNode):
         self.create_service(Trigger, "~/recover", self._srv(self.recover))
         self.create_service(Trigger, "~/home", self._srv(self.home))
         self.create_service(SetBool, "~/enable", self._on_enable)
+        # the description node's switches of the robot file (ros2 param set /description_node ...)
+        self.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event, 10)
         self._object_bodies: dict[str, Robot | None] = {}     # sim: world_node's body files, read once
         self._world_objects: dict = {}                         # sim: name -> (body, pose) of world_node
         if self._param("hardware") == "sim" and self._param("sim.objects_topic"):
@@ -227,6 +240,8 @@ class ControllerNode(ContainedNode):
                 self._setup()
             self._setup_controllers()
             self._state_templates()                # compiled (or loaded) now, not on the first tick
+            if self.joints and list(self._param("joints")) != self.joints:
+                self.params.hold("joints", list(self.joints))     # `ros2 param get ... joints`: those driven
         except Exception as exc:  # bad description or parameters: keep the node up (diagnostics), report
             self.load_error = f"controller not set up: {type(exc).__name__}: {exc}"
             self.get_logger().error(self.load_error)
@@ -264,16 +279,9 @@ class ControllerNode(ContainedNode):
     def _setup(self) -> None:
         """Robot, joints, limits and hardware from the parameters."""
         if self.robot is None:
-            from ..formats import load
-            path = self._param("description_file")
-            if not path:
-                raise ValueError("parameter description_file is empty and no Robot was given")
-            self.robot = load(path, search_path=list(self._param("search_path")) or None)
+            self.robot = self._read_robot(self.description)
         robot = self.robot
-        if self._param("srdf_file"):
-            from ..formats import srdf
-            srdf.attach_semantics(robot, srdf.read_srdf(self._param("srdf_file"), robot))
-        joints = list(self._param("joints")) or [j.name for j in robot.active_joints if j.dof == 1]
+        joints = list(self.joints_given) or [j.name for j in robot.active_joints if j.dof == 1]
         skipped = [j.name for j in robot.active_joints if j.dof != 1 and j.name not in joints]
         if skipped:
             self.get_logger().warning(f"multi-DOF joints not driven: {', '.join(skipped)}")
@@ -282,7 +290,7 @@ class ControllerNode(ContainedNode):
         limits = hw.limits_from_robot(robot, joints, self._param("default_velocity"),
                                       self._param("default_acceleration"))
         if self.reads_description:          # a Robot handed in was read (and its warnings logged) elsewhere
-            for warning in dict.fromkeys(robot.warnings):
+            for warning in dict.fromkeys(robot.mesh_warnings_left_out()):    # meshes: description_node's
                 self.get_logger().warning(warning)
         initial = [float(np.clip(robot.joints[j].initial[0], lim.lower, lim.upper))
                    for j, lim in zip(joints, limits)]
@@ -304,6 +312,108 @@ class ControllerNode(ContainedNode):
         self.hardware = hw.create(kind, joints, limits, initial, **options)
         self.joints, self.limits = joints, limits
         self.control = self._joint_control(self.hardware, limits)
+
+    @staticmethod
+    def _read_robot(description: dict) -> Robot:
+        """The robot of ``description`` (FOLLOWED values), its SRDF attached."""
+        from ..formats import load
+        path = description["description_file"]
+        if not path:
+            raise ValueError("parameter description_file is empty and no Robot was given")
+        robot = load(path, search_path=list(description["search_path"]) or None,
+                     xacro_args=description["xacro_args"])
+        if description["srdf_file"]:
+            from ..formats import srdf
+            srdf.attach_semantics(robot, srdf.read_srdf(description["srdf_file"], robot))
+        return robot
+
+    # -- following the description node --------------------------------------------------------
+    def _description_node(self) -> str:
+        return self.get_namespace().rstrip("/") + "/description_node"
+
+    def _on_parameter_event(self, event) -> None:
+        """The description node switched its robot (a reload it accepted): follow it when safe."""
+        if not self.description["description_file"] or event.node != self._description_node():
+            return
+        changed = {p.name: parameter_value_to_python(p.value)
+                   for p in event.changed_parameters if p.name in FOLLOWED}     # not its start-up values
+        if not changed or (self.description_refusal is None and
+                           all(self.description.get(k) == v for k, v in changed.items())):
+            return
+        self.follow_description({**self.description, **changed})
+
+    def follow_description(self, description: dict) -> bool:
+        """Re-read the robot of ``description`` and drive it, when nothing moves (no goal, no trajectory,
+        hardware simulated); else refuse with the reason (logged, on /diagnostics) and refuse commands until
+        the controller is restarted or the description node switches back.  True when followed."""
+        name = description["description_file"]
+        back = all(self.description.get(k) == v for k, v in description.items())
+        try:
+            with self.lock:
+                reason = self._unsafe_to_switch()
+            if back:
+                reason = None
+            elif reason is None:
+                robot = self._read_robot(description)
+                with self.lock:
+                    reason = self._unsafe_to_switch()
+                    if reason is None:
+                        self._switch_robot(robot, description)
+        except Exception as exc:  # a file that does not load here, joints the hardware cannot drive
+            reason = f"{type(exc).__name__}: {exc}"
+        if reason is None:
+            self.description_refusal = None
+            self._refused("description", None)
+            if not back:
+                self.get_logger().info(f"following the description node: robot {self.robot.name!r} from "
+                                       f"{name}, joints {', '.join(self.joints)}")
+            return True
+        self.description_refusal = (f"the description node switched to {name}, not followed: {reason}; "
+                                    "commands refused (switch it back, or restart the controller)")
+        self.get_logger().error(self.description_refusal)
+        self._refused("description", self.description_refusal)
+        return False
+
+    def _unsafe_to_switch(self) -> str | None:
+        if self.goals:
+            return f"{len(self.goals)} goal(s) active"
+        if self.control is not None and self.control.motions:
+            return "a trajectory is running"
+        if self.control is not None and self.control.sample is not None and \
+                np.any(np.abs(np.asarray(self.control.sample.velocity)) > 1e-6):
+            return "joints are moving"
+        if self._param("hardware") != "sim":
+            return f"{self._param('hardware')} hardware is wired for its robot"
+        return None
+
+    def _switch_robot(self, robot: Robot, description: dict) -> None:
+        """Under the lock, nothing moving: the old robot's servers and hardware go, the new robot's come."""
+        for server in [c.server for c in self.controllers] + [g.server for g in self.grippers]:
+            if server is not None:
+                server.destroy()
+        for ctl in self.controllers:
+            if ctl.state_pub is not None:
+                self.destroy_publisher(ctl.state_pub)
+        if self.hardware is not None:
+            self.hardware.close()
+        old = (self.robot, self.hardware, self.control, self.joints, self.limits)
+        self.controllers, self.grippers, self._templates, self._source = [], [], None, None
+        self.robot, self.hardware, self.control, self.last_states = robot, None, None, None
+        try:
+            self._setup()
+            self._setup_controllers()
+            self._state_templates()
+        except Exception:
+            self.robot, self.hardware, self.control, self.joints, self.limits = old
+            self.hardware.open()
+            self._setup_controllers()
+            raise
+        self.description = dict(description)
+        if self._param("auto_init"):
+            self.hardware.open()
+            self.hardware.enable(True)
+            self.control.hold_here()
+        self.params.hold("joints", list(self.joints))
 
     def _joint_control(self, hardware: Hardware, limits=None) -> JointControl:
         stamper = MonotonicStamper(self.get_clock(), self._now_ns)
@@ -417,6 +527,8 @@ class ControllerNode(ContainedNode):
     # -- commands ---------------------------------------------------------------------------
     def _check_operational(self) -> Hardware:
         hardware = self._ready()
+        if self.description_refusal is not None:
+            raise Rejected(self.description_refusal)
         if self.internal_error is not None:
             raise Rejected(f"controller halted after an internal error ({self.internal_error}); "
                            "call ~/recover")
@@ -452,18 +564,44 @@ class ControllerNode(ContainedNode):
                 self._check_operational()
             limit = self._param("max_trajectory_points")
             check_point_count(len(msg.points), limit)           # before a point is read
-            prepared = prepare_trajectory(trajectory_command(msg), self.joints, self.limits,
+            joints, index = self._trajectory_joints(list(msg.joint_names))
+            limits = [self.limits[i] for i in index]
+            prepared = prepare_trajectory(trajectory_command(msg), joints, limits,
                                           self._param("allow_partial_joints_goal"), limit)
             with self.lock:                                     # placed in time when taken (bounded)
                 self._check_operational()
                 now = self._now()
                 ref_p, ref_v, _ = self.control.reference(now)
-                trajectory = prepared.start((ref_p, ref_v), now)
-                self._finish(self.control.start(range(len(self.joints)), trajectory, now,
+                trajectory = prepared.start((ref_p[index], ref_v[index]), now)
+                self._finish(self.control.start(index, trajectory, now,
                                                 reason="preempted by a trajectory on ~/joint_trajectory"))
-            self._warn_rates("~/joint_trajectory", trajectory, self.joints, self.limits)
+            self._warn_rates("~/joint_trajectory", trajectory, joints, limits)
+            self._refused("~/joint_trajectory", None)
         except (Rejected, HardwareError, GoalRejected) as exc:
             self.get_logger().warning(f"trajectory rejected: {exc}")
+            self._refused("~/joint_trajectory", f"trajectory rejected: {exc}", once=True)
+
+    def _trajectory_joints(self, names: list[str]) -> tuple[list[str], np.ndarray]:
+        """The joints a ~/joint_trajectory drives: exactly one controller's joints (e.g. the arm of an arm
+        with a gripper: the others hold, as that controller's FollowJointTrajectory action does), else all."""
+        for ctl in self.controllers:
+            if len(names) == len(ctl.joints) and set(names) == set(ctl.joints):
+                return list(ctl.joints), np.asarray(ctl.index)
+        return list(self.joints), np.arange(len(self.joints))
+
+    def _refused(self, source: str, reason: str | None, once: bool = False) -> None:
+        """A refusal of ``source`` on /diagnostics, published at once: in every message until cleared (None),
+        or ``once`` (a request refused: the next message no longer carries it)."""
+        with self.lock:
+            changed = self.refusals.get(source) != reason or once
+            if reason is None:
+                self.refusals.pop(source, None)
+            else:
+                self.refusals[source] = reason
+                if once:
+                    self.refusals_once.add(source)
+        if changed:
+            self._publish_diagnostics()
 
     def _warn_rates(self, source: str, trajectory, joints, limits) -> None:
         excess = rate_excess(trajectory, joints, limits)
@@ -799,7 +937,7 @@ class ControllerNode(ContainedNode):
     def _publish_diagnostics(self) -> None:
         with self.lock:
             states = []
-            if self.hardware is None and self.internal_error is None:
+            if self.hardware is None and self.internal_error is None and not self.refusals:
                 return
             try:
                 states = self.hardware.status() if self.hardware is not None else []
@@ -807,8 +945,15 @@ class ControllerNode(ContainedNode):
                 states, self.bus_error = [], self.bus_error or _reason(exc)
             sample = self.control.sample if self.control else None
             bus_error, internal_error = self.bus_error, self.internal_error
+            refusals = dict(self.refusals)
+            for source in self.refusals_once:
+                self.refusals.pop(source, None)
+            self.refusals_once.clear()
         name = self.get_fully_qualified_name()
         msg = DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()))
+        for source, reason in refusals.items():
+            msg.status.append(DiagnosticStatus(level=DiagnosticStatus.WARN, name=f"{name}: {source}",
+                                               message=reason[:500]))
         if internal_error is not None:
             msg.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{name}: controller",
                                                message=f"halted after an internal error: {internal_error}; "
@@ -831,6 +976,8 @@ class ControllerNode(ContainedNode):
         self.diagnostics_pub.publish(msg)
 
     def destroy_node(self):
+        if not hasattr(self, "_preparation"):    # a constructor that failed (a refused start-up parameter)
+            return super().destroy_node()
         self.stop_thread_timers()                # before the lock: a tick may be waiting for it
         self._preparation.shutdown(wait=True, cancel_futures=True)
         with self.lock:

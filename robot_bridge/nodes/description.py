@@ -50,6 +50,8 @@ PARAMETERS = params.schema(
     Param("search_path", params.STRING_ARRAY, "Directories searched for included files and meshes "
                                               "(before $OPENRAVE_DATA)", rule_text=RELOADS, string="text",
           confined=True),
+    Param("xacro_args", "", params.XACRO_ARGS_TEXT, rule_text=RELOADS,
+          string="text"),
     Param("publish_frequency", 20.0, "Maximum /tf rate per joint in Hz, as robot_state_publisher; "
                                      "0 publishes on every JointState", range=(0.0, 10000.0)),
     Param("ignore_timestamp", False, "Publish every JointState regardless of publish_frequency"),
@@ -84,8 +86,8 @@ PARAMETERS = params.schema(
                                 "taking and publishing serialized messages (false, or where rclpy lacks what "
                                 "it needs: through the executor)", read_only=True),
 )
-RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "frame_prefix", "world_frame",
-                     "publish_environment", "environment_prefix", "mesh_dir",
+RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "xacro_args", "frame_prefix",
+                     "world_frame", "publish_environment", "environment_prefix", "mesh_dir",
                      "mesh_cache_dir", "mesh_cache_max_mb", "mesh_uri", "mesh_http_host", "mesh_http_port"}
 DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
 WARN_THROTTLE = 10.0                   # s
@@ -150,7 +152,7 @@ def mesh_target(mode: str, cache: MeshCache, server: MeshServer | None = None,
 
 def load_model(description_file: str, srdf_file: str = "", search_path=(), frame_prefix: str = "",
                mesh_dir: str = "", meshes: MeshTarget | None = None, shared_frames: dict | None = None,
-               robot: Robot | None = None, compiled: bool | None = None) -> LoadedModel:
+               robot: Robot | None = None, compiled: bool | None = None, xacro_args: str = "") -> LoadedModel:
     """Read and convert everything; raises (DescriptionError, OSError, ...) without side effects
     (converted meshes aside: they land in the mesh cache, where they belong whatever happens next).
 
@@ -164,7 +166,7 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
     if not description_file:
         raise ValueError("parameter description_file is empty")
     if robot is None:                                   # else: this file, already read (robot-bridge run)
-        robot = load(description_file, search_path=list(search_path) or None)
+        robot = load(description_file, search_path=list(search_path) or None, xacro_args=xacro_args)
     srdf_text = _semantic_text(robot, srdf_file)
     urdf_text, report = to_urdf(robot, mesh_dir=mesh_dir or None,
                                 target=meshes if meshes is not None else MeshTarget(cache=MeshCache()))
@@ -261,7 +263,7 @@ class DescriptionNode(ContainedNode):
                                p["mesh_dir"], mesh_target(p["mesh_uri"], cache, server, served),
                                {"world_frame": p["world_frame"], "environment": p["publish_environment"],
                                 "environment_prefix": p["environment_prefix"]}, robot=self._preloaded,
-                               compiled=None if fk_kernel.ready() else False)
+                               compiled=None if fk_kernel.ready() else False, xacro_args=p["xacro_args"])
         except Exception as exc:    # any reader failure must leave the node serving
             return False, f"{type(exc).__name__}: {exc}"
         finally:
@@ -276,7 +278,8 @@ class DescriptionNode(ContainedNode):
         elapsed = time.monotonic() - started
         robot, report = model.robot, model.report
         source = robot.source or p["description_file"]
-        for warning in dict.fromkeys(robot.warnings + report.warnings):   # once per load, each text once
+        told = "\n".join(report.warnings)      # a missing mesh once: the report's line says more
+        for warning in dict.fromkeys(robot.mesh_warnings_left_out(told) + report.warnings):   # once per load
             self.get_logger().warning(f"{source}: {warning}")
         removed = cache.prune(keep=[Path(f) for f in report.mesh_files] + served)
         self.get_logger().info(f"robot {robot.name!r}: {len(robot.links)} links, {len(model.state.moving)} "

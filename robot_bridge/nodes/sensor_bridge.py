@@ -66,6 +66,8 @@ PARAMETERS = params.schema(
                                   "simulation", read_only=True, string="text"),
     Param("search_path", params.STRING_ARRAY, "Directories searched for included files and meshes "
                                               "(before $OPENRAVE_DATA)", read_only=True, string="text"),
+    Param("xacro_args", "", params.XACRO_ARGS_TEXT,
+          read_only=True, string="text"),
     Param("frame_prefix", "", "Prefix of every frame_id (as the description node's frame_prefix)",
           read_only=True, string="frame"),
     Param("default_mode", "sim", "Mode of sensors without sensors.<name>.mode: relay, sim or off",
@@ -141,6 +143,21 @@ SENSOR_PARAMETERS = params.schema(
     Param("angular_velocity_covariance", params.DOUBLE_ARRAY, COVARIANCE, lengths=(0, 9), read_only=True),
     Param("linear_acceleration_covariance", params.DOUBLE_ARRAY, COVARIANCE, lengths=(0, 9), read_only=True),
 )
+# The sensor types each sensor parameter applies to (not listed: every type); a sensor declares only these.
+IMU_ONLY = ("imu",)
+SENSOR_TYPES = {"input_info_topic": ("camera",), "rep117": ("laser",), "width": ("camera",),
+                "height": ("camera",), "angle_increment": ("laser",), "noise_std": ("laser", "camera"),
+                "encoding": ("camera",), "depth_topic": ("camera",), "gyro_noise_std": IMU_ONLY,
+                "accel_noise_std": IMU_ONLY, "gyro_bias": IMU_ONLY, "accel_bias": IMU_ONLY,
+                "orientation_covariance": IMU_ONLY, "angular_velocity_covariance": IMU_ONLY,
+                "linear_acceleration_covariance": IMU_ONLY}
+
+
+def sensor_parameters(sensor_type: str) -> tuple:
+    """The parameters a sensor of ``sensor_type`` reads."""
+    return tuple(p for p in SENSOR_PARAMETERS if sensor_type in SENSOR_TYPES.get(p.name, (sensor_type,)))
+
+
 # sensor type -> [(topic suffix, message type)]; the first stream's frame_id is the sensor's data frame.
 STREAMS = {
     "laser": [("scan", LaserScan)],
@@ -242,14 +259,26 @@ class SensorBridge(ContainedNode):
         from ..formats import load
 
         try:
-            return load(path, search_path=list(self._p("search_path") or []))
+            return load(path, search_path=list(self._p("search_path") or []),
+                        xacro_args=self._p("xacro_args"))
         except Exception as exc:  # any reader failure: report, stay up without sensors
             self.load_error = f"cannot read {path}: {exc}"
             self.get_logger().error(self.load_error)
             return None
 
     def _sensor_params(self, sensor: AttachedSensor) -> dict:
-        return self.params.declare(SENSOR_PARAMETERS, prefix=f"sensors.{sensor.name}.")
+        """The sensor's parameters: those its type reads declared, the others at their defaults; a value
+        given for one its type does not read is said once."""
+        prefix = f"sensors.{sensor.name}."
+        wanted = sensor_parameters(sensor.type)
+        names = {p.name for p in wanted}
+        unread = sorted(name[len(prefix):] for name in getattr(self, "_parameter_overrides", {})
+                        if name.startswith(prefix) and name[len(prefix):] in SENSOR_TYPES
+                        and name[len(prefix):] not in names)
+        if unread:
+            self.get_logger().warning(f"sensor {sensor.name!r} ({sensor.type}) reads no {', '.join(unread)}: "
+                                      "ignored")
+        return {**params.values(SENSOR_PARAMETERS), **self.params.declare(wanted, prefix=prefix)}
 
     def _output_qos(self) -> QoSProfile:
         policy = (ReliabilityPolicy.BEST_EFFORT if self._p("output_reliability") == "best_effort"

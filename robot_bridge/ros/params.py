@@ -62,6 +62,14 @@ class Param:
         return iter((self.name, self.default, self.description))
 
     @property
+    def is_double(self) -> bool:
+        """A double or double array: an integer given for it is taken as that number."""
+        if isinstance(self.default, EmptyArray):
+            return self.default.element == "double"
+        values = self.default if isinstance(self.default, (list, tuple)) else [self.default]
+        return bool(values) and all(isinstance(v, float) for v in values)
+
+    @property
     def is_array(self) -> bool:
         return isinstance(self.default, (EmptyArray, list, tuple)) or hasattr(self.default, "name")
 
@@ -128,6 +136,8 @@ STRING_RULES = {
     "name": "ROS name: no whitespace or control characters",
     "text": "no control characters",
 }
+XACRO_ARGS_TEXT = ("Arguments of a .xacro description_file: 'name:=value other:=value' as on the xacro "
+                   "command line")
 CONFINED_TEXT = "at run time only under the folders trusted at launch"
 
 
@@ -163,7 +173,8 @@ def string_refusal(value, kind: str) -> Optional[str]:
 def launch_roots(files: Iterable[str] = (), folders: Iterable[str] = ()):
     """The folders trusted at launch for run-time changes of ``confined`` parameters: each launch-time
     file's folder (widened to its ROS package, as the readers do), the launch-time search path,
-    ``$OPENRAVE_DATA`` and ``$ROBOT_BRIDGE_ALLOWED_ROOTS``."""
+    ``$OPENRAVE_DATA`` and ``$ROBOT_BRIDGE_ALLOWED_ROOTS`` (and, in :func:`confined_refusal`, the share
+    folder of every package of the ament index, as ``package://`` resolves)."""
     from pathlib import Path
 
     from ..formats import normalize_search_path
@@ -182,8 +193,10 @@ def launch_roots(files: Iterable[str] = (), folders: Iterable[str] = ()):
 def confined_refusal(name: str, value, roots) -> Optional[str]:
     """Why a run-time ``value`` of a confined path parameter leaves ``roots`` (an AllowedRoots), or None.
     An empty value (no file) is always allowed."""
+    from ..formats.paths import in_package_share
+
     for path in (value if isinstance(value, (list, tuple)) else [value]):
-        if not path or roots.contains(path):
+        if not path or roots.contains(path) or in_package_share(path):     # an installed package's share
             continue
         real = os.path.realpath(os.path.expanduser(path))
         real = real if len(real) <= 200 else real[:200] + "..."
@@ -243,6 +256,7 @@ class NodeParameters:
         self.validate, self.apply = validate, apply
         self._declaring = False
         self.roots = None
+        node.add_pre_set_parameters_callback(self._integers_as_doubles)
         node.add_on_set_parameters_callback(self._on_set)
         node.add_post_set_parameters_callback(self._on_post_set)
         self.declare(params)
@@ -256,6 +270,11 @@ class NodeParameters:
         for param in params:
             full = prefix + param.name
             self.specs[full] = param
+            given = getattr(self.node, "_parameter_overrides", {}).get(full)
+            if given is not None and param.is_double:       # 50 (a YAML/CLI integer) where a double is meant
+                as_double = as_doubles(given.value)
+                if as_double is not None:
+                    self.node._parameter_overrides[full] = type(given)(full, value=as_double)
             self._declaring = True
             try:
                 self.node.declare_parameter(full, _declared_default(param), descriptor(param, full))
@@ -263,6 +282,29 @@ class NodeParameters:
                 self._declaring = False
             values[param.name] = self.get(full)
         return values
+
+    def _integers_as_doubles(self, parameters):
+        """Before a set (``ros2 param set x 50``): an integer for a double parameter becomes that double."""
+        from rclpy.parameter import Parameter
+
+        out = []
+        for parameter in parameters:
+            spec = self.specs.get(parameter.name)
+            as_double = as_doubles(parameter.value) if spec is not None and spec.is_double else None
+            out.append(Parameter(parameter.name, value=as_double) if as_double is not None else parameter)
+        return out
+
+    def hold(self, name: str, value) -> None:
+        """Set a read-only parameter to what the node found (e.g. the joints read from the robot), so
+        ``ros2 param get`` shows the value in use."""
+        from rclpy.parameter import Parameter
+
+        self._declaring = True
+        try:
+            self.node._set_parameters_atomically_common([Parameter(name, value=value)],
+                                                        {name: self.node.describe_parameter(name)})
+        finally:
+            self._declaring = False
 
     def get(self, name: str):
         """The value; an array declared without a value is ``[]``."""
@@ -302,6 +344,17 @@ class NodeParameters:
             self.apply({p.name: p.value for p in parameters})
 
 
+def as_doubles(value):
+    """``value`` with integers as floats (an int, or a list of ints and floats), or None if it is not one."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (list, tuple)) and value and \
+            all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value) and \
+            any(isinstance(v, int) for v in value):
+        return [float(v) for v in value]
+    return None
+
+
 def values(params: Iterable[Param]) -> Mapping[str, Any]:
     """name -> default of a schema (arrays without a value: ``[]``)."""
     return {p.name: [] if isinstance(p.default, EmptyArray) else p.default for p in params}
@@ -326,29 +379,11 @@ def markdown_table(params: Iterable[Param], prefix: str = "") -> str:
     return "\n".join(rows)
 
 
-def readme_tables() -> dict[str, str]:
-    """README section key -> the table of that schema."""
-    from ..nodes import controller, description, sensor_bridge, world
-
-    return {"description_node": markdown_table(description.PARAMETERS),
-            "world_node": markdown_table(world.PARAMETERS),
-            "sensor_bridge": markdown_table(sensor_bridge.PARAMETERS),
-            "sensor_bridge.sensors": markdown_table(sensor_bridge.SENSOR_PARAMETERS, "sensors.<name>."),
-            "controller_node": markdown_table(controller.PARAMETERS)}
-
-
-def update_readme(text: str) -> str:
-    """``text`` with each ``<!-- parameters: KEY -->`` ... ``<!-- /parameters -->`` block regenerated."""
+def update_tables(text: str, tables: Mapping[str, str]) -> str:
+    """``text`` with each ``<!-- parameters: KEY -->`` ... ``<!-- /parameters -->`` block set to
+    ``tables[KEY]`` (the nodes' tables: :mod:`robot_bridge.nodes.parameter_tables`; this module knows
+    no node)."""
     import re
 
-    tables = readme_tables()
     return re.sub(r"(<!-- parameters: (\S+) -->\n).*?(<!-- /parameters -->)",
                   lambda m: f"{m.group(1)}{tables[m.group(2)]}\n{m.group(3)}", text, flags=re.S)
-
-
-if __name__ == "__main__":      # python -m robot_bridge.ros.params README.md: regenerate its tables
-    import sys
-    from pathlib import Path
-
-    readme = Path(sys.argv[1])
-    readme.write_text(update_readme(readme.read_text()))

@@ -95,9 +95,32 @@ def start_up_refusal(exc: InvalidParameterValueException) -> str:
     return f"parameter {name} refused at start-up, the node does not start: {reason}"
 
 
+EXIT_START_FAILED = 2      # as robot-bridge run: the node did not start
+
+
+def start_up_error(exc: Exception) -> str:
+    """One line for any failure to build a node (no traceback): the reason, control characters escaped."""
+    if isinstance(exc, InvalidParameterValueException):
+        return start_up_refusal(exc)
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" else c for c in text)
+    text = text if len(text) <= 400 else text[:400] + "..."
+    return f"the node does not start: {type(exc).__name__}: {text}"
+
+
+def _forget_half_built_node(exc: Exception) -> None:
+    """Drop the frames of a failed constructor, so rclpy's shutdown does not destroy a half-built node
+    (its destroy_node would raise on the attributes never set)."""
+    import gc
+    import traceback
+
+    traceback.clear_frames(exc.__traceback__)
+    gc.collect()
+
+
 def spin_node(make_node: Callable[[], Node], args=None) -> int:
-    """Spin the node until SIGINT/SIGTERM or shutdown, then clean up; exit status 0 (1: a start-up
-    parameter value refused, in one error line)."""
+    """Spin the node until SIGINT/SIGTERM or shutdown, then clean up; exit status 0 (2: the node did not
+    start, e.g. a start-up parameter refused: one error line, no traceback)."""
     from ..cli.stop import REQUESTED, ignore_further_stop_requests   # REQUESTED: set by a Ctrl-C since
                                                                      # the executable started
     try:
@@ -106,9 +129,10 @@ def spin_node(make_node: Callable[[], Node], args=None) -> int:
                 return 0
             try:
                 node = make_node()
-            except InvalidParameterValueException as exc:     # a start-up value its schema refuses
-                rclpy.logging.get_logger("robot_bridge").error(start_up_refusal(exc))
-                return 1
+            except Exception as exc:      # a start-up value refused, of the wrong type, a node's own check
+                rclpy.logging.get_logger("robot_bridge").error(start_up_error(exc))
+                _forget_half_built_node(exc)
+                return EXIT_START_FAILED
             executor = SingleThreadedExecutor()
             executor.add_node(node)
             try:

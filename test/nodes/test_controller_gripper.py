@@ -92,3 +92,38 @@ def test_closing_on_a_world_object_stalls(gripper):
     assert closed["effort"] == pytest.approx(-30.0)           # pressing closed (negative) at max_effort
     positions = [m.position[h.finger] for m in h.snapshot(h.joint_states, since)]
     assert min(positions) >= BOX_HALF_WIDTH - contact - 1e-9  # never through the box
+
+
+def test_an_arm_trajectory_on_the_topic_drives_the_arm_and_the_gripper_holds():
+    """Issue 31: a 7-joint trajectory on ~/joint_trajectory for the arm with a gripper was dropped with a log
+    line only.  It now drives that controller's joints (the gripper holds), as its action does; a trajectory
+    the topic cannot take says why on /diagnostics."""
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    h = Harness(embedded_robot(box=False), state_rate=50.0)
+    try:
+        arm = next(c for c in h.node.controllers if FINGER not in c.joints and len(c.joints) == 7)
+        finger = h.node.joints.index(FINGER)
+        before = h.latest_position()
+        goal = before[arm.index] + 0.1
+        h.trajectory_pub.publish(JointTrajectory(joint_names=list(arm.joints), points=[JointTrajectoryPoint(
+            positions=list(goal), time_from_start=Duration(sec=1))]))
+        h.wait_for(lambda: np.allclose(h.latest_position()[arm.index], goal, atol=1e-3), 10.0, "arm at goal")
+        assert h.latest_position()[finger] == pytest.approx(before[finger], abs=1e-9)
+
+        since = time.monotonic()
+        some = list(arm.joints[:3])
+        h.trajectory_pub.publish(JointTrajectory(joint_names=some, points=[JointTrajectoryPoint(
+            positions=[0.0] * 3, time_from_start=Duration(sec=1))]))
+
+        def said():
+            for array in h.snapshot(h.diagnostics, since):
+                for status in array.status:
+                    if status.name.endswith("~/joint_trajectory") and "missing" in status.message:
+                        return status
+        status = h.wait_for(said, 10.0, "the refusal on /diagnostics")
+        assert "allow_partial_joints_goal" in status.message, status.message
+        assert np.all(h.latest_position()[arm.index[:3]] > 0.05)      # not sent towards 0: nothing taken
+    finally:
+        h.close()

@@ -4,6 +4,7 @@ the real parameter services (what ``ros2 param describe/set`` call)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -254,7 +255,85 @@ def test_a_node_given_a_bad_frame_name_says_so_in_one_line_and_does_not_start(tm
         output = node.communicate()[0]
         pytest.fail(f"the node started with frame_prefix 'a\\x1b[31mb' and kept running: {output!r}")
     lines = output.splitlines()
-    assert node.returncode == 1, lines
+    assert node.returncode == 2, lines                 # issue 31: a node that does not start exits 2
     assert len(lines) == 1 and "\x1b" not in lines[0], lines
     assert "[ERROR]" in lines[0] and "parameter frame_prefix refused at start-up" in lines[0], lines
     assert "control character '\\x1b' at index 1" in lines[0], lines
+
+
+@pytest.mark.parametrize("executable, args, reason", [
+    ("controller", ["-p", "state_rate:=-1.0"], r"parameter state_rate refused at start-up.*out of range"),
+    ("controller", ["-p", "state_rate:=fast"], r"the node does not start: .*state_rate"),
+    ("description", ["-p", "publish_frequency:=-5.0"], r"parameter publish_frequency refused at start-up"),
+])
+def test_a_bad_start_up_parameter_is_one_error_line_and_exit_status_2(executable, args, reason):
+    """Issue 31: `ros2 run robot_bridge controller_node --ros-args -p state_rate:=-1.0` printed a 26-line
+    traceback (the half-built node destroyed at shutdown); now one line with the reason, exit status 2."""
+    code = str(Path(bringup.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=code)
+    node = subprocess.Popen([sys.executable, "-m", f"robot_bridge.nodes.{executable}", "--ros-args", *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = node.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        node.kill()
+        output = node.communicate()[0]
+        pytest.fail(f"the node started with {args} and kept running: {output!r}")
+    lines = output.splitlines()
+    assert node.returncode == 2, lines
+    assert len(lines) == 1 and "[ERROR]" in lines[0] and re.search(reason, lines[0]), lines
+
+
+# -- parameters fit the thing they set (issue 31) ------------------------------------------------------
+
+def test_each_sensor_declares_only_what_its_type_reads(bridge):
+    sensors = bridge.nodes["sensor_bridge"]
+    declared = {name for name in sensors._parameters if name.startswith("sensors.")}
+    laser = {n.split(".", 2)[2] for n in declared if n.startswith("sensors.base_laser.")}
+    imu = {n.split(".", 2)[2] for n in declared if n.startswith("sensors.wrist_imu.")}
+    camera = {n.split(".", 2)[2] for n in declared if n.startswith("sensors.wrist_camera.")}
+    assert not laser & {"gyro_bias", "encoding", "height", "width", "orientation_covariance"}, laser
+    assert {"mode", "rate", "noise_std", "angle_increment", "rep117"} <= laser
+    assert {"gyro_bias", "accel_noise_std", "orientation_covariance"} <= imu and "encoding" not in imu
+    assert {"encoding", "width", "height", "depth_topic"} <= camera and "gyro_bias" not in camera
+    # the README table still lists every sensor parameter: each declared by some type
+    from robot_bridge.nodes import sensor_bridge
+
+    assert {p.name for p in sensor_bridge.SENSOR_PARAMETERS} == laser | imu | camera | {"input_info_topic"} \
+        or {p.name for p in sensor_bridge.SENSOR_PARAMETERS} == laser | imu | camera
+
+
+def test_an_integer_is_taken_where_a_double_is_meant():
+    """`publish_frequency 50` was refused: "Wrong parameter type, expected '3' got '2'"."""
+    context = rclpy.Context()
+    context.init()
+    node = None
+    try:
+        spec = next(s for s in bringup.node_set() if s.name == "description_node")
+        spec.parameters.update(publish_frequency=50)
+        node = create_node(spec, context)
+        value = node.get_parameter("publish_frequency").value
+        assert value == 50.0 and isinstance(value, float)
+        assert node.set_parameters([Parameter("publish_frequency", value=8)])[0].successful
+        assert node.get_parameter("publish_frequency").value == 8.0 and node.gate.interval_ns == 125_000_000
+        assert not node.set_parameters([Parameter("publish_frequency", value=-8)])[0].successful
+    finally:
+        if node is not None:
+            node.destroy_node()
+        context.try_shutdown()
+
+
+def test_an_integer_for_a_double_through_the_parameter_service(bridge):
+    assert bridge.set("controller_node", "state_rate", 20).successful
+    assert bridge.nodes["controller_node"].timers_by_rate["state_rate"].timer_period_ns == 50_000_000
+    assert bridge.set("controller_node", "state_rate", 50.0).successful
+
+
+def test_read_only_parameters_describing_the_robot_hold_their_values(bridge):
+    """`ros2 param get /controller_node joints` said "Parameter not set"."""
+    controller = bridge.nodes["controller_node"]
+    got = bridge.call("controller_node", lambda c: c.get_parameters(["joints"])).values[0]
+    assert got.type == ParameterType.PARAMETER_STRING_ARRAY
+    assert list(got.string_array_value) == controller.joints and len(controller.joints) > 1
+    assert not bridge.set("controller_node", "joints", ["x"]).successful        # still read-only

@@ -19,6 +19,7 @@ ROSDEP_KEY = {
     "python-can": "python3-can",
     "trimesh": "python3-trimesh-pip",
     "canopen": "canopen-pip",
+    "xacro": "xacro",                  # the ROS package; pip: the same module from PyPI
 }
 ROS_RUNTIME = {"rclpy", "std_msgs", "std_srvs", "sensor_msgs", "geometry_msgs", "tf2_msgs", "tf2_ros",
                "trajectory_msgs", "control_msgs", "visualization_msgs", "vision_msgs", "diagnostic_msgs",

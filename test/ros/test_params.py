@@ -62,8 +62,22 @@ def test_readme_parameter_tables_match_the_schemas():
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert readme.count("<!-- parameters: ") == 5
-    assert params.update_readme(readme) == readme, \
-        "README parameter tables are stale: run python -m robot_bridge.ros.params README.md"
+    from robot_bridge.nodes.parameter_tables import update_readme
+
+    assert update_readme(readme) == readme, \
+        "README parameter tables are stale: run python -m robot_bridge.nodes.parameter_tables README.md"
+
+
+def test_the_schema_module_knows_no_node():
+    """Issue 31: robot_bridge/ros/params.py imported every node's PARAMETERS back (up the layers)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(params.__file__).read_text())
+    imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for alias in node.names}
+    assert not [m for m in imported if "nodes" in m.split(".")], imported
 
 
 SCHEMAS = {"controller_node": controller.PARAMETERS, "description_node": description.PARAMETERS,

@@ -11,8 +11,6 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import replace
-from pathlib import Path
 
 from ... import bringup
 
@@ -37,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Keep running when a node cannot load the robot (else: exit status 2)")
     for name, default, description in bringup.ARGUMENTS:
         flag = "--" + name.replace("_", "-")
+        if name in RUN_FLAGS:                                   # above: repeatable, or a run default
+            continue
         if name in ("use_sim_time", "rviz"):
             parser.add_argument(flag, dest=name, action="store_true", help=description)
         elif name in bringup.BOOLEAN_ARGUMENTS:                 # default true: --environment / --no-...
@@ -49,8 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(flag, dest=name, default=default, help=description)
 
 
+RUN_FLAGS = ("search_path", "params_file", "keep_going")      # launch arguments run spells as its own flags
+
+
 def options_from_args(args: argparse.Namespace) -> bringup.Options:
-    return bringup.Options.from_strings({name: getattr(args, name) for name, _, _ in bringup.ARGUMENTS})
+    values = {name: getattr(args, name) for name, _, _ in bringup.ARGUMENTS if name not in RUN_FLAGS}
+    values.update(search_path=os.pathsep.join(map(str, args.search_path or [])),
+                  params_file=os.pathsep.join(map(str, args.params_file)), keep_going=args.keep_going)
+    return bringup.Options.from_strings(values)
 
 
 def create_node(spec: bringup.NodeSpec, context=None, robot=None):
@@ -71,21 +77,21 @@ def create_node(spec: bringup.NodeSpec, context=None, robot=None):
                       parameter_overrides=overrides, **extra)
 
 
-READS_ROBOT = ("description_node", "sensor_bridge", "controller_node")     # take a Robot read once
+READS_ROBOT = bringup.READS_ROBOT      # take a Robot read once
 
 
 def _read_robot_once(specs: list[bringup.NodeSpec]):
     """The robot file every node reads, read once (its warnings then appear once, from the description
     node); None when the nodes disagree on it or it does not load (each node then reports for itself)."""
-    files = {(s.parameters.get("description_file"), tuple(s.parameters.get("search_path") or ()))
-             for s in specs if s.name in READS_ROBOT}
+    files = {(s.parameters.get("description_file"), tuple(s.parameters.get("search_path") or ()),
+              s.parameters.get("xacro_args", "")) for s in specs if s.name in READS_ROBOT}
     if len(files) != 1:
         return None
-    ((path, search_path),) = files
+    ((path, search_path, xacro_args),) = files
     try:
         from ...formats import load
 
-        return load(path, search_path=list(search_path) or None)
+        return load(path, search_path=list(search_path) or None, xacro_args=xacro_args)
     except Exception:  # the nodes say why, one error line each
         return None
 
@@ -121,22 +127,12 @@ def _wait_for_running_callbacks(executor) -> None:
 
 
 def _specs(args: argparse.Namespace) -> list[bringup.NodeSpec]:
-    """The node set with --search-path and every --params-file applied."""
+    """The node set with --search-path, --xacro-args and every --params-file applied."""
     options = options_from_args(args)
     reason = bringup.planner_unavailable() if options.planner and options.mode == "sim" else None
     if reason:
         print(f"robot-bridge run: {reason}", file=sys.stderr)
-    specs = bringup.node_set(options)
-    out = []
-    for spec in specs:
-        parameters = dict(spec.parameters)
-        if args.search_path and spec.factory:
-            parameters["search_path"] = [str(p) for p in args.search_path]
-        for path in args.params_file:
-            parameters.update(bringup.yaml_parameters(Path(path), spec.name, spec.namespace,
-                                                      must_exist=True))
-        out.append(replace(spec, parameters=parameters))
-    return out
+    return bringup.node_set(options)
 
 
 def _say(text: str) -> None:

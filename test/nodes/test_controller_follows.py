@@ -1,0 +1,84 @@
+"""The controller follows the robot it drives (issue 31): after description_file is switched on a live
+bridge, the controller kept the old robot and its joint names drove the new arm.  Now it re-reads the robot
+when nothing moves, else refuses the switch with the reason (log, /diagnostics) and every command until
+the description comes back; it never maps old joint names onto a new robot."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+from builtin_interfaces.msg import Duration  # noqa: E402
+from test_parameters import Bridge  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+from robot_bridge import bringup  # noqa: E402
+
+
+def chain(name: str, joints: list[str]) -> str:
+    links = "".join(f'<link name="{name}_l{i}"/>' for i in range(len(joints) + 1))
+    moving = "".join(
+        f'<joint name="{j}" type="revolute"><parent link="{name}_l{i}"/><child link="{name}_l{i + 1}"/>'
+        f'<origin xyz="0 0 0.2"/><axis xyz="0 0 1"/><limit lower="-2" upper="2" effort="1" velocity="1"/>'
+        "</joint>" for i, j in enumerate(joints))
+    return f'<robot name="{name}">{links}{moving}</robot>'
+
+
+def wait(predicate, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def two_robots(tmp_path):
+    (tmp_path / "a.urdf").write_text(chain("a", ["a1", "a2"]))
+    (tmp_path / "b.urdf").write_text(chain("b", ["b1", "b2", "b3"]))
+    bridge = Bridge({"sensor_bridge": {"default_mode": "off"}},
+                    bringup.Options(robot=str(tmp_path / "a.urdf"), search_path=str(tmp_path)))
+    yield bridge, tmp_path
+    bridge.close()
+
+
+def test_the_controller_follows_a_switched_description_only_when_nothing_moves(two_robots):
+    bridge, folder = two_robots
+    controller = bridge.nodes["controller_node"]
+    assert controller.joints == ["a1", "a2"]
+    # a long trajectory: the switch comes while it runs
+    controller._on_trajectory(JointTrajectory(joint_names=["a1", "a2"], points=[JointTrajectoryPoint(
+        positions=[1.5, -1.5], time_from_start=Duration(sec=60))]))
+    assert controller.control.motions
+    assert bridge.set("description_node", "description_file", str(folder / "b.urdf")).successful
+    wait(lambda: controller.description_refusal is not None, what="the switch refused")
+    assert "a trajectory is running" in controller.description_refusal
+    assert controller.joints == ["a1", "a2"] and controller.robot.name == "a"
+    assert "description" in controller.refusals                       # on /diagnostics
+    with pytest.raises(Exception, match="not followed"):              # no command reaches the old joints
+        controller._check_operational()
+
+    # switched back: the robot driven is the described one again, commands accepted
+    assert bridge.set("description_node", "description_file", str(folder / "a.urdf")).successful
+    wait(lambda: controller.description_refusal is None, what="the refusal cleared")
+    controller._check_operational()
+
+    controller.halt()
+    wait(lambda: not controller.control.motions and
+         not np.any(np.abs(controller.control.sample.velocity) > 1e-6), what="the arm at rest")
+    assert bridge.set("description_node", "description_file", str(folder / "b.urdf")).successful
+    wait(lambda: controller.joints == ["b1", "b2", "b3"], what="the controller on robot b")
+    assert controller.robot.name == "b" and controller.description_refusal is None
+    got = bridge.call("controller_node", lambda c: c.get_parameters(["joints"])).values[0]
+    assert list(got.string_array_value) == ["b1", "b2", "b3"]
+    controller._on_trajectory(JointTrajectory(joint_names=["a1", "a2"], points=[JointTrajectoryPoint(
+        positions=[0.1, 0.1], time_from_start=Duration(sec=1))]))
+    assert not controller.control.motions                             # old names: refused
+    controller._on_trajectory(JointTrajectory(joint_names=["b1", "b2", "b3"], points=[JointTrajectoryPoint(
+        positions=[0.1, 0.2, 0.3], time_from_start=Duration(sec=1))]))
+    wait(lambda: np.allclose(controller.control.sample.position, [0.1, 0.2, 0.3], atol=1e-3),
+         what="robot b at its goal")
