@@ -76,6 +76,7 @@ setup(
             "controller_node = robot_bridge.nodes.controller:main",
             "world_node = robot_bridge.nodes.world:main",
             "view_node = robot_bridge.nodes.view:main",
+            "planner_node = robot_bridge.nodes.planner:main",
             "robot-bridge = robot_bridge.cli.main:main",
         ],
     },

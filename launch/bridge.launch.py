@@ -38,6 +38,9 @@ def node_actions(context, *args, **kwargs):
             raise RuntimeError(f"keep_going:=false and {options.robot_file} does not load: "
                                f"{type(exc).__name__}: {exc}") from None
     actions = []
+    reason = bringup.planner_unavailable() if options.planner and options.mode == "sim" else None
+    if reason:
+        get_logger("robot_bridge").warning(reason)
     for spec in bringup.node_set(options):
         if spec.optional and not installed(spec.package):     # rviz:=true without rviz2: the bridge alone
             apt = "ros-$ROS_DISTRO-" + spec.package.replace("_", "-")

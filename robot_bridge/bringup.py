@@ -57,9 +57,12 @@ ARGUMENTS = [
                       "robot-bridge view serves it on other interfaces)"),
     ("objects", "", "Object mapping YAML (detection class ids -> body files); given: also start world_node, "
                     "which turns vision_msgs/Detection3DArray on `detections` into environment bodies"),
+    ("planner", "true", "Sim mode: also start planner_node (move_group's MoveGroup, Pickup, Place actions "
+                        "and plan_kinematic_path service) when the planning extra and moveit_msgs are "
+                        "installed"),
 ]
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
-BOOLEAN_ARGUMENTS = ("use_sim_time", "rviz", "environment", "keep_going", "view")
+BOOLEAN_ARGUMENTS = ("use_sim_time", "rviz", "environment", "keep_going", "view", "planner")
 
 
 def _flag(name: str, value) -> bool:
@@ -91,6 +94,7 @@ class Options:
     rviz: bool = False
     view: bool = False
     objects: str = ""
+    planner: bool = True
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -253,6 +257,12 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
                               params("world_node", "world.yaml", objects_file=o.objects,
                                      frame_prefix=o.frame_prefix, world_frame=o.world_frame),
                               factory="robot_bridge.nodes.world:WorldNode"))
+    if o.planner and o.mode == "sim" and planner_unavailable() is None:
+        specs.append(NodeSpec(PACKAGE, "planner_node", "planner_node", ns,
+                              params("planner_node", "planner.yaml", description_file=o.robot_file,
+                                     frame_prefix=o.frame_prefix, world_frame=o.world_frame,
+                                     environment=o.environment),
+                              factory="robot_bridge.nodes.planner:PlannerNode"))
     if o.rviz:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),
                               arguments=("-d", str(config_file(RVIZ_CONFIG))), optional=True))
@@ -277,6 +287,21 @@ def _with_files(spec: NodeSpec, o: Options) -> NodeSpec:
     for path in o.params_files:
         parameters.update(yaml_parameters(Path(path), spec.name, spec.namespace, must_exist=True))
     return replace(spec, parameters=parameters)
+
+
+def planner_unavailable() -> str | None:
+    """Why planner_node cannot run here (one line naming what to install), or None."""
+    import importlib.util
+
+    from . import planning
+
+    if not planning.available():
+        return "planner_node not started: the planning extra is not installed (pip install " \
+               "'robot_bridge[planning]')"
+    if importlib.util.find_spec("moveit_msgs") is None:
+        return "planner_node not started: moveit_msgs is not installed (apt install " \
+               "ros-$ROS_DISTRO-moveit-msgs, or make setup in a venv)"
+    return None
 
 
 def dds_environment(base: Mapping[str, str] | None = None) -> dict:

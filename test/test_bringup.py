@@ -25,8 +25,11 @@ def schema(spec: bringup.NodeSpec) -> dict:
     """name -> default of every parameter the node declares (sensor parameters for the default robot)."""
     from robot_bridge.nodes import controller, description, sensor_bridge, world
 
-    module = {"description_node": description, "sensor_bridge": sensor_bridge,
-              "controller_node": controller, "world_node": world}[spec.name]
+    if spec.name == "planner_node":
+        from robot_bridge.nodes import planner as module
+    else:
+        module = {"description_node": description, "sensor_bridge": sensor_bridge,
+                  "controller_node": controller, "world_node": world}[spec.name]
     declared = {name: default for name, default, _ in module.PARAMETERS}
     if spec.name == "sensor_bridge":
         for sensor in ("base_laser", "wrist_camera", "wrist_imu"):
@@ -36,7 +39,7 @@ def schema(spec: bringup.NodeSpec) -> dict:
 
 
 def test_default_node_set():
-    specs = by_name(bringup.node_set())
+    specs = by_name(bringup.node_set(bringup.Options(planner=False)))
     assert list(specs) == ["description_node", "sensor_bridge", "controller_node"]
     d, s, c = specs["description_node"], specs["sensor_bridge"], specs["controller_node"]
     assert {x.package for x in specs.values()} == {"robot_bridge"}
@@ -64,6 +67,29 @@ def test_objects_argument_starts_world_node():
     assert w.parameters["objects_file"] == "/m/objects.yaml" and w.parameters["frame_prefix"] == "r/"
     assert w.parameters["publish_rate"] == 10.0                        # from config/world.yaml
     assert w.factory == "robot_bridge.nodes.world:WorldNode"
+
+
+def test_planner_starts_in_sim_mode_when_installed_and_can_be_switched_off(monkeypatch):
+    reason = bringup.planner_unavailable()
+    names = list(by_name(bringup.node_set()))
+    if reason is None:
+        assert names[-1] == "planner_node"
+        p = by_name(bringup.node_set(bringup.Options(namespace="r", frame_prefix="r/")))["planner_node"]
+        assert (p.package, p.executable, p.namespace) == ("robot_bridge", "planner_node", "/r")
+        assert p.parameters["frame_prefix"] == "r/" and p.parameters["description_file"].endswith(
+            "default.env.xml")
+        assert p.parameters["trajectory_action"] == "controller_node/follow_joint_trajectory"
+        assert p.factory == "robot_bridge.nodes.planner:PlannerNode"
+    else:
+        assert "planner_node" not in names and "install" in reason
+    for options in (bringup.Options.from_strings({"planner": "false"}), bringup.Options(mode="real")):
+        assert "planner_node" not in by_name(bringup.node_set(options))
+    # without the extra: not started, one line naming what to install
+    from robot_bridge import planning
+
+    monkeypatch.setattr(planning, "available", lambda: False)
+    assert "planner_node" not in by_name(bringup.node_set())
+    assert "pip install 'robot_bridge[planning]'" in bringup.planner_unavailable()
 
 
 def test_yaml_values_are_used_and_arguments_override_them():
@@ -269,10 +295,14 @@ def test_every_node_parameter_is_in_its_yaml():
     """config/<node>.yaml lists every parameter of the node's schema (arrays without a value: commented)."""
     from robot_bridge.nodes import controller, description, sensor_bridge, world
 
-    for module, node, name in ((description, "description_node", "description.yaml"),
-                               (sensor_bridge, "sensor_bridge", "sensor_bridge.yaml"),
-                               (controller, "controller_node", "controller.yaml"),
-                               (world, "world_node", "world.yaml")):
+    nodes = [(description, "description_node", "description.yaml"),
+             (sensor_bridge, "sensor_bridge", "sensor_bridge.yaml"),
+             (controller, "controller_node", "controller.yaml"), (world, "world_node", "world.yaml")]
+    if bringup.planner_unavailable() is None:
+        from robot_bridge.nodes import planner
+
+        nodes.append((planner, "planner_node", "planner.yaml"))
+    for module, node, name in nodes:
         text = (REPO / "config" / name).read_text()
         values = bringup.yaml_parameters(REPO / "config" / name, node)
         for parameter, default, _ in module.PARAMETERS:

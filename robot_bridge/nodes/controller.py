@@ -115,6 +115,9 @@ PARAMETERS = params.schema(
           range=(0.0, 1.0)),
     Param("sim.grasp_objects", True, "Simulated fingers stop on the environment's bodies (collision "
                                      "geometry)"),
+    Param("sim.objects_topic", "world_node/objects", "Sim: world_node's latched <Environment> document; its "
+                                                     "detected bodies also stop the fingers (empty: none)",
+          read_only=True, string="name"),
     Param("canopen.interface", "socketcan", "python-can interface (socketcan, pcan, virtual, ...)",
           read_only=True),
     Param("canopen.channel", "can0", "python-can channel", read_only=True),
@@ -223,6 +226,14 @@ class ControllerNode(ContainedNode):
         self.create_service(SetBool, "~/enable", self._on_enable)
         # the description node's switches of the robot file (ros2 param set /description_node ...)
         self.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event, 10)
+        self._object_bodies: dict[str, Robot | None] = {}     # sim: world_node's body files, read once
+        self._world_objects: dict = {}                         # sim: name -> (body, pose) of world_node
+        if self._param("hardware") == "sim" and self._param("sim.objects_topic"):
+            from std_msgs.msg import String
+
+            from ..ros import qos
+            self.create_subscription(String, self._param("sim.objects_topic"), self._on_objects,
+                                     qos.description_qos())
 
         try:
             if self.hardware is None:
@@ -709,17 +720,54 @@ class ControllerNode(ContainedNode):
             return
         contact = None
         closing = (target - reference[grip.index]) * grip.closing > 0.0
-        if closing and self._param("sim.grasp_objects") and self.robot is not None and self.robot.environment:
+        bodies = self.robot is not None and (self.robot.environment or self._world_objects)
+        if closing and self._param("sim.grasp_objects") and bodies:
             from ..sim.grasp import contact_position
-            from ..sim.scene import Scene
             if self._scene is None:
-                self._scene = Scene(self.robot)
+                self._build_scene()
             positions = dict(zip(self.joints, map(float, self.control.sample.position)))
             contact = contact_position(self._scene, positions, grip.joint, target)
         effort = max_effort if max_effort > 0.0 else math.inf
         self.hardware.set_obstacle(grip.joint, contact, effort)
         if contact is not None:
             self.get_logger().info(f"{grip.name}: fingers meet a body at {grip.joint}={contact:.6f}")
+
+    def _build_scene(self) -> None:
+        from ..sim.scene import Scene
+
+        self._scene = Scene(self.robot)
+        if self._world_objects:
+            self._scene.set_objects(self._world_objects)
+
+    def _on_objects(self, msg) -> None:
+        """Sim: world_node's detected bodies, which the closing fingers also stop on."""
+        from ..errors import DescriptionError
+        from ..formats import load
+        from ..world.document import read_xml
+
+        try:
+            placed = read_xml(msg.data, source=self._param("sim.objects_topic"))
+        except DescriptionError as exc:
+            self.get_logger().warning(f"objects document ignored: {exc}", throttle_duration_sec=5.0)
+            return
+        objects = {}
+        for body in placed[:1000]:
+            if body.file not in self._object_bodies and len(self._object_bodies) < 256:
+                try:
+                    self._object_bodies[body.file] = load(body.file)
+                except Exception as exc:  # an unreadable body file: reported once, the others kept
+                    self._object_bodies[body.file] = None
+                    self.get_logger().warning(f"object body {body.file} not read: {exc}")
+            model = self._object_bodies.get(body.file)
+            if model is not None and (self.robot is None or body.name not in self.robot.environment):
+                objects[body.name] = (model, body.pose)
+        with self.lock:
+            self._world_objects = objects
+            if self._scene is not None:
+                try:
+                    self._scene.set_objects(objects)
+                except ValueError as exc:
+                    self.get_logger().warning(f"objects document ignored: {exc}", throttle_duration_sec=5.0)
 
     def _on_cancel(self, handle):
         with self.lock:

@@ -15,6 +15,11 @@ rclpy-free :class:`robot_bridge.world.WorldObjects` (matching, jitter, timeouts)
   colours as ObjectColor in a ``/planning_scene`` diff, for MoveIt's planning scene monitor; every current
   body again when a subscription matches (:mod:`robot_bridge.ros.planning_scene`).
 
+A body a robot carries (moveit_msgs/AttachedCollisionObject ADD on /attached_collision_object, as the
+planner node and move_group publish it) is re-parented on TF under the carrying link, at the pose it had
+when attached, until its REMOVE (then it stays where it was put down); while carried, detections neither
+move it nor let it time out.
+
 ``~/reload`` (std_srvs/Trigger) re-reads the mapping; a mapping that fails to load leaves the previous one
 in service.  Unknown class ids, unresolvable frames and non-finite poses are dropped with throttled
 warnings naming them (one line per kind and message, with counts).  A message is looked at up to
@@ -119,6 +124,8 @@ class WorldNode(ContainedNode):
         self.create_subscription(Detection3DArray, "detections", self._on_detections, 10, raw=True)
         self.create_reload_service(self.reload, lambda: self._p("objects_file"), "mapping")
         self.timer = self.create_timer(1.0 / float(self._p("publish_rate")), self._tick)
+        self._attached: dict[str, tuple[str, np.ndarray]] = {}      # body -> (link frame, link -> body)
+        self._subscribe_attached()
 
         ok, error = self.reload()
         if not ok:
@@ -309,7 +316,10 @@ class WorldNode(ContainedNode):
         if not objects:
             return
         stamp = self.get_clock().now().to_msg()
+        attached = dict(self._attached)
         self.tf_pub.publish(TFMessage(transforms=[
+            transform_stamped(attached[o.name][0], self._object_frame(o.name), attached[o.name][1], stamp)
+            if o.name in attached else
             transform_stamped(self.world_frame, self._object_frame(o.name), o.pose, stamp) for o in objects]))
 
     def _publish(self, changes: Changes, force: bool = False) -> None:
@@ -317,6 +327,7 @@ class WorldNode(ContainedNode):
         stamp = self.get_clock().now().to_msg()
         markers = []
         for name in changes.removed:
+            self._attached.pop(name, None)
             markers += delete_markers(self._object_frame(name), name, self._marker_counts.pop(name, 0), stamp)
         for obj in objects:
             cls = self.world.mapping.get(obj.class_id)
@@ -348,6 +359,64 @@ class WorldNode(ContainedNode):
                                        f"in {self.world_frame}")
         for name in changes.removed:
             self.get_logger().info(f"object {name} removed")
+
+
+    # -- bodies carried by a robot -------------------------------------------------------------------
+    def _subscribe_attached(self) -> None:
+        try:
+            from moveit_msgs.msg import AttachedCollisionObject
+        except ImportError:
+            self.get_logger().info("moveit_msgs is not installed: /attached_collision_object is not followed")
+            return
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+        self.create_subscription(AttachedCollisionObject, "/attached_collision_object", self._on_attached,
+                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                                            durability=DurabilityPolicy.VOLATILE))
+
+    def _on_attached(self, msg) -> None:
+        """ADD: carry the body with ``link_name`` at its current world pose; REMOVE: put it down where the
+        link holds it now (an empty object id: every carried body)."""
+        from moveit_msgs.msg import CollisionObject
+
+        world = self.world
+        if world is None:
+            return
+        name, link, operation = msg.object.id, msg.link_name.lstrip("/"), msg.object.operation
+        if operation == CollisionObject.ADD:
+            obj = world.get(name)
+            if obj is None:
+                self._warn(f"attach:{name}", f"attached object {name!r} is not a world body: ignored")
+                return
+            try:
+                link_pose = self.tf.lookup(self.world_frame, link)
+            except LookupError as exc:
+                self._warn(f"attach:{link}", f"cannot attach {name!r} to {link!r}: {exc}")
+                return
+            if world.hold(name):
+                self._attached[name] = (link, np.linalg.inv(link_pose) @ obj.pose)
+                self.get_logger().info(f"object {name} attached to {link}")
+                self._publish_tf()
+        elif operation == CollisionObject.REMOVE:
+            for body in [name] if name else list(self._attached):
+                self._detach(body)
+
+    def _detach(self, name: str) -> None:
+        entry = self._attached.pop(name, None)
+        if entry is None:
+            return
+        link, offset = entry
+        try:
+            pose = self.tf.lookup(self.world_frame, link) @ offset
+        except LookupError as exc:
+            self._warn(f"attach:{link}", f"{name!r} detached from {link!r} at its last known pose: {exc}")
+            obj = self.world.get(name)
+            if obj is None:
+                return
+            pose = obj.pose
+        changes = self.world.release(name, pose, self._now())
+        self.get_logger().info(f"object {name} detached from {link}")
+        self._publish(changes)
 
 
 def main(args=None) -> int:

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+# moveit_msgs/msg/MoveItErrorCodes values (test_planner checks each against moveit_msgs when importable)
 SUCCESS = 1
 FAILURE = 99999
 PLANNING_FAILED = -1
 INVALID_MOTION_PLAN = -2
+MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE = -3
+CONTROL_FAILED = -4
 TIMED_OUT = -6
+PREEMPTED = -7
 START_STATE_IN_COLLISION = -10
-INVALID_ROBOT_STATE = -11
 GOAL_IN_COLLISION = -12
 GOAL_VIOLATES_PATH_CONSTRAINTS = -13
 INVALID_GROUP_NAME = -15
-INVALID_GOAL_CONSTRAINTS = -17
-INVALID_OBJECT_NAME = -23
+INVALID_GOAL_CONSTRAINTS = -16
+INVALID_ROBOT_STATE = -17
+INVALID_LINK_NAME = -18
+INVALID_OBJECT_NAME = -19
+FRAME_TRANSFORM_FAILURE = -21
+START_STATE_INVALID = -26
+GOAL_STATE_INVALID = -27
 NO_IK_SOLUTION = -31
 
 CODE_NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
@@ -54,9 +62,15 @@ class StartInCollision(PlanningError):
 
 
 class InvalidRobotState(PlanningError):
-    """Start state outside the limits or naming a joint the robot does not have."""
+    """A state naming a joint the robot does not have (or drive)."""
 
     code = INVALID_ROBOT_STATE
+
+
+class StartStateInvalid(InvalidRobotState):
+    """A start state outside the joint limits."""
+
+    code = START_STATE_INVALID
 
 
 class GoalInCollision(PlanningError):
@@ -68,9 +82,27 @@ class InvalidGroup(PlanningError):
 
 
 class InvalidGoal(PlanningError):
-    """Goal outside the joint limits, naming an unknown joint / state / frame, or malformed."""
+    """Goal naming an unknown joint or state, or malformed."""
 
     code = INVALID_GOAL_CONSTRAINTS
+
+
+class GoalStateInvalid(InvalidGoal):
+    """A goal outside the joint limits."""
+
+    code = GOAL_STATE_INVALID
+
+
+class InvalidLinkName(InvalidGoal):
+    """A goal naming a link or frame the robot does not have."""
+
+    code = INVALID_LINK_NAME
+
+
+class FrameTransformFailure(InvalidGoal):
+    """A goal given in a frame the planner cannot place in its world."""
+
+    code = FRAME_TRANSFORM_FAILURE
 
 
 class InvalidObject(PlanningError):

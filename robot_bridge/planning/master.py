@@ -29,12 +29,16 @@ class PlanResult:
 
 class MasterModel:
     def __init__(self, search_path: Sequence[str] = (),
-                 acceleration_limits: Optional[Mapping[str, float]] = None, **planner_options):
+                 acceleration_limits: Optional[Mapping[str, float]] = None,
+                 environment: Optional[Mapping[str, object]] = None, **planner_options):
+        """``environment``: name -> body (a Robot placed by its own placement) of the robot file's world,
+        which a URDF does not carry; these bodies stay whatever world_node's documents say."""
         from .backend import require
 
         require()
         self.search_path = list(search_path)
         self.acceleration_limits = dict(acceleration_limits or {})
+        self.environment = dict(environment or {})
         self.planner_options = planner_options
         self.planner = None
         self.problems: list[str] = []
@@ -72,8 +76,10 @@ class MasterModel:
             return self._problem(f"robot description not used: {type(exc).__name__}: {exc}")
         self._urdf, self._srdf = urdf_text, srdf_text
         planner.set_joint_state(self._joint_state)
+        for name, body in self.environment.items():
+            planner.add_body(name, body)
         if self._objects:
-            planner.set_objects(self._objects)
+            planner.set_objects(self._objects, keep=list(self.environment))
         self.planner = planner
         for note in planner.notes:
             self._problem(note)
@@ -94,9 +100,12 @@ class MasterModel:
             objects = objects_from_xml(text, self._files)
         except (DescriptionError, OSError) as exc:
             return self._problem(f"world objects not used: {exc}")
+        clash = sorted(set(objects) & set(self.environment))
+        if clash:
+            return self._problem(f"world objects not used: names of environment bodies: {clash}")
         self._objects = objects
         if self.planner is not None:
-            self.planner.set_objects(objects)
+            self.planner.set_objects(objects, keep=list(self.environment))
         return None
 
     # -- requests ------------------------------------------------------------------------------------
@@ -113,3 +122,19 @@ class MasterModel:
         except PlanningError as exc:
             return PlanResult(exc.code, str(exc))
         return PlanResult(SUCCESS, "planned", plan)
+
+
+def scale_trajectory(trajectory, velocity_factor: float = 1.0, acceleration_factor: float = 1.0):
+    """The same path slowed down uniformly so that its velocities stay within ``velocity_factor`` and its
+    accelerations within ``acceleration_factor`` of what they were (MoveIt's scaling factors; a factor
+    outside (0, 1] counts as 1)."""
+    from .goals import Trajectory
+
+    def valid(f: float) -> float:
+        return float(f) if math.isfinite(f) and 0.0 < f <= 1.0 else 1.0
+
+    k = max(1.0 / valid(velocity_factor), math.sqrt(1.0 / valid(acceleration_factor)))
+    if k == 1.0:
+        return trajectory
+    return Trajectory(list(trajectory.joint_names), trajectory.times * k, trajectory.positions.copy(),
+                      trajectory.velocities / k, trajectory.accelerations / (k * k))

@@ -22,8 +22,9 @@ import numpy as np
 
 from ..model import Gripper, Handle, Robot
 from . import backend as _backend
-from .errors import (GoalInCollision, InvalidGoal, InvalidGroup, InvalidMotionPlan, InvalidObject,
-                     InvalidRobotState, NoIKSolution, NoPathFound, PlanningTimedOut, StartInCollision)
+from .errors import (GoalInCollision, GoalStateInvalid, InvalidGoal, InvalidGroup, InvalidLinkName,
+                     InvalidMotionPlan, InvalidObject, InvalidRobotState, NoIKSolution, NoPathFound,
+                     PlanningTimedOut, StartInCollision, StartStateInvalid)
 from .goals import (GraspGoal, GraspPlan, JointGoal, MotionPlan, NamedGoal, PathCheck, PoseGoal,
                     Trajectory)
 from .grasp import grasp_pose, masked_error, pregrasp_pose
@@ -203,7 +204,7 @@ class Planner:
         try:
             chain = set(chain_joints(self.robot, self.robot.root, link))
         except ValueError:
-            raise InvalidGoal(f"link {link!r} is not a link of robot {self.robot.name!r}") from None
+            raise InvalidLinkName(f"link {link!r} is not a link of robot {self.robot.name!r}") from None
         best, size = None, 0
         for name in self.group_names():
             try:
@@ -311,7 +312,7 @@ class Planner:
     def link_pose(self, link: str, q: Optional[np.ndarray] = None) -> np.ndarray:
         """World pose of a robot link at ``q`` (default: the current state)."""
         if not self._backend.has_frame(link):
-            raise InvalidGoal(f"no frame {link!r} in robot {self.robot.name!r}")
+            raise InvalidLinkName(f"no frame {link!r} in robot {self.robot.name!r}")
         return self.robot.placement @ self._backend.frame_pose(self.state if q is None else q, link)
 
     def _link_subtree(self, link: str) -> list[str]:
@@ -380,7 +381,7 @@ class Planner:
         if out.any():
             bad = [f"{self.joint_names[i]}={q[i]:.4g} not in [{b.lower[i]:.4g}, {b.upper[i]:.4g}]"
                    for i in np.flatnonzero(out)]
-            raise InvalidRobotState("start state outside the joint limits: " + ", ".join(bad))
+            raise StartStateInvalid("start state outside the joint limits: " + ", ".join(bad))
         q = np.clip(q, b.lower, b.upper)
         self._settle(q)
         if b.in_collision(q):
@@ -407,7 +408,7 @@ class Planner:
         idx = b.group_indices(group)
         out = [i for i in idx if q[i] < b.lower[i] - LIMIT_TOLERANCE or q[i] > b.upper[i] + LIMIT_TOLERANCE]
         if out:
-            raise InvalidGoal(f"{what} outside the joint limits: " + ", ".join(
+            raise GoalStateInvalid(f"{what} outside the joint limits: " + ", ".join(
                 f"{self.joint_names[i]}={q[i]:.4g} not in [{b.lower[i]:.4g}, {b.upper[i]:.4g}]" for i in out))
         if b.in_collision(q):
             raise GoalInCollision(f"{what} is in collision")
@@ -471,7 +472,7 @@ class Planner:
         until ``timeout``.  ``allowed``: (geometry names, links) pairs of contacts allowed here (a grasp)."""
         b = self._backend
         if not b.has_frame(frame):
-            raise InvalidGoal(f"no frame {frame!r} in robot {self.robot.name!r}")
+            raise InvalidLinkName(f"no frame {frame!r} in robot {self.robot.name!r}")
         mask = np.asarray(list(mask), dtype=bool)
         if mask.shape != (6,) or not mask.any():
             raise InvalidGoal("mask needs 6 booleans, at least one true")

@@ -13,6 +13,8 @@ into named bodies ``<class>_<n>``:
 - a continued body moves only when the new pose differs by more than ``jitter`` (m) or ``jitter_angle``
   (rad): detector noise does not count as motion;
 - ``expire(now)`` removes every non-``static`` body not detected for its class's ``timeout``;
+- a body that is held (``hold``: carried by a robot) neither moves with detections nor expires until
+  ``release``d at the pose where it was put down;
 - unknown class ids and non-finite or non-rigid poses are refused and reported in the returned
   :class:`Changes`, never stored.
 
@@ -157,6 +159,7 @@ class WorldObjects:
         self._lock = threading.RLock()
         self._mapping = mapping
         self._objects: dict[str, WorldObject] = {}
+        self._held: set[str] = set()
         self.version = 0                       # incremented on every change of bodies or poses
         self.set_limits(max_detections, max_bodies)
 
@@ -297,6 +300,8 @@ class WorldObjects:
             obj = self._objects[name]
             obj.last_seen = max(obj.last_seen, now)
             obj.detections += 1
+            if name in self._held:           # carried: seen, not moved by the detector
+                continue
             if det.id:
                 obj.track_id = det.id
             if moves[i]:
@@ -319,7 +324,7 @@ class WorldObjects:
         with self._lock:
             for name, obj in list(self._objects.items()):
                 cls = self._mapping.get(obj.class_id)
-                if obj.static or cls is None:
+                if obj.static or cls is None or name in self._held:
                     continue
                 if now - obj.last_seen > cls.timeout:
                     del self._objects[name]
@@ -332,8 +337,40 @@ class WorldObjects:
         with self._lock:
             if self._objects.pop(name, None) is None:
                 return False
+            self._held.discard(name)
             self.version += 1
             return True
+
+    def hold(self, name: str) -> bool:
+        """A robot carries body ``name``: detections no longer move it, it does not expire."""
+        with self._lock:
+            if name not in self._objects:
+                return False
+            self._held.add(name)
+            return True
+
+    def release(self, name: str, pose: np.ndarray, now: float) -> Changes:
+        """A carried body put down at ``pose`` (world frame); its timeout runs from ``now``."""
+        changes = Changes()
+        with self._lock:
+            obj = self._objects.get(name)
+            if obj is None or name not in self._held:
+                return changes
+            self._held.discard(name)
+            problem = pose_problem(pose)
+            if problem is not None:
+                changes.rejected.append(f"{name}: {problem}")
+                return changes
+            obj.pose = np.array(pose, dtype=float)
+            obj.last_seen = max(obj.last_seen, now)
+            obj.updates += 1
+            changes.moved.append(name)
+            self.version += 1
+        return changes
+
+    def is_held(self, name: str) -> bool:
+        with self._lock:
+            return name in self._held
 
     def next_expiry(self) -> Optional[float]:
         """Earliest time at which :meth:`expire` will remove a body (None: no body can expire)."""

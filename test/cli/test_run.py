@@ -50,7 +50,7 @@ def test_search_path_reaches_every_node_and_a_failed_load_is_an_error_per_node(t
 
 
 def test_keep_going_runs_without_the_robot(tmp_path):
-    process = start_run("--robot", str(tmp_path / "missing.robot.xml"), "--keep-going")
+    process = start_run("--robot", str(tmp_path / "missing.robot.xml"), "--keep-going", "--no-planner")
     output = Output(process)
     try:
         line = output.wait_for("(--keep-going)")

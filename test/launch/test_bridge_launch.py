@@ -134,7 +134,7 @@ def test_nodes_and_parameters_equal_bringup(arguments, rviz_installed):
 
 
 def test_default_launch_is_the_sim_bridge_on_the_embedded_robot():
-    _, _, nodes = visit({})
+    _, _, nodes = visit({"planner": "false"})
     by_name = {n.node_name: n for n in nodes}
     assert list(by_name) == ["/description_node", "/sensor_bridge", "/controller_node"]
     assert [n.node_executable for n in nodes] == ["description_node", "sensor_bridge_node", "controller_node"]
@@ -156,8 +156,17 @@ def test_rviz_only_on_request_with_the_shipped_config(rviz_installed):
 
 
 def test_rviz_requested_but_not_installed_starts_the_bridge_alone(rviz_missing):
-    _, _, nodes = visit({"rviz": "true"})
+    _, _, nodes = visit({"rviz": "true", "planner": "false"})
     assert [n.node_executable for n in nodes] == ["description_node", "sensor_bridge_node", "controller_node"]
+
+
+def test_planner_in_sim_mode_when_installed_and_off_on_request():
+    _, _, nodes = visit({})
+    executables = [n.node_executable for n in nodes]
+    assert ("planner_node" in executables) == (bringup.planner_unavailable() is None)
+    for arguments in ({"planner": "false"}, {"mode": "real"}):
+        _, _, nodes = visit(arguments)
+        assert "planner_node" not in [n.node_executable for n in nodes]
 
 
 def test_fast_dds_profile_is_exported_unless_one_is_chosen(monkeypatch):

@@ -239,7 +239,7 @@ def test_grasp_failures_are_typed(fresh):
     planner = fresh
     with pytest.raises(errors.InvalidObject) as info:
         planner.plan_grasp(GraspGoal("hand", "no_such_body", side_handle()))
-    assert info.value.code == errors.INVALID_OBJECT_NAME == -23
+    assert info.value.code == errors.INVALID_OBJECT_NAME == -19
     planner.add_body("ball_0", ball_body())
     with pytest.raises(errors.InvalidObject):
         planner.plan_grasp(GraspGoal("hand", "ball_0", "no_such_handle"))
@@ -254,18 +254,30 @@ def test_grasp_failures_are_typed(fresh):
 
 
 # -- bad goals ---------------------------------------------------------------------------------------------
+def test_error_codes_are_moveit_msgs_values():
+    codes = pytest.importorskip("moveit_msgs.msg", reason="moveit_msgs is not built into this "
+                                "environment").MoveItErrorCodes
+    ours = {k: v for k, v in vars(errors).items() if k.isupper() and isinstance(v, int) and k != "CODE_NAMES"}
+    assert len(ours) >= 20
+    for name, value in ours.items():
+        assert getattr(codes, name) == value, name
+    kinds = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.PlanningError)]
+    for kind in kinds:
+        assert kind.code in ours.values(), kind
+
+
 def test_bad_goals_get_typed_failures(fresh):
     planner = fresh
     cases = [
         (lambda: planner.plan(JointGoal({"j1": 0.5}), group="no_such_group"), errors.InvalidGroup, -15),
-        (lambda: planner.plan(JointGoal({"no_such_joint": 0.5})), errors.InvalidGoal, -17),
-        (lambda: planner.plan(JointGoal({"j1": 10.0}), group="arm"), errors.InvalidGoal, -17),
-        (lambda: planner.plan(NamedGoal("no_such_state")), errors.InvalidGoal, -17),
+        (lambda: planner.plan(JointGoal({"no_such_joint": 0.5})), errors.InvalidGoal, -16),
+        (lambda: planner.plan(JointGoal({"j1": 10.0}), group="arm"), errors.GoalStateInvalid, -27),
+        (lambda: planner.plan(NamedGoal("no_such_state")), errors.InvalidGoal, -16),
         (lambda: planner.plan(JointGoal({"j1": 0.5}), start={"no_such_joint": 0.0}), errors.InvalidRobotState,
-         -11),
-        (lambda: planner.plan(JointGoal({"j1": 0.5}), start={"j2": 5.0}), errors.InvalidRobotState, -11),
+         -17),
+        (lambda: planner.plan(JointGoal({"j1": 0.5}), start={"j2": 5.0}), errors.StartStateInvalid, -26),
         (lambda: planner.plan(PoseGoal("arm", far_pose())), errors.NoIKSolution, -31),
-        (lambda: planner.plan(PoseGoal("arm", np.eye(4), frame="no_such_link")), errors.InvalidGoal, -17),
+        (lambda: planner.plan(PoseGoal("arm", np.eye(4), frame="no_such_link")), errors.InvalidLinkName, -18),
     ]
     for call, kind, code in cases:
         with pytest.raises(kind) as info:
@@ -498,3 +510,55 @@ def test_mesh_bodies_collide_like_their_triangles(fresh, tmp_path):
     broken = Robot("b", links={"b": Link("b", collisions=[missing])}, is_robot=False)
     planner.add_body("broken", broken)
     assert any("broken" in note for note in planner.notes)
+
+
+def test_master_model_plans_around_the_robot_files_environment():
+    """A URDF carries no environment: the node hands the robot file's bodies to the model; they stay through
+    world_node's documents, which may not take their names."""
+    from robot_bridge.formats.srdf import to_srdf
+    from robot_bridge.formats.urdf import to_urdf
+    from robot_bridge.planning.master import MasterModel
+    from robot_bridge.world import load_mapping, to_xml
+    from robot_bridge.world.document import PlacedBody
+
+    source = scenes.embedded_robot()
+    urdf, _ = to_urdf(source)
+    master = MasterModel(environment=source.environment)
+    assert master.set_description(urdf, to_srdf(source.semantics, source.name)) is None
+    assert set(master.planner.bodies) == set(source.environment) >= {"table", "crate"}
+    ball = load_mapping(DATA_DIR / "objects.yaml").classes["ball"].file
+    assert master.set_objects_xml(to_xml([PlacedBody("ball_0", "ball", ball, _at((0.0, 0.0, 1.9)))])) is None
+    assert set(master.planner.bodies) == set(source.environment) | {"ball_0"}
+    assert master.set_objects_xml(to_xml([])) is None
+    assert set(master.planner.bodies) == set(source.environment)
+    assert "names of environment bodies" in master.set_objects_xml(
+        to_xml([PlacedBody("table", "ball", ball, _at((0.0, 0.0, 1.9)))]))
+    # states where the arm meets the table are collisions with the table (random states, fixed seed)
+    bare = MasterModel()
+    bare.set_description(urdf, to_srdf(source.semantics, source.name))
+    rng = np.random.default_rng(1)
+    planner = master.planner
+    hits = 0
+    for _ in range(300):
+        q = rng.uniform(planner.lower, planner.upper)
+        if planner.in_collision(q) and planner._colliding_bodies(q) == ["table"]:
+            hits += 1
+            assert not bare.planner.in_collision(q)
+    assert hits >= 3
+
+
+def test_scaled_trajectory_keeps_the_path_within_the_factors(embedded):
+    from robot_bridge.planning.master import scale_trajectory
+
+    _robot, planner, _checker = embedded
+    plan = planner.plan(NamedGoal("home"), start={"j1": 0.8, "j2": 0.2}, timeout=5.0)
+    traj = plan.trajectory
+    slow = scale_trajectory(traj, 0.5, 0.1)
+    assert np.array_equal(slow.positions, traj.positions)
+    assert np.abs(slow.velocities).max() <= 0.5 * np.abs(traj.velocities).max() + 1e-12
+    assert np.abs(slow.accelerations).max() <= 0.1 * np.abs(traj.accelerations).max() + 1e-12
+    def rates(t):
+        return np.abs(np.diff(t.positions, axis=0) / np.diff(t.times)[:, None]).max()
+
+    assert rates(slow) <= 0.5 * rates(traj) + 1e-9
+    assert scale_trajectory(traj, 0.0, 2.0) is traj          # outside (0, 1]: as planned

@@ -225,3 +225,21 @@ def test_read_xml_refuses_bad_documents():
         read_xml("<Environment><KinBody name='a' file='x'><translation>1 nan 0</translation></KinBody>"
                  "</Environment>")
     assert read_xml("<Environment frame='world'/>") == []
+
+
+def test_held_body_is_not_moved_by_detections_nor_expires_and_stays_where_released(mapping):
+    world = WorldObjects(mapping)
+    world.update([Detection("ball", pose((1.1, 0.3, 0.79)))], now=0.0)
+    assert world.hold("ball_0") and world.is_held("ball_0") and not world.hold("nothing")
+    # seen near the gripper while carried: refreshed, not moved, no second ball
+    changes = world.update([Detection("ball", pose((1.1, 0.3, 0.9)))], now=1.0)
+    assert not changes.moved and not changes.added and len(world) == 1
+    assert np.allclose(world.get("ball_0").pose, pose((1.1, 0.3, 0.79)))
+    assert not world.expire(now=100.0) and len(world) == 1
+    changes = world.release("ball_0", pose((0.5, -0.2, 0.8)), now=100.0)
+    assert changes.moved == ["ball_0"] and not world.is_held("ball_0")
+    assert np.allclose(world.get("ball_0").pose, pose((0.5, -0.2, 0.8)))
+    timeout = mapping.get("ball").timeout
+    assert not world.expire(now=100.0 + 0.5 * timeout)
+    assert world.expire(now=100.0 + 1.5 * timeout).removed == ["ball_0"]
+    assert not world.release("ball_0", pose((0.0, 0.0, 0.0)), now=200.0)

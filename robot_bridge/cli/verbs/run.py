@@ -128,7 +128,11 @@ def _wait_for_running_callbacks(executor) -> None:
 
 def _specs(args: argparse.Namespace) -> list[bringup.NodeSpec]:
     """The node set with --search-path, --xacro-args and every --params-file applied."""
-    return bringup.node_set(options_from_args(args))
+    options = options_from_args(args)
+    reason = bringup.planner_unavailable() if options.planner and options.mode == "sim" else None
+    if reason:
+        print(f"robot-bridge run: {reason}", file=sys.stderr)
+    return bringup.node_set(options)
 
 
 def _say(text: str) -> None:

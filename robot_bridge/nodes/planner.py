@@ -1,0 +1,914 @@
+"""planner_node: the master that plans around the world and executes, speaking move_group's interfaces.
+
+A thin adapter over :class:`robot_bridge.planning.master.MasterModel` (the rclpy-free state): subscribes
+``robot_description`` / ``robot_description_semantic`` (latched, as description_node publishes them),
+``joint_states`` and world_node's ``~/objects`` document; serves
+
+- action ``move_action`` (moveit_msgs/action/MoveGroup): a joint goal
+  (``goal_constraints[0].joint_constraints``), a named state (a ``goal_constraints[0]`` whose ``name`` is an
+  SRDF group_state and that holds no constraint), or a pose goal (position and/or orientation constraints on
+  one link, in the planner's world frame or a robot link frame; any other frame: FRAME_TRANSFORM_FAILURE);
+  ``plan_only`` plans without executing, ``replan`` plans again (up to ``replan_attempts``) when vision
+  feedback stops the arm;
+- action ``pickup`` (moveit_msgs/action/Pickup) and ``place`` (moveit_msgs/action/Place) on world bodies;
+- service ``plan_kinematic_path`` (moveit_msgs/srv/GetMotionPlan): plan only.
+
+Trajectories run through the controller's FollowJointTrajectory action, the gripper through its GripperCommand
+action.  While a trajectory runs, every world update is checked against the rest of the path; a body on it
+cancels the trajectory (the controller stops within its limits) and the goal ends with
+MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE naming the body.  Goals run one at a time on a worker thread
+(a new goal preempts the running one: PREEMPTED); subscriptions only store the latest input, the worker
+applies it.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from action_msgs.msg import GoalStatus
+from builtin_interfaces.msg import Duration
+from control_msgs.action import FollowJointTrajectory, GripperCommand
+from geometry_msgs.msg import Point
+from moveit_msgs.action import MoveGroup, Pickup, Place
+from moveit_msgs.msg import AttachedCollisionObject, CollisionObject, MoveItErrorCodes, RobotTrajectory
+from moveit_msgs.srv import GetMotionPlan
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ..kinematics import frames
+from ..ros import params, qos
+from ..ros.guard import ContainedNode
+from ..ros.params import Param
+
+E = MoveItErrorCodes
+PARAMETERS = params.schema(
+    Param("trajectory_action", "controller_node/follow_joint_trajectory",
+          "FollowJointTrajectory action that executes the planned trajectories (the controller node's)",
+          read_only=True, string="name"),
+    Param("gripper_action", "controller_node/gripper_cmd", "GripperCommand action of the gripper (Pickup, "
+                                                          "Place)", read_only=True, string="name"),
+    Param("objects_topic", "world_node/objects", "world_node's latched <Environment> document of the "
+                                                 "detected bodies (empty: no world bodies)",
+          read_only=True, string="name"),
+    Param("joint_states_topic", "joint_states", "Joint states of the robot", read_only=True, string="name"),
+    Param("description_file", "", "Robot file whose joint acceleration limits the controller uses and whose "
+                                  "environment bodies are planned around (a URDF carries neither); empty: "
+                                  "default_acceleration for every joint, world_node's bodies only",
+          read_only=True, string="text"),
+    Param("environment", True, "Plan around the environment bodies of description_file (as the description "
+                               "node publishes them on /tf_static)", read_only=True),
+    Param("search_path", params.STRING_ARRAY, "Directories searched for includes, meshes and body files",
+          read_only=True, string="text"),
+    Param("default_acceleration", 2.0, "Acceleration limit of joints without one (the controller's default)",
+          range=(1e-6, 1e6), read_only=True),
+    Param("world_frame", "", "The planner's world frame (pose goals); empty: world", read_only=True,
+          string="frame"),
+    Param("frame_prefix", "", "Prefix of the robot's TF frames (as the description node's)", read_only=True,
+          string="frame"),
+    Param("limit_margin", 0.1, "Trajectories keep this fraction below the velocity and acceleration limits "
+                               "(the controller's interpolation between samples overshoots them slightly)",
+          range=(0.0, 0.9)),
+    Param("default_planning_time", 5.0, "Seconds of planning when a request gives allowed_planning_time 0",
+          range=(0.001, 30.0)),
+    Param("execution_duration_scaling", 1.2, "A trajectory not finished after this times its duration, plus "
+                                             "execution_goal_margin, is canceled (TIMED_OUT)",
+          range=(1.0, 100.0)),
+    Param("execution_goal_margin", 2.0, "Seconds added to the scaled duration (controller goal time, stop)",
+          range=(0.0, 600.0)),
+    Param("server_timeout", 5.0, "Seconds to wait for the controller's action servers and their answers",
+          range=(0.01, 600.0)),
+    Param("lift_distance", 0.05, "m the gripper frame moves up (+z of the world) after a grasp and back "
+                                 "after a place when the goal gives no retreat", range=(0.0, 1.0)),
+    Param("seed", 0, "Seed of the planner's random sampling", range=(0, 2**31 - 1), read_only=True),
+)
+FEEDBACK_PLANNING, FEEDBACK_MONITOR, FEEDBACK_IDLE = "PLANNING", "MONITOR", "IDLE"
+MAX_CONSTRAINTS = 1000               # joint / position / orientation constraints of one goal
+MAX_JOINT_STATE_NAMES = 10000
+JOINT_STATE_SETTLE = 2               # fresh /joint_states awaited after the arm stopped, before replanning
+
+
+def attached_qos() -> QoSProfile:
+    """MoveIt's /attached_collision_object: reliable, volatile, depth 100."""
+    return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+class GoalFailed(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code, self.message = int(code), message
+
+
+@dataclass
+class Job:
+    kind: str                        # "move", "pickup", "place"
+    handle: object
+    future: Future
+    stop: threading.Event = field(default_factory=threading.Event)
+    stop_code: int = E.PREEMPTED
+    stop_reason: str = ""
+
+    def request_stop(self, reason: str) -> None:
+        self.stop_reason = reason
+        self.stop.set()
+
+    def check(self) -> None:
+        if self.stop.is_set():
+            raise GoalFailed(self.stop_code, self.stop_reason or "preempted")
+
+
+def _matrix(position, orientation) -> Optional[np.ndarray]:
+    from .world import pose_matrix
+
+    class _P:
+        pass
+
+    p = _P()
+    p.position, p.orientation = position, orientation
+    return pose_matrix(p)
+
+
+def _duration(t: float) -> Duration:
+    sec = int(math.floor(t))
+    return Duration(sec=sec, nanosec=min(999_999_999, int(round((t - sec) * 1e9))))
+
+
+def trajectory_msg(trajectory) -> JointTrajectory:
+    msg = JointTrajectory(joint_names=list(trajectory.joint_names))
+    for i, t in enumerate(trajectory.times):
+        msg.points.append(JointTrajectoryPoint(
+            positions=[float(v) for v in trajectory.positions[i]],
+            velocities=[float(v) for v in trajectory.velocities[i]],
+            accelerations=[float(v) for v in trajectory.accelerations[i]],
+            time_from_start=_duration(float(t))))
+    return msg
+
+
+class PlannerNode(ContainedNode):
+    def __init__(self, **kwargs):
+        super().__init__("planner_node", **kwargs)
+        from ..planning.master import MasterModel
+
+        self.params = params.NodeParameters(self, PARAMETERS)
+        self.world_frame = str(self.params.get("world_frame")) or frames.WORLD_FRAME
+        self.frame_prefix = str(self.params.get("frame_prefix"))
+        search = list(self.params.get("search_path") or [])
+        accelerations, environment = self._robot_file(search)
+        self.model = MasterModel(search, accelerations, environment, seed=int(self.params.get("seed")),
+                                 default_acceleration=float(self.params.get("default_acceleration")))
+        self.model_lock = threading.RLock()           # the model: the worker and the plan service
+        self._input_lock = threading.Lock()
+        self._pending_urdf: Optional[str] = None
+        self._pending_srdf: Optional[str] = None
+        self._pending_objects: Optional[str] = None
+        self._joints: dict[str, float] = {}
+        self._joints_dirty = False
+        self.joint_state_count = 0
+        self.objects_version = 0                      # world documents received
+        self._logged_problems = 0
+        self._jobs: "queue.Queue[Optional[Job]]" = queue.Queue()
+        self._current: Optional[Job] = None
+        self._wake = threading.Event()
+
+        latched = qos.description_qos()
+        self.create_subscription(String, "robot_description", self._on_description, latched)
+        self.create_subscription(String, "robot_description_semantic", self._on_semantic, latched)
+        self.create_subscription(JointState, self.params.get("joint_states_topic"), self._on_joint_states, 10)
+        if self.params.get("objects_topic"):
+            self.create_subscription(String, self.params.get("objects_topic"), self._on_objects, latched)
+        self.attached_pub = self.create_publisher(AttachedCollisionObject, "/attached_collision_object",
+                                                  attached_qos())
+        self.trajectory_client = ActionClient(self, FollowJointTrajectory,
+                                              self.params.get("trajectory_action"))
+        self.gripper_client = ActionClient(self, GripperCommand, self.params.get("gripper_action"))
+        self.move_server = ActionServer(self, MoveGroup, "move_action", execute_callback=self._execute_move,
+                                        goal_callback=lambda _r: GoalResponse.ACCEPT,
+                                        cancel_callback=self._on_cancel)
+        self.pickup_server = ActionServer(self, Pickup, "pickup", execute_callback=self._execute_pickup,
+                                          goal_callback=lambda _r: GoalResponse.ACCEPT,
+                                          cancel_callback=self._on_cancel)
+        self.place_server = ActionServer(self, Place, "place", execute_callback=self._execute_place,
+                                         goal_callback=lambda _r: GoalResponse.ACCEPT,
+                                         cancel_callback=self._on_cancel)
+        self.create_service(GetMotionPlan, "plan_kinematic_path", self._on_plan_service)
+        self._running = True
+        self._worker = threading.Thread(target=self._work, name="planner_node.worker", daemon=True)
+        self._worker.start()
+
+    def _robot_file(self, search: list) -> tuple[dict, dict]:
+        """The robot file's joint acceleration limits and environment bodies (a URDF carries neither)."""
+        path = self.params.get("description_file")
+        if not path:
+            return {}, {}
+        try:
+            from ..formats import load
+
+            robot = load(path, search_path=search or None)
+        except Exception as exc:  # bad file: the default acceleration serves, reported once
+            self.get_logger().error(f"description_file {path!r} not read ({type(exc).__name__}: {exc}); "
+                                    "default_acceleration for every joint, no environment bodies")
+            return {}, {}
+        accelerations = {j.name: float(j.acceleration[0]) for j in robot.active_joints
+                         if j.dof == 1 and float(j.acceleration[0]) > 0}
+        environment = dict(robot.environment) if self.params.get("environment") else {}
+        return accelerations, environment
+
+    # -- inputs (executor thread: stored, applied by the worker) --------------------------------------
+    def _on_description(self, msg: String) -> None:
+        with self._input_lock:
+            self._pending_urdf = msg.data
+        self._wake.set()
+
+    def _on_semantic(self, msg: String) -> None:
+        with self._input_lock:
+            self._pending_srdf = msg.data
+        self._wake.set()
+
+    def _on_objects(self, msg: String) -> None:
+        with self._input_lock:
+            self._pending_objects = msg.data
+            self.objects_version += 1
+        self._wake.set()
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        if len(msg.name) != len(msg.position) or len(msg.name) > MAX_JOINT_STATE_NAMES:
+            return
+        with self._input_lock:
+            for name, value in zip(msg.name, msg.position):
+                if math.isfinite(value):
+                    self._joints[name] = float(value)
+            self._joints_dirty = True
+            self.joint_state_count += 1
+
+    def sync(self) -> None:
+        """Apply the inputs received since the last call (worker or service, under model_lock)."""
+        with self._input_lock:
+            urdf, srdf, objects = self._pending_urdf, self._pending_srdf, self._pending_objects
+            self._pending_urdf = self._pending_srdf = self._pending_objects = None
+            joints = dict(self._joints) if self._joints_dirty else None
+            self._joints_dirty = False
+        model = self.model
+        if joints:
+            model.set_joint_state(list(joints), list(joints.values()))
+        if urdf is not None or srdf is not None:
+            reason = model.set_description(urdf, srdf)
+            if reason:
+                self.get_logger().error(reason)
+            elif urdf is not None and model.planner is not None:
+                self.get_logger().info(f"planning for robot {model.planner.robot.name!r}, groups "
+                                       f"{', '.join(model.planner.group_names())}")
+        if objects is not None:
+            reason = model.set_objects_xml(objects)
+            if reason:
+                self.get_logger().warning(reason)
+        for problem in model.problems[self._logged_problems:]:
+            self.get_logger().warning(problem)
+        self._logged_problems = len(model.problems)
+
+    # -- goals ------------------------------------------------------------------------------------
+    def _on_cancel(self, handle):
+        job = self._current
+        if job is not None and job.handle is handle:
+            job.request_stop("canceled by the client")
+        return CancelResponse.ACCEPT
+
+    async def _run(self, kind: str, handle):
+        job = Job(kind, handle, Future())
+        current = self._current
+        if current is not None:
+            current.request_stop("preempted by a new goal")
+        for old in list(self._jobs.queue):
+            if old is not None:
+                old.request_stop("preempted by a new goal")
+        self._jobs.put(job)
+        code, message, fields = await job.future
+        if code == E.SUCCESS:
+            handle.succeed()
+        elif handle.is_cancel_requested:
+            handle.canceled()
+        else:
+            handle.abort()
+        if code == E.SUCCESS:
+            self.get_logger().info(f"{kind} goal: {message}")
+        else:
+            self.get_logger().warning(f"{kind} goal failed (code {code}): {message}")
+        return code, message, fields
+
+    async def _execute_move(self, handle):
+        code, message, fields = await self._run("move", handle)
+        return MoveGroup.Result(error_code=MoveItErrorCodes(val=code, message=message, source="planner_node"),
+                                **fields)
+
+    async def _execute_pickup(self, handle):
+        code, message, fields = await self._run("pickup", handle)
+        return Pickup.Result(error_code=MoveItErrorCodes(val=code, message=message, source="planner_node"),
+                             **fields)
+
+    async def _execute_place(self, handle):
+        code, message, fields = await self._run("place", handle)
+        return Place.Result(error_code=MoveItErrorCodes(val=code, message=message, source="planner_node"),
+                            **fields)
+
+    def _feedback(self, job: Job, state: str) -> None:
+        try:
+            if job.kind == "move":
+                job.handle.publish_feedback(MoveGroup.Feedback(state=state))
+            elif job.kind == "pickup":
+                job.handle.publish_feedback(Pickup.Feedback(state=state))
+            else:
+                job.handle.publish_feedback(Place.Feedback(state=state))
+        except Exception:  # the goal ended meanwhile
+            pass
+
+    # -- the worker ---------------------------------------------------------------------------------
+    def _work(self) -> None:
+        while self._running:
+            try:
+                job = self._jobs.get(timeout=0.2)
+            except queue.Empty:
+                if self._wake.is_set():
+                    self._wake.clear()
+                    with self.model_lock:
+                        self._guarded(self.sync)
+                continue
+            if job is None:
+                return
+            self._current = job
+            try:
+                if job.stop.is_set():
+                    raise GoalFailed(job.stop_code, job.stop_reason)
+                with self.model_lock:
+                    self.sync()
+                fields = {"move": self._move, "pickup": self._pickup, "place": self._place}[job.kind](job)
+                outcome = (E.SUCCESS, "succeeded", fields)
+            except GoalFailed as exc:
+                outcome = (exc.code, exc.message, getattr(exc, "fields", {}))
+            except Exception as exc:  # a bug: the goal fails with the reason, the node keeps serving
+                self.on_callback_error("planner worker", exc)
+                outcome = (E.FAILURE, f"internal error: {type(exc).__name__}: {exc}", {})
+            finally:
+                self._current = None
+            self._feedback(job, FEEDBACK_IDLE)
+            job.future.set_result(outcome)
+
+    def _guarded(self, fn) -> None:
+        try:
+            fn()
+        except Exception as exc:  # contained: reported, the worker goes on
+            self.on_callback_error("planner worker", exc)
+
+    # -- planning -----------------------------------------------------------------------------------
+    def _planning_time(self, request) -> float:
+        t = float(request.allowed_planning_time)
+        return t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+
+    def _goal_of(self, request):
+        """The core goal of a MotionPlanRequest (GoalFailed when malformed)."""
+        from ..planning.goals import JointGoal, NamedGoal
+
+        group = request.group_name or None
+        if not request.goal_constraints:
+            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "no goal_constraints")
+        c = request.goal_constraints[0]
+        counts = (len(c.joint_constraints), len(c.position_constraints), len(c.orientation_constraints))
+        if max(counts) > MAX_CONSTRAINTS:
+            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, f"more than {MAX_CONSTRAINTS} constraints")
+        if c.joint_constraints:
+            if counts[1] or counts[2]:
+                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "joint and pose constraints in one goal")
+            values = {}
+            for jc in c.joint_constraints:
+                if not math.isfinite(jc.position):
+                    raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS,
+                                     f"joint {jc.joint_name!r}: position not finite")
+                values[jc.joint_name] = float(jc.position)
+            return JointGoal(values, group)
+        if counts[1] or counts[2]:
+            return self._pose_goal(c, group)
+        if c.name:
+            return NamedGoal(c.name, group)
+        raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS,
+                         "goal_constraints[0] holds no constraint and no state name")
+
+    def _frame_pose(self, frame: str) -> np.ndarray:
+        """World pose of a frame the planner knows: its world frame, a robot link, a world body."""
+        planner = self.model.planner
+        name = frame.lstrip("/")
+        if name in ("", self.world_frame):
+            return np.eye(4)
+        if self.frame_prefix and name.startswith(self.frame_prefix):
+            link = name[len(self.frame_prefix):]
+            if link in planner.robot.links:
+                return planner.link_pose(link)
+        elif not self.frame_prefix and name in planner.robot.links:
+            return planner.link_pose(name)
+        if name in planner.bodies:
+            return planner.body_pose(name)
+        raise GoalFailed(E.FRAME_TRANSFORM_FAILURE, f"frame {frame!r} is not one the planner knows (world "
+                                                    f"frame {self.world_frame!r}, robot links, world bodies)")
+
+    def _pose_goal(self, c, group):
+        from ..planning.goals import PoseGoal
+
+        links = {pc.link_name for pc in c.position_constraints} | \
+            {oc.link_name for oc in c.orientation_constraints}
+        if len(links) != 1:
+            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS,
+                             f"pose constraints on {len(links)} links, one expected")
+        link = links.pop()
+        if link not in self.model.planner.robot.links:
+            raise GoalFailed(E.INVALID_LINK_NAME, f"no link {link!r} in the robot")
+        pose = np.eye(4)
+        offset = np.eye(4)
+        mask = [False] * 6
+        if c.position_constraints:
+            pc = c.position_constraints[0]
+            region = pc.constraint_region
+            if not region.primitive_poses:
+                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "position constraint without a primitive pose")
+            p = region.primitive_poses[0].position
+            target = np.array([p.x, p.y, p.z, 1.0])
+            o = pc.target_point_offset
+            offset[:3, 3] = [o.x, o.y, o.z]
+            if not np.isfinite(target).all() or not np.isfinite(offset).all():
+                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "position constraint not finite")
+            pose[:3, 3] = (self._frame_pose(pc.header.frame_id) @ target)[:3]
+            mask[:3] = [True] * 3
+        if c.orientation_constraints:
+            oc = c.orientation_constraints[0]
+            local = _matrix(Point(), oc.orientation)
+            if local is None:
+                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "orientation constraint: zero or non-finite "
+                                                             "quaternion")
+            rotation = (self._frame_pose(oc.header.frame_id) @ local)[:3, :3]
+            pose[:3, :3] = rotation
+            tolerances = (oc.absolute_x_axis_tolerance, oc.absolute_y_axis_tolerance,
+                          oc.absolute_z_axis_tolerance)
+            mask[3:] = [not (math.isfinite(t) and t >= math.pi) for t in tolerances]
+        if not any(mask):
+            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "the pose constraints constrain nothing")
+        if group is None:
+            raise GoalFailed(E.INVALID_GROUP_NAME, "a pose goal needs group_name")
+        return PoseGoal(group, pose, frame=link, offset=offset, mask=mask)
+
+    def _start_of(self, request) -> Optional[dict]:
+        js = request.start_state.joint_state
+        if request.start_state.is_diff or not js.name:
+            return None
+        if len(js.name) != len(js.position) or len(js.name) > MAX_JOINT_STATE_NAMES:
+            raise GoalFailed(E.START_STATE_INVALID, "start_state.joint_state: names and positions differ in "
+                                                    "length")
+        return {n: float(p) for n, p in zip(js.name, js.position)}
+
+    def _plan(self, goal, group, start, timeout: float, velocity: float = 1.0, acceleration: float = 1.0):
+        """(MotionPlan, planning time); GoalFailed with the core's code."""
+        from ..planning.master import scale_trajectory
+
+        with self.model_lock:
+            self.sync()
+            if self.model.planner is None:
+                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            if start is not None:
+                unknown = sorted(set(start) - set(self.model.planner.joint_names))
+                if unknown:
+                    raise GoalFailed(E.INVALID_ROBOT_STATE, f"start state names unknown joints {unknown}")
+            t0 = time.monotonic()
+            result = self.model.plan(goal, group=group, start=start, timeout=timeout)
+            elapsed = time.monotonic() - t0
+        if result.code != E.SUCCESS:
+            raise GoalFailed(result.code, result.message)
+        plan = result.plan
+        keep = 1.0 - float(self.params.get("limit_margin"))
+        velocity = velocity if math.isfinite(velocity) and 0.0 < velocity <= 1.0 else 1.0
+        acceleration = acceleration if math.isfinite(acceleration) and 0.0 < acceleration <= 1.0 else 1.0
+        plan.trajectory = scale_trajectory(plan.trajectory, velocity * keep, acceleration * keep)
+        return plan, elapsed
+
+    def _robot_trajectory(self, plan) -> RobotTrajectory:
+        return RobotTrajectory(joint_trajectory=trajectory_msg(plan.trajectory))
+
+    def _start_msg(self, plan):
+        from moveit_msgs.msg import RobotState
+
+        traj = plan.trajectory
+        return RobotState(joint_state=JointState(name=list(traj.joint_names),
+                                                 position=[float(v) for v in traj.positions[0]]))
+
+    def _on_plan_service(self, request, response):
+        req = request.motion_plan_request
+        res = response.motion_plan_response
+        res.group_name = req.group_name
+        try:
+            with self.model_lock:
+                self.sync()
+                if self.model.planner is None:
+                    raise GoalFailed(E.FAILURE, "no robot_description received yet")
+                goal = self._goal_of(req)
+            plan, elapsed = self._plan(goal, req.group_name or None, self._start_of(req),
+                                       self._planning_time(req), req.max_velocity_scaling_factor,
+                                       req.max_acceleration_scaling_factor)
+        except GoalFailed as exc:
+            res.error_code = MoveItErrorCodes(val=exc.code, message=exc.message, source="planner_node")
+            return response
+        res.trajectory_start = self._start_msg(plan)
+        res.trajectory = self._robot_trajectory(plan)
+        res.planning_time = elapsed
+        res.error_code = MoveItErrorCodes(val=E.SUCCESS, message="planned", source="planner_node")
+        return response
+
+    # -- MoveGroup ---------------------------------------------------------------------------------
+    def _move(self, job: Job) -> dict:
+        goal = job.handle.request
+        req, options = goal.request, goal.planning_options
+        fields: dict = {}
+        attempts = 1 + (max(0, int(options.replan_attempts)) if options.replan else 0)
+        if options.replan and options.replan_attempts <= 0:
+            attempts = 1 + 5                  # move_group's default replan_attempts
+        with self.model_lock:
+            if self.model.planner is None:
+                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            core_goal = self._goal_of(req)
+        start = self._start_of(req) if options.plan_only else None
+        if not options.plan_only:
+            self._check_start(req)
+        total_planning = 0.0
+        for attempt in range(attempts):
+            job.check()
+            self._feedback(job, FEEDBACK_PLANNING)
+            try:
+                plan, elapsed = self._plan(core_goal, req.group_name or None, start,
+                                           self._planning_time(req), req.max_velocity_scaling_factor,
+                                           req.max_acceleration_scaling_factor)
+            except GoalFailed as exc:
+                exc.fields = fields
+                raise
+            total_planning += elapsed
+            fields = {"trajectory_start": self._start_msg(plan),
+                      "planned_trajectory": self._robot_trajectory(plan), "planning_time": total_planning}
+            if options.plan_only:
+                return fields
+            try:
+                self._follow(job, plan)
+                fields["executed_trajectory"] = fields["planned_trajectory"]
+                return fields
+            except GoalFailed as exc:
+                exc.fields = fields
+                if exc.code != E.MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE or attempt + 1 >= attempts:
+                    raise
+                self.get_logger().info(f"{exc.message}; replanning from where the arm stopped "
+                                       f"(attempt {attempt + 2} of {attempts})")
+                self._await_joint_states(job)
+        raise GoalFailed(E.FAILURE, "no attempt left")     # not reached
+
+    def _check_start(self, req) -> None:
+        """An executed goal starts where the robot is: a start state given must be the current one."""
+        start = self._start_of(req)
+        if start is None:
+            return
+        with self._input_lock:
+            current = dict(self._joints)
+        off = {n: v for n, v in start.items() if n in current and abs(current[n] - v) > 0.01}
+        if off or any(n not in current for n in start):
+            raise GoalFailed(E.START_STATE_INVALID, "an executed goal starts at the current state; "
+                             f"start_state differs from /joint_states for {sorted(off) or sorted(start)}")
+
+    def _await_joint_states(self, job: Job) -> None:
+        """Wait for fresh /joint_states (the arm at rest after a stop) before planning again."""
+        with self._input_lock:
+            seen = self.joint_state_count
+        deadline = time.monotonic() + float(self.params.get("server_timeout"))
+        while time.monotonic() < deadline:
+            job.check()
+            with self._input_lock:
+                if self.joint_state_count >= seen + JOINT_STATE_SETTLE:
+                    return
+            time.sleep(0.01)
+        raise GoalFailed(E.ROBOT_STATE_STALE, "no /joint_states after the arm stopped")
+
+    # -- execution ---------------------------------------------------------------------------------
+    def _wait(self, future, timeout: float, job: Optional[Job] = None) -> bool:
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        deadline = time.monotonic() + timeout
+        while not done.wait(0.02):
+            if time.monotonic() > deadline:
+                return False
+            if job is not None and job.stop.is_set():
+                return done.is_set()
+        return True
+
+    def _send(self, client, goal, what: str, job: Job):
+        timeout = float(self.params.get("server_timeout"))
+        if not client.wait_for_server(timeout_sec=timeout):
+            raise GoalFailed(E.CONTROL_FAILED, f"no {what} action server at {client._action_name!r}")
+        sent = client.send_goal_async(goal)
+        if not self._wait(sent, timeout):
+            raise GoalFailed(E.CONTROL_FAILED, f"{what} server at {client._action_name!r} did not answer")
+        handle = sent.result()
+        if not handle.accepted:
+            raise GoalFailed(E.CONTROL_FAILED, f"{what} goal rejected by {client._action_name!r}")
+        return handle
+
+    def _stop(self, handle, result_future) -> None:
+        """Cancel a controller goal and wait until it ended (the arm at rest, within the controller's
+        stop rules)."""
+        handle.cancel_goal_async()
+        self._wait(result_future, float(self.params.get("server_timeout")) + 5.0)
+
+    def _follow(self, job: Job, plan, monitor: bool = True) -> None:
+        """Run ``plan`` through FollowJointTrajectory, checking the rest of the path on every world update
+        (``monitor``)."""
+        traj = plan.trajectory
+        self._feedback(job, FEEDBACK_MONITOR)
+        goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(traj))
+        handle = self._send(self.trajectory_client, goal, "FollowJointTrajectory", job)
+        started = time.monotonic()
+        result_future = handle.get_result_async()
+        limit = traj.duration * float(self.params.get("execution_duration_scaling")) + \
+            float(self.params.get("execution_goal_margin"))
+        with self._input_lock:
+            seen = self.objects_version
+        while not self._wait(result_future, 0.05):
+            if job.stop.is_set():
+                self._stop(handle, result_future)
+                job.check()
+            if time.monotonic() - started > limit:
+                self._stop(handle, result_future)
+                raise GoalFailed(E.TIMED_OUT, f"the trajectory did not end within {limit:.3g} s")
+            with self._input_lock:
+                changed = self.objects_version != seen
+                seen = self.objects_version
+            if not changed or not monitor:
+                continue
+            with self.model_lock:
+                self.sync()
+                check = self.model.planner.path_valid(traj, max(0.0, time.monotonic() - started - 0.05))
+            self.get_logger().debug(f"world update while executing: {check}")
+            if not check.valid:
+                self._stop(handle, result_future)
+                bodies = ", ".join(check.bodies) or "a world body"
+                raise GoalFailed(E.MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE,
+                                 f"{bodies} on the remaining path (at t={check.collision_time:.3g} s of "
+                                 f"{traj.duration:.3g} s): trajectory stopped")
+        response = result_future.result()
+        result = response.result
+        if result.error_code != FollowJointTrajectory.Result.SUCCESSFUL or \
+                response.status != GoalStatus.STATUS_SUCCEEDED:
+            raise GoalFailed(E.CONTROL_FAILED, f"FollowJointTrajectory ended with error_code "
+                                               f"{result.error_code} (status {response.status}): "
+                                               f"{result.error_string}")
+
+    def _grip(self, job: Job, position: float, max_effort: float = 0.0):
+        goal = GripperCommand.Goal()
+        goal.command.position, goal.command.max_effort = float(position), float(max_effort)
+        handle = self._send(self.gripper_client, goal, "GripperCommand", job)
+        result_future = handle.get_result_async()
+        if not self._wait(result_future, float(self.params.get("server_timeout")) + 30.0):
+            self._stop(handle, result_future)
+            raise GoalFailed(E.TIMED_OUT, "the gripper did not finish")
+        response = result_future.result()
+        if response.status != GoalStatus.STATUS_SUCCEEDED:
+            raise GoalFailed(E.CONTROL_FAILED, f"GripperCommand ended with status {response.status} at "
+                                               f"position {response.result.position:.4g}")
+        return response.result
+
+    # -- grasps ------------------------------------------------------------------------------------
+    def _gripper_of(self, name: str):
+        grippers = self.model.planner.semantics.grippers
+        if not name:
+            if len(grippers) != 1:
+                raise GoalFailed(E.INVALID_GROUP_NAME, "end_effector empty and the robot has "
+                                                       f"{len(grippers)} grippers: {sorted(grippers)}")
+            return next(iter(grippers.values()))
+        if name not in grippers:
+            raise GoalFailed(E.INVALID_GROUP_NAME, f"no gripper {name!r} (hpp grippers: {sorted(grippers)})")
+        return grippers[name]
+
+    def _handle_of(self, body: str, gripper, grasps):
+        """The handle to grasp: from ``possible_grasps[0]`` (MoveIt's grasp_pose is the pose of the gripper's
+        link), else the body's first hpp handle."""
+        from ..model import Handle
+
+        planner = self.model.planner
+        if not grasps:
+            semantics = planner.bodies[body].robot.semantics
+            handles = semantics.handles if semantics is not None else {}
+            if not handles:
+                raise GoalFailed(E.INVALID_OBJECT_NAME,
+                                 f"body {body!r} has no hpp handle: give possible_grasps")
+            return handles[sorted(handles)[0]]
+        grasp = grasps[0]
+        local = _matrix(grasp.grasp_pose.pose.position, grasp.grasp_pose.pose.orientation)
+        if local is None:
+            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "grasp_pose not finite or zero quaternion")
+        entry = planner.bodies[body]
+        root_link = entry.robot.root
+        gripper_world = self._frame_pose(grasp.grasp_pose.header.frame_id) @ local @ np.asarray(gripper.pose)
+        handle_pose = np.linalg.inv(planner.handle_link_pose(body, root_link)) @ gripper_world
+        approach = grasp.pre_grasp_approach
+        d = np.array([approach.direction.vector.x, approach.direction.vector.y, approach.direction.vector.z])
+        frame = approach.direction.header.frame_id
+        if np.isfinite(d).all() and np.linalg.norm(d) > 1e-9:
+            if frame.lstrip("/") in ("", self.frame_prefix + gripper.link):
+                direction = np.asarray(gripper.pose)[:3, :3].T @ d        # gripper link -> gripper frame
+            else:
+                direction = gripper_world[:3, :3].T @ (self._frame_pose(frame)[:3, :3] @ d)
+        else:
+            direction = np.array([0.0, 0.0, 1.0])
+        distance = float(approach.desired_distance) if math.isfinite(approach.desired_distance) else 0.0
+        clearance = max(0.0, distance - float(gripper.clearance))
+        return Handle(grasp.id or "grasp", root_link, handle_pose, [True] * 6, clearance,
+                      direction / np.linalg.norm(direction))
+
+    def _gripper_positions(self, gripper) -> tuple[str, float, float]:
+        """(joint, open, closed) of the gripper's driving joint: SRDF group_states "open" / "closed" naming
+        it, else its upper / lower limit."""
+        planner = self.model.planner
+        joints = [j for j in gripper.joints if j in planner.joint_names]
+        if not joints:
+            raise GoalFailed(E.INVALID_GROUP_NAME, f"gripper {gripper.name!r} drives no joint of the planner")
+        joint = joints[0]
+        i = planner.joint_names.index(joint)
+        values = {"open": float(planner.upper[i]), "closed": float(planner.lower[i])}
+        for state in planner.semantics.group_states:
+            if state.name in values and joint in state.values:
+                values[state.name] = float(state.values[joint][0])
+        return joint, values["open"], values["closed"]
+
+    def _posture(self, posture, joint: str, default: float) -> float:
+        if joint in posture.joint_names and posture.points:
+            value = posture.points[-1].positions[list(posture.joint_names).index(joint)]
+            if math.isfinite(value):
+                return float(value)
+        return default
+
+    def _move_frame(self, job: Job, group: str, link: str, target: np.ndarray, what: str) -> None:
+        """Plan the gripper link to ``target`` (world) and run it."""
+        from ..planning.goals import PoseGoal
+
+        plan, _ = self._plan(PoseGoal(group, target, frame=link), None, None,
+                             float(self.params.get("default_planning_time")))
+        try:
+            self._follow(job, plan)
+        except GoalFailed as exc:
+            exc.message = f"{what}: {exc.message}"
+            raise
+
+    def _shifted(self, link: str, direction, distance: float, frame: str = "") -> np.ndarray:
+        """World pose of ``link`` now, moved by ``distance`` along ``direction`` (in ``frame``; default: +z of
+        the world)."""
+        planner = self.model.planner
+        pose = planner.link_pose(link)
+        d = np.array([0.0, 0.0, 1.0]) if direction is None else np.asarray(direction, dtype=float)
+        if frame:
+            d = self._frame_pose(frame)[:3, :3] @ d
+        norm = np.linalg.norm(d)
+        if not np.isfinite(norm) or norm < 1e-9:
+            d, norm = np.array([0.0, 0.0, 1.0]), 1.0
+        out = pose.copy()
+        out[:3, 3] += distance * d / norm
+        return out
+
+    def _retreat(self, translation) -> tuple:
+        v = translation.direction.vector
+        d = np.array([v.x, v.y, v.z])
+        distance = float(translation.desired_distance)
+        if not (np.isfinite(d).all() and np.linalg.norm(d) > 1e-9 and math.isfinite(distance)
+                and distance > 0):
+            return None, float(self.params.get("lift_distance")), ""
+        return d, distance, translation.direction.header.frame_id
+
+    def _pickup(self, job: Job) -> dict:
+        from ..planning.goals import GraspGoal
+
+        goal = job.handle.request
+        with self.model_lock:
+            self.sync()
+            planner = self.model.planner
+            if planner is None:
+                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            gripper = self._gripper_of(goal.end_effector)
+            if goal.target_name not in planner.bodies:
+                raise GoalFailed(E.INVALID_OBJECT_NAME, f"no body {goal.target_name!r} in the world (bodies: "
+                                                        f"{sorted(planner.bodies)})")
+            handle = self._handle_of(goal.target_name, gripper, list(goal.possible_grasps[:1]))
+            joint, opened, closed = self._gripper_positions(gripper)
+        self._feedback(job, FEEDBACK_PLANNING)
+        t = float(goal.allowed_planning_time)
+        timeout = t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+        with self.model_lock:
+            core_goal = GraspGoal(gripper.name, goal.target_name, handle, goal.group_name or None)
+            result = self.model.plan(core_goal, timeout=timeout)
+        if result.code != E.SUCCESS:
+            raise GoalFailed(result.code, result.message)
+        grasp = result.plan
+        fields = {"trajectory_start": self._start_msg(grasp.reach),
+                  "trajectory_stages": [self._robot_trajectory(grasp.reach),
+                                        self._robot_trajectory(grasp.approach)],
+                  "trajectory_descriptions": ["reach pre-grasp", "approach"],
+                  "planning_time": grasp.reach.planning_time}
+        if goal.planning_options.plan_only:
+            return fields
+        pre = goal.possible_grasps[0].pre_grasp_posture if goal.possible_grasps else None
+        close = goal.possible_grasps[0].grasp_posture if goal.possible_grasps else None
+        self._grip(job, self._posture(pre, joint, opened) if pre else opened)
+        self._follow(job, grasp.reach)
+        self._follow(job, grasp.approach, monitor=False)     # the body is meant to be touched
+        self._grip(job, self._posture(close, joint, closed) if close else closed)
+        with self.model_lock:
+            self.sync()
+            planner.attach(goal.target_name, gripper.link)
+            touch = list(planner.bodies[goal.target_name].touch)
+        self.publish_attached(goal.target_name, gripper.link, touch, True)
+        retreat = goal.possible_grasps[0].post_grasp_retreat if goal.possible_grasps else None
+        d, distance, frame = self._retreat(retreat) if retreat is not None else \
+            (None, float(self.params.get("lift_distance")), "")
+        if distance > 0:
+            with self.model_lock:
+                target = self._shifted(gripper.link, d, distance, frame)
+            self._move_frame(job, grasp.reach.group, gripper.link, target, "lift")
+        return fields
+
+    def _place(self, job: Job) -> dict:
+        goal = job.handle.request
+        with self.model_lock:
+            self.sync()
+            planner = self.model.planner
+            if planner is None:
+                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            held = [n for n, b in planner.bodies.items() if b.attached is not None]
+            body = goal.attached_object_name or (held[0] if len(held) == 1 else "")
+            if body not in held:
+                raise GoalFailed(E.INVALID_OBJECT_NAME, f"no attached body {body!r} (attached: {held})")
+            if not goal.place_locations:
+                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "no place_locations")
+            location = goal.place_locations[0]
+            entry = planner.bodies[body]
+            link = entry.attached
+            local = _matrix(location.place_pose.pose.position, location.place_pose.pose.orientation)
+            if local is None:
+                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "place_pose not finite or zero quaternion")
+            placed = self._frame_pose(location.place_pose.header.frame_id) @ local
+            link_target = placed @ entry.robot.placement @ np.linalg.inv(entry.grip)
+            gripper = next((g for g in planner.semantics.grippers.values() if g.link == link), None)
+            if gripper is None:
+                raise GoalFailed(E.INVALID_GROUP_NAME, f"no gripper on link {link!r}")
+            joint, opened, _closed = self._gripper_positions(gripper)
+            group = goal.group_name or planner._group_for_link(link)
+            d, distance, frame = self._retreat(location.pre_place_approach)
+            above = link_target.copy()
+            shift = np.array([0.0, 0.0, 1.0]) if d is None else -(
+                self._frame_pose(frame)[:3, :3] @ d if frame else d)
+            above[:3, 3] += distance * shift / np.linalg.norm(shift)
+        self._feedback(job, FEEDBACK_PLANNING)
+        self._move_frame(job, group, link, above, "pre-place")
+        self._move_frame(job, group, link, link_target, "place")
+        self._grip(job, self._posture(location.post_place_posture, joint, opened))
+        with self.model_lock:
+            self.sync()
+            planner.detach(body)
+        self.publish_attached(body, link, [], False)
+        d, distance, frame = self._retreat(location.post_place_retreat)
+        if distance > 0:
+            with self.model_lock:
+                target = self._shifted(link, d, distance, frame)
+            self._move_frame(job, group, link, target, "retreat")
+        return {}
+
+    def publish_attached(self, body: str, link: str, touch: list, add: bool) -> None:
+        msg = AttachedCollisionObject(link_name=self.frame_prefix + link,
+                                      touch_links=[self.frame_prefix + t for t in touch])
+        msg.object.id = body
+        msg.object.header.frame_id = self.frame_prefix + link
+        msg.object.header.stamp = self.get_clock().now().to_msg()
+        msg.object.operation = CollisionObject.ADD if add else CollisionObject.REMOVE
+        self.attached_pub.publish(msg)
+
+    def destroy_node(self):
+        self._running = False
+        job = self._current
+        if job is not None:
+            job.request_stop("planner_node shutting down")
+        self._jobs.put(None)
+        self._worker.join(timeout=5.0)
+        super().destroy_node()
+
+
+def main(args=None) -> int:
+    from ..ros.runner import spin_node
+
+    return spin_node(PlannerNode, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
