@@ -5,28 +5,45 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 CMAKE ?= cmake
+# The ROS 2 wheels distribution: Kilted in .venv (default), or `make setup ROS_DISTRO=jazzy` (= `make setup-jazzy`)
+# for Jazzy in .venv-jazzy; both venvs live side by side.  Only a ROS_DISTRO given on the command line selects:
+# a sourced ROS 2 exports ROS_DISTRO too, and then setup_venv.sh uses that install in .venv.
+ifeq ($(origin ROS_DISTRO),command line)
+WHEELS_DISTRO := $(ROS_DISTRO)
+else
+WHEELS_DISTRO := kilted
+endif
+ifeq ($(WHEELS_DISTRO),kilted)
 VENV := .venv
+REQUIREMENTS := requirements-ros.txt
+else ifeq ($(WHEELS_DISTRO),jazzy)
+VENV := .venv-jazzy
+REQUIREMENTS := requirements-ros-jazzy.txt
+else
+$(error ROS_DISTRO=$(WHEELS_DISTRO): the wheels setup knows kilted (default) and jazzy; for another distribution source its ROS 2 install and run `make setup` without ROS_DISTRO)
+endif
 VPY := $(VENV)/bin/python
-export PYTHON CMAKE CC CXX VENV
+export PYTHON CMAKE CC CXX VENV REQUIREMENTS
 
 # The setup is redone only when one of its inputs changes (the stamp name carries their hash).
 # ../shared/ros2-tools/install.sh keeps its own stamp.
-SETUP_INPUTS := setup.py setup.cfg requirements-ros.txt tools/setup_venv.sh tools/venv_ros_prefix.py \
+SETUP_INPUTS := setup.py setup.cfg $(REQUIREMENTS) tools/setup_venv.sh tools/venv_ros_prefix.py \
 	$(shell find tools/venv_interfaces -type f 2>/dev/null | LC_ALL=C sort) \
 	$(wildcard ../shared/ros2-tools/install.sh)
 SETUP_HASH := $(shell cat $(SETUP_INPUTS) | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.setup-stamp-$(SETUP_HASH)
 LINT_PATHS := $(wildcard robot_bridge test bench)
 
-.PHONY: help setup lint test demo clean distclean
+.PHONY: help setup lint test demo clean distclean setup-jazzy test-jazzy
 
 help:
 	@echo "make setup      create/update $(VENV): ROS 2 wheels (or the sourced ROS 2), tools/venv_interfaces, robot_bridge"
 	@echo "make test       ruff + the whole pytest suite on a fresh ROS_DOMAIN_ID (runs setup if needed)"
+	@echo "                add ROS_DISTRO=jazzy to any target (or: make setup-jazzy, make test-jazzy) for ROS 2 Jazzy in .venv-jazzy"
 	@echo "make demo       run the bridge in sim mode with a small master client (report + demo_out/demo.png)"
 	@echo "make lint       ruff only"
 	@echo "make clean      remove build and test caches (keeps $(VENV))"
-	@echo "make distclean  clean + remove $(VENV)"
+	@echo "make distclean  clean + remove .venv and .venv-jazzy"
 
 # The venv's ROS 2 prefix links (share/robot_bridge, lib/robot_bridge) follow added or removed launch/config
 # files and executables on every run (an edited one needs nothing: the links point at it).
@@ -39,6 +56,12 @@ $(STAMP):
 
 lint: setup
 	$(VPY) -m ruff check $(LINT_PATHS)
+
+setup-jazzy:
+	$(MAKE) setup ROS_DISTRO=jazzy
+
+test-jazzy:
+	$(MAKE) test ROS_DISTRO=jazzy
 
 # Lint and tests both run so CI reports both; the target fails if either does. pytest exits 5 when it
 # collects no tests: like any non-zero status, that fails the target.
@@ -57,4 +80,4 @@ clean:
 	find robot_bridge test bench -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf .venv .venv-jazzy

@@ -23,6 +23,14 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_report_header(config):
+    """The ROS 2 distribution the suite runs on, named in every run's output (CI runs Kilted and Jazzy)."""
+    from robot_bridge.ros import rcl_layout
+
+    return (f"ROS 2 distro: {rcl_layout.distro()} (rclpy {rcl_layout.rclpy_version() or 'not found'}, "
+            f"rcl {rcl_layout.rcl_version() or 'not found'})")
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     """The shared robot corpus; tests that need it skip cleanly when it is absent."""

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create or update the development venv (called by `make setup`; see the Makefile for the variables).
 #
-# Without a system ROS 2: pinned ROS 2 Kilted wheels from PyPI + the interface packages of tools/venv_interfaces
+# Without a system ROS 2: pinned ROS 2 wheels from PyPI ($REQUIREMENTS: Kilted, or Jazzy with
+# requirements-ros-jazzy.txt) + the interface packages of tools/venv_interfaces
 # (tf2_msgs, control_msgs, vision_msgs, ...) built into the venv.
 # With a sourced system ROS 2 (rclpy and tf2_msgs import): a --system-site-packages venv that uses it.
 # Then robot_bridge is installed editable with its test, raycast and planning extras. Safe to re-run.
@@ -12,7 +13,7 @@ PYTHON=${PYTHON:-python3}
 CMAKE=${CMAKE:-cmake}
 CC=${CC:-cc}
 CXX=${CXX:-c++}
-REQUIREMENTS=requirements-ros.txt
+REQUIREMENTS=${REQUIREMENTS:-requirements-ros.txt}
 IFACE_SRC=tools/venv_interfaces
 start=$SECONDS
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import logging
 import os
 import platform
 import struct
@@ -52,6 +53,7 @@ from rclpy.guard_condition import GuardCondition
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 from .. import jit
+from . import rcl_layout
 
 RCL_RET_OK = 0
 RCL_RET_SUBSCRIPTION_TAKE_FAILED = 401
@@ -116,6 +118,9 @@ class _Libraries:
             self.libc = ctypes.CDLL(None)
         except OSError as exc:
             raise FastPathUnavailable(f"rcl not reachable through ctypes: {exc}") from None
+        problem = rcl_layout.check(self.rcutils, _SerializedMessage, _Allocator)
+        if problem:
+            raise FastPathUnavailable(problem)
         self.set_callback = getattr(self.rcl, "rcl_subscription_set_on_new_message_callback", None)
         if self.set_callback is not None:
             self.set_callback.argtypes = [ctypes.c_void_p, _EVENT_CALLBACK, ctypes.c_void_p]
@@ -148,12 +153,21 @@ class _Libraries:
 
 
 _libraries: Optional[_Libraries] = None
+_unavailable: Optional[FastPathUnavailable] = None
 
 
 def _libs() -> _Libraries:
-    global _libraries
+    """rcl through ctypes, checked once per process (``rcl_layout``); FastPathUnavailable, logged once."""
+    global _libraries, _unavailable
     if _libraries is None:
-        _libraries = _Libraries()
+        if _unavailable is not None:
+            raise FastPathUnavailable(str(_unavailable))
+        try:
+            _libraries = _Libraries()
+        except FastPathUnavailable as exc:
+            _unavailable = exc
+            logging.getLogger(__name__).warning("rcl fast path off, using the executor path: %s", exc)
+            raise
     return _libraries
 
 
