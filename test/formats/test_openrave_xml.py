@@ -378,7 +378,9 @@ def test_jointvalues_set_initial_and_environment_bodies(tmp_path):
     assert not floor.is_robot and floor.links["f"].static
     np.testing.assert_allclose(floor.placement[:3, 3], [0, 0, -1])
     assert "camtrans" in r.extras and "physicsengine" in r.extras
-    assert sum("camtrans" in w for w in r.warnings) == 1
+    assert r.extras["viewer_camera"]["translation"] == [1, 2, 3]       # read: the viewer's camera, no warning
+    assert not any("camtrans" in w for w in r.warnings)
+    assert sum("physicsengine" in w for w in r.warnings) == 1
 
 
 def test_sensor_params_and_sensor_file(tmp_path):
