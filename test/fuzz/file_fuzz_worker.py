@@ -40,13 +40,23 @@ def run(case: dict) -> tuple[str, str]:
     return "loaded", f"{len(triangles)} triangles"
 
 
-def vm_peak_kb() -> int:
-    """Peak address space of this process (what RLIMIT_AS bounds), from /proc."""
+def _status_kb(field: str) -> int:
     try:
         with open("/proc/self/status") as f:
-            return next((int(line.split()[1]) for line in f if line.startswith("VmPeak:")), 0)
+            return next((int(line.split()[1]) for line in f if line.startswith(field + ":")), 0)
     except OSError:
         return 0
+
+
+def vm_peak_kb() -> int:
+    """Peak address space of this process (what RLIMIT_AS bounds), from /proc."""
+    return _status_kb("VmPeak")
+
+
+def peak_rss_kb() -> int:
+    """Peak resident memory of this process's own address space (VmHWM; ru_maxrss would also count the pytest
+    process this one was forked from, whose size depends on the tests that ran before)."""
+    return _status_kb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def vm_size_kb() -> int:
@@ -83,7 +93,7 @@ def main() -> None:
             answer["trace"] = traceback.format_exc()[-3000:]
         answer["wall"] = time.perf_counter() - wall
         answer["cpu"] = time.process_time() - cpu
-        answer["maxrss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        answer["maxrss_kb"] = peak_rss_kb()
         answer["vmpeak_kb"] = vm_peak_kb()
         answer["base_kb"] = base >> 10
         out.write(json.dumps(answer) + "\n")
