@@ -102,8 +102,8 @@ def embedded(tmp_path_factory, trusted):
         assert not launch.close()                 # nothing left running after the interrupt
 
 
-def test_node_list_shows_the_three_nodes(embedded):
-    # a single snapshot can miss a participant under load: the first listing with all three has only them
+def test_node_list_shows_the_launched_nodes(embedded):
+    # a single snapshot can miss a participant under load: the first listing with all of them has only them
     assert sorted(wait_for_nodes(NODES, embedded[0])) == NODES
 
 

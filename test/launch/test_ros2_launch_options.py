@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from fixtures.ros2_cli import (LATCHED, NODES, SPIN, Ros2Process, assert_stopped_cleanly, echo_once, ros2,  # noqa: E402
-                               stop_daemon, wait_for_nodes, wait_until)
+from fixtures.ros2_cli import (BASE_NODES, LATCHED, NODES, SPIN, Ros2Process, assert_stopped_cleanly,  # noqa: E402
+                               echo_once, ros2, stop_daemon, wait_for_nodes, wait_until)
 
 from robot_bridge.formats import load  # noqa: E402
 
@@ -32,11 +32,11 @@ def test_rviz_requested_without_rviz2_warns_and_starts_the_bridge_alone(tmp_path
                          tmp_path / "launch.log")
     try:
         # one `ros2 node list` snapshot can miss a participant on a loaded machine: the first listing that
-        # shows all three must show nothing else (no rviz)
+        # shows all of them must show nothing else (no rviz)
         assert sorted(wait_for_nodes(NODES, launch)) == NODES
         warning = r"\[WARNING\] \[robot_bridge\]: rviz2 is not installed .*starting the bridge without it"
         assert re.search(warning, launch.log), launch.log
-        assert_stopped_cleanly(launch, nodes=3)
+        assert_stopped_cleanly(launch)
     finally:
         launch.close()
 
@@ -49,7 +49,7 @@ def test_namespaced_real_mode_launch_of_a_corpus_robot_has_the_documented_names(
     launch = Ros2Process(["launch", "robot_bridge", "bridge.launch.py", f"robot:={robot}", "namespace:=arm1",
                           "frame_prefix:=arm1/", "mode:=real"], tmp_path / "launch.log")
     try:
-        wait_for_nodes([f"/arm1{n}" for n in NODES], launch)
+        wait_for_nodes([f"/arm1{n}" for n in BASE_NODES], launch)        # real mode: no planner
         # README, Bringup: namespace moves robot_description, joint_states and the sensor topics, /tf and
         # /tf_static stay global; mode real relays driver/<sensor>/<topic> (sensor_bridge_node table)
         documented = {"/arm1/robot_description", "/arm1/robot_description_semantic", "/arm1/joint_states",
@@ -76,7 +76,7 @@ def test_namespaced_real_mode_launch_of_a_corpus_robot_has_the_documented_names(
         assert "world" in frames and all(f.startswith("arm1/") for f in frames - {"world"}), frames
         on_tf = {f"arm1/{link}" for link in moving_children(model)}
         assert {f"arm1/{link}" for link in model.links} <= frames | on_tf
-        assert_stopped_cleanly(launch)
+        assert_stopped_cleanly(launch, nodes=len(BASE_NODES))
     finally:
         launch.close()
 

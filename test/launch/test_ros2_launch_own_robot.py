@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fixtures.ros2_cli import (LATCHED, NODES, Ros2Process, echo_once, ros2_executable,  # noqa: E402
+from fixtures.ros2_cli import (LATCHED, BASE_NODES as NODES, Ros2Process, echo_once, ros2_executable,  # noqa: E402
                                stop_daemon, wait_for_nodes, wait_until)
 
 rclpy = pytest.importorskip("rclpy")

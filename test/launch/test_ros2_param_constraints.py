@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.ros2_cli import (NODES, PARAM, Ros2Process, alive, ros2, ros2_executable, stop_daemon,  # noqa: E402
-                               wait_for_nodes)
+from fixtures.ros2_cli import (BASE_NODES as NODES, PARAM, Ros2Process, alive, ros2, ros2_executable,  # noqa: E402
+                               stop_daemon, wait_for_nodes)
 
 
 @pytest.fixture(scope="module")
