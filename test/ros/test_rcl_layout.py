@@ -110,9 +110,17 @@ def test_the_path_in_use_per_distribution(fresh_check):
         node.destroy_node()
 
 
-def test_a_wrong_rcl_layout_stands_the_fast_path_down_and_the_node_keeps_publishing(fresh_check, caplog):
+def test_a_wrong_rcl_layout_stands_the_fast_path_down_and_the_node_keeps_publishing(fresh_check):
     fresh_check.setenv(rcl_layout.TEST_HOOK, "shifted")
-    caplog.set_level(logging.WARNING, logger=fast_relay.__name__)
+    # the log line caught on the module's own logger: an earlier test's logging.config
+    # (disable_existing_loggers) or propagation change must not hide it
+    logger = logging.getLogger(fast_relay.__name__)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    fresh_check.setattr(logger, "disabled", False)
+    fresh_check.setattr(logger, "level", logging.WARNING)
+    logger.addHandler(handler)
     node = DescriptionNode(parameter_overrides=[Parameter("description_file", value=str(TWO_LINK))])
     try:
         assert node.tf_relay is None                                   # the executor path
@@ -131,7 +139,8 @@ def test_a_wrong_rcl_layout_stands_the_fast_path_down_and_the_node_keeps_publish
         assert fast_relay.warm(lambda *args: None) is False
     finally:
         side.destroy_node()
-    lines = [r.getMessage() for r in caplog.records if r.name == fast_relay.__name__]
+    logger.removeHandler(handler)
+    lines = [r.getMessage() for r in records]
     assert len(lines) == 1 and lines[0].startswith("rcl fast path off, using the executor path: ")
     assert "layout differs" in lines[0]
 
