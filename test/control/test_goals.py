@@ -129,9 +129,25 @@ def test_goal_tolerance_waits_goal_time_then_aborts():
     assert tracker.check(1.2, state([1, 0.5, -0.5]), state([0.9, 0.5, -0.5])) is None       # still in time
     moving = tracker.check(1.2, state([1, 0.5, -0.5]), state([1.0, 0.5, -0.5], [0.2, 0, 0]))
     assert moving is None                                              # there but not stopped yet
-    out = tracker.check(1.51, state([1, 0.5, -0.5]), state([0.9, 0.5, -0.5]))
+    assert tracker.check(1.51, state([1, 0.5, -0.5]), state([0.9, 0.5, -0.5])) is None  # 0.31 s since 1.2
+    out = tracker.check(1.71, state([1, 0.5, -0.5]), state([0.9, 0.5, -0.5]))
     assert out.state is GoalState.ABORTED and out.code is ErrorCode.GOAL_TOLERANCE_VIOLATED
-    assert "a position error +0.100000" in out.message
+    assert "a position error +0.100000" in out.message and "0.710 s after the trajectory's end" in out.message
+
+
+def test_goal_time_counts_from_the_end_when_the_loop_is_on_time():
+    tracker = _tracker(goal_time=0.5)
+    assert tracker.check(1.0, state([1, 0.5, -0.5]), state([0.9, 0.5, -0.5])) is None
+    out = tracker.check(1.51, state([1, 0.5, -0.5]), state([0.9, 0.5, -0.5]))
+    assert out.code is ErrorCode.GOAL_TOLERANCE_VIOLATED
+
+
+def test_a_control_loop_stalled_past_the_deadline_does_not_judge_a_sample_taken_before_the_final_setpoint():
+    # the first step after the end comes 0.6 s late (a loaded host): its sample still moves with the old
+    # feed-forward; the hardware gets goal_time from this step, when the final point is commanded
+    tracker = _tracker(goal_time=0.5)
+    assert tracker.check(1.6, state([1, 0.5, -0.5]), state([1.05, 0.5, -0.5], [0.3, 0, 0])) is None
+    assert tracker.check(1.7, state([1, 0.5, -0.5]), state([1.0, 0.5, -0.5])).code is ErrorCode.SUCCESSFUL
 
 
 def test_goal_time_zero_waits_indefinitely_as_jtc():
