@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fixtures.xacro_arm import PARTS, XACRO, write_xacro_arm
+
 from robot_bridge.errors import DescriptionError, SchemaError, UnsafeInputError
 from robot_bridge.formats import load
 from robot_bridge.formats.urdf import to_urdf
@@ -84,32 +86,10 @@ def test_launch_roots_trust_an_installed_packages_share(tmp_path, monkeypatch):
     assert confined_refusal("description_file", str(tmp_path / "elsewhere.urdf"), roots)
 
 
-XACRO = """<?xml version="1.0"?>
-<robot name="xarm" xmlns:xacro="http://www.ros.org/wiki/xacro">
-  <xacro:arg name="reach" default="0.5"/>
-  <xacro:include filename="parts.xacro"/>
-  <link name="base"/>
-  <xacro:segment name="l1" parent="base" z="$(arg reach)"/>
-</robot>
-"""
-PARTS = """<?xml version="1.0"?>
-<robot xmlns:xacro="http://www.ros.org/wiki/xacro">
-  <xacro:macro name="segment" params="name parent z">
-    <link name="${name}"/>
-    <joint name="${name}_joint" type="revolute"><parent link="${parent}"/><child link="${name}"/>
-      <origin xyz="0 0 ${z}"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-  </xacro:macro>
-</robot>
-"""
-
-
 @pytest.fixture
 def xarm(tmp_path) -> Path:
     pytest.importorskip("xacro")
-    (tmp_path / "parts.xacro").write_text(PARTS)
-    robot = tmp_path / "arm.urdf.xacro"
-    robot.write_text(XACRO)
-    return robot
+    return write_xacro_arm(tmp_path)
 
 
 @pytest.mark.parametrize("args, z", [("", 0.5), ("reach:=0.75", 0.75), ({"reach": "1.25"}, 1.25)])
@@ -125,7 +105,7 @@ def test_xacro_errors_name_the_file_and_line(xarm, tmp_path):
         load(xarm)
     assert info.value.file == str(xarm) and info.value.line == 6, str(info.value)
     assert "no_such_property" in str(info.value)
-    unclosed = PARTS.replace('<link name="${name}"/>', '<link name="${name}">')
+    unclosed = PARTS.replace("</visual></link>", "</visual>")
     (tmp_path / "parts.xacro").write_text(unclosed)
     xarm.write_text(XACRO)
     with pytest.raises(SchemaError) as info:

@@ -19,6 +19,7 @@ import pytest
 
 from fixtures.ros2_cli import (LATCHED, BASE_NODES as NODES, Ros2Process, echo_once, ros2_executable,  # noqa: E402
                                stop_daemon, wait_for_nodes, wait_until)
+from fixtures.xacro_arm import XACRO, write_xacro_arm  # noqa: E402
 
 rclpy = pytest.importorskip("rclpy")
 pytestmark = pytest.mark.timeout(600)      # each test starts a whole bridge: minutes on 2 loaded cores
@@ -191,33 +192,12 @@ def test_every_run_flag_is_a_launch_argument_listed_by_show_args():
     assert {"params_file", "search_path", "keep_going", "xacro_args"} <= arguments
 
 
-XACRO = """<?xml version="1.0"?>
-<robot name="xarm" xmlns:xacro="http://www.ros.org/wiki/xacro">
-  <xacro:arg name="reach" default="0.5"/>
-  <xacro:include filename="parts.xacro"/>
-  <link name="base"/>
-  <xacro:segment name="l1" parent="base" z="$(arg reach)"/>
-</robot>
-"""
-PARTS = """<?xml version="1.0"?>
-<robot xmlns:xacro="http://www.ros.org/wiki/xacro">
-  <xacro:macro name="segment" params="name parent z">
-    <link name="${name}"><visual><geometry><box size="0.1 0.1 ${z}"/></geometry></visual></link>
-    <joint name="${name}_joint" type="revolute"><parent link="${parent}"/><child link="${name}"/>
-      <origin xyz="0 0 ${z}"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-  </xacro:macro>
-</robot>
-"""
-
-
 def test_xacro_robot_with_xacro_args_params_file_and_search_path(tmp_path):
     """Issue 31: robot:=arm.urdf.xacro failed (read as URDF).  Now it is expanded by xacro with
     xacro_args:=...; params_file and search_path reach the nodes as `robot-bridge run`'s flags do."""
     from fixtures.ros2_cli import PARAM, ros2
 
-    robot = tmp_path / "arm.urdf.xacro"
-    robot.write_text(XACRO)
-    (tmp_path / "parts.xacro").write_text(PARTS)
+    robot = write_xacro_arm(tmp_path)
     extra = tmp_path / "extra"
     extra.mkdir()
     params = tmp_path / "params.yaml"
@@ -252,9 +232,7 @@ def test_xacro_robot_with_xacro_args_params_file_and_search_path(tmp_path):
 
 
 def test_keep_going_false_stops_a_launch_whose_robot_does_not_load(tmp_path):
-    robot = tmp_path / "bad.urdf.xacro"
-    robot.write_text(XACRO.replace("$(arg reach)", "${undefined_length}"))
-    (tmp_path / "parts.xacro").write_text(PARTS)
+    robot = write_xacro_arm(tmp_path, XACRO.replace("$(arg reach)", "${undefined_length}"))
     launch = Ros2Process(["launch", str(LAUNCH_FILE), f"robot:={robot}", "keep_going:=false"],
                          tmp_path / "launch.log", **launch_env())
     try:
