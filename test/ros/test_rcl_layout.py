@@ -120,7 +120,7 @@ def test_a_wrong_rcl_layout_stands_the_fast_path_down_and_the_node_keeps_publish
     handler.emit = records.append
     fresh_check.setattr(logger, "disabled", False)
     fresh_check.setattr(logger, "level", logging.WARNING)
-    logger.addHandler(handler)
+    fresh_check.setattr(logger, "handlers", [*logger.handlers, handler])      # restored even if this fails
     node = DescriptionNode(parameter_overrides=[Parameter("description_file", value=str(TWO_LINK))])
     try:
         assert node.tf_relay is None                                   # the executor path
@@ -139,7 +139,6 @@ def test_a_wrong_rcl_layout_stands_the_fast_path_down_and_the_node_keeps_publish
         assert fast_relay.warm(lambda *args: None) is False
     finally:
         side.destroy_node()
-    logger.removeHandler(handler)
     lines = [r.getMessage() for r in records]
     assert len(lines) == 1 and lines[0].startswith("rcl fast path off, using the executor path: ")
     assert "layout differs" in lines[0]
