@@ -1,5 +1,5 @@
-"""The README's parameter tables, from every node's schema: ``python -m robot_bridge.nodes.parameter_tables
-README.md`` regenerates them (a test keeps them in step).  The schema module (robot_bridge.ros.params)
+"""The parameter tables of docs/nodes.md, from every node's schema: ``python -m
+robot_bridge.nodes.parameter_tables docs/nodes.md`` regenerates them (a test keeps them in step).  The schema module (robot_bridge.ros.params)
 knows no node; this one imports them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from ..ros.params import markdown_table, update_tables
 
 
 def readme_tables() -> dict[str, str]:
-    """README section key -> the table of that schema."""
+    """docs/nodes.md section key -> the table of that schema."""
     from . import controller, description, sensor_bridge, world
 
     return {"description_node": markdown_table(description.PARAMETERS),
@@ -22,9 +22,9 @@ def update_readme(text: str) -> str:
     return update_tables(text, readme_tables())
 
 
-if __name__ == "__main__":      # python -m robot_bridge.nodes.parameter_tables README.md
+if __name__ == "__main__":      # python -m robot_bridge.nodes.parameter_tables [docs/nodes.md]
     import sys
     from pathlib import Path
 
-    readme = Path(sys.argv[1])
+    readme = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/nodes.md")
     readme.write_text(update_readme(readme.read_text()))

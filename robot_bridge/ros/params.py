@@ -9,7 +9,7 @@ and on ``ros2 param set`` alike -- and hands every accepted change to the node s
 Strings that become frame ids, ROS names or paths say so (``string``) and are checked by one
 validator (:func:`string_refusal`); path parameters that are ``confined`` may change at run time only to
 files and folders under the roots trusted at launch (:func:`launch_roots`): a peer on the DDS domain
-cannot widen what the readers trust (see the README's trust model).
+cannot widen what the readers trust (see docs/security.md, the trust model).
 
 The schema part (:class:`Param`, :func:`refusal`) imports no rclpy; only the adapter does.
 """
@@ -369,7 +369,7 @@ def _markdown_value(param: Param) -> str:
 
 
 def markdown_table(params: Iterable[Param], prefix: str = "") -> str:
-    """The README table of a schema (``python -m robot_bridge.ros.params`` prints every node's)."""
+    """The docs/nodes.md table of a schema (``python -m robot_bridge.ros.params`` prints every node's)."""
     rows = ["| name | default | constraints | meaning |", "|---|---|---|---|"]
     for p in params:
         limits = [f"[{p.range[0]}, {p.range[1]}]"] if p.range is not None and not p.is_array else []

@@ -57,15 +57,15 @@ def test_bare_tuples_become_params():
     assert (name, default, text) == ("x", 1, "an x")
 
 
-def test_readme_parameter_tables_match_the_schemas():
+def test_docs_parameter_tables_match_the_schemas():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert readme.count("<!-- parameters: ") == 5
+    page = (Path(__file__).resolve().parents[2] / "docs" / "nodes.md").read_text()
+    assert page.count("<!-- parameters: ") == 5
     from robot_bridge.nodes.parameter_tables import update_readme
 
-    assert update_readme(readme) == readme, \
-        "README parameter tables are stale: run python -m robot_bridge.nodes.parameter_tables README.md"
+    assert update_readme(page) == page, \
+        "docs/nodes.md parameter tables are stale: run python -m robot_bridge.nodes.parameter_tables docs/nodes.md"
 
 
 def test_the_schema_module_knows_no_node():
