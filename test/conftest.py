@@ -47,3 +47,12 @@ def openrave_data(corpus) -> Path:
 @pytest.fixture(scope="session")
 def fixtures() -> Path:
     return FIXTURES
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """test/test_docs_commands.py: how many documented commands ran, and why the others did not."""
+    summary = getattr(config, "docs_commands_summary", None)
+    if summary:
+        terminalreporter.section("documented shell commands")
+        for line in summary:
+            terminalreporter.write_line(line)
