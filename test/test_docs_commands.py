@@ -359,6 +359,19 @@ def _prepare(work: Path) -> None:
     (work / "parts.xacro").write_text(PARTS)
 
 
+def _units(runnable: list[Command]) -> dict[str, list[Command]]:
+    """What runs in parallel: each page, and apart from it each waiting command of a block marked one at a
+    time (alternatives: nothing after it uses it), after the page's set-up lines before it."""
+    units: dict[str, list[Command]] = {}
+    for c in runnable:
+        if c.one_at_a_time and c.ready:
+            setup = [s for s in runnable if s.page == c.page and s.state and s.line < c.line]
+            units[c.id] = [*setup, c]
+        else:
+            units.setdefault(c.page, []).append(c)
+    return dict(sorted(units.items(), key=lambda unit: -len(unit[1])))
+
+
 @pytest.fixture(scope="module")
 def outcomes(request, tmp_path_factory):
     """Every page's commands run (pages in parallel); command id -> (outcome, detail)."""
@@ -374,12 +387,12 @@ def outcomes(request, tmp_path_factory):
                                         "../shared/ros2-tools)")
         else:
             runnable.append(c)
-    pages = sorted({c.page for c in runnable}, key=lambda p: -sum(c.page == p for c in runnable))
+    units = _units(runnable)
     runs = []
-    for page, domain in zip(pages, _domains(len(pages))):
-        work = tmp_path_factory.mktemp(re.sub(r"\W", "_", page))
+    for (name, commands), domain in zip(units.items(), _domains(len(units))):
+        work = tmp_path_factory.mktemp(re.sub(r"\W", "_", name))
         _prepare(work)
-        runs.append(PageRun(page, [c for c in runnable if c.page == page], domain, work))
+        runs.append(PageRun(name, commands, domain, work))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for done in pool.map(PageRun.run_all, runs):
             results.update(done)
@@ -393,9 +406,9 @@ def outcomes(request, tmp_path_factory):
         if results[c.id][0] == "skipped":
             reasons.setdefault(results[c.id][1], []).append(c.id)
     summary = [f"{len(COMMANDS)} shell commands in README.md and docs/*.md: {len(ran)} run "
-               f"({len(ran) - len(failed)} passed, {len(failed)} failed) on {len(runs)} pages in parallel "
-               f"in {seconds:.0f} s; {len(COMMANDS) - len(ran)} not run:"]
-    summary.append("  seconds per page: " + ", ".join(f"{r.page} {r.seconds:.0f}" for r in runs))
+               f"({len(ran) - len(failed)} passed, {len(failed)} failed) in {len(runs)} parallel runs "
+               f"(pages, alternatives) in {seconds:.0f} s; {len(COMMANDS) - len(ran)} not run:"]
+    summary.append("  seconds per run: " + ", ".join(f"{r.page} {r.seconds:.0f}" for r in runs))
     summary += [f"  {len(ids)} not run: {reason} ({', '.join(ids)})" for reason, ids in reasons.items()]
     summary.append("  run in place of the reader's files: " + "; ".join(f"{k} -> {v}" for k, v in
                                                                         SUBSTITUTES.items()))
