@@ -1,4 +1,4 @@
-"""Several robots in one world, as README's two-robot bringup runs them (two ``robot-bridge run`` on one
+"""Several robots in one world, as docs/bringup.md's two-robot example runs them (two ``robot-bridge run`` on one
 domain): one TF tree rooted at ``world``, each environment body once, distinct diagnostics names, both arms
 controllable independently."""
 

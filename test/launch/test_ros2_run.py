@@ -1,4 +1,4 @@
-"""`ros2 run robot_bridge <executable>` as the README shows it."""
+"""`ros2 run robot_bridge <executable>` as docs/install.md shows it."""
 
 from __future__ import annotations
 
