@@ -1,5 +1,5 @@
-"""Every file an example of README.md or docs/*.md names is shipped (issue 31: `cell.env.xml` was not in the repository), or is
-one of the user's own files the example stands for, listed here with the reason."""
+"""Every file an example of README.md or docs/*.md names is shipped (issue 31: `cell.env.xml` was not in the
+repository), or is one of the user's own files the example stands for, listed here with the reason."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ FILE = re.compile(r"(?<![\w/$.-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:env\.xml|robot\.
                   r"|urdf|xacro|dae|zae|rviz|xml))(?![\w/])")
 USERS_OWN = {                       # stand for the reader's files, not shipped
     "my.robot.xml": "the user's robot", "my.srdf": "the user's SRDF", "world.env.xml": "the user's world",
-    "site.yaml": "the user's parameters file", "my_robot.urdf.xacro": "the user's robot (the doc test runs a fixture)",
+    "site.yaml": "the user's parameters file",
+    "my_robot.urdf.xacro": "the user's robot (the doc test runs a fixture)",
     "desc.yaml": "written by the example itself",
     "my_moveit_config/controller_node.yaml": "written by the example's robot-bridge moveit-config",
     "barrettwam.robot.xml": "from the OpenRAVE robot corpus ($OPENRAVE_DATA), not redistributed here",
@@ -22,7 +23,8 @@ WHERE = (REPO, REPO / "robot_bridge" / "data", REPO / "config")
 
 
 def documented_files() -> set[str]:
-    text = "\n".join(page.read_text(encoding="utf-8") for page in [REPO / "README.md", *(REPO / "docs").glob("*.md")])
+    pages = [REPO / "README.md", *(REPO / "docs").glob("*.md")]
+    text = "\n".join(page.read_text(encoding="utf-8") for page in pages)
     blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
     return {m.group(1) for block in blocks for m in FILE.finditer(block)}
 

@@ -1,6 +1,6 @@
 """The parameter tables of docs/nodes.md, from every node's schema: ``python -m
-robot_bridge.nodes.parameter_tables docs/nodes.md`` regenerates them (a test keeps them in step).  The schema module (robot_bridge.ros.params)
-knows no node; this one imports them."""
+robot_bridge.nodes.parameter_tables docs/nodes.md`` regenerates them (a test keeps them in step).  The
+schema module (robot_bridge.ros.params) knows no node; this one imports them."""
 
 from __future__ import annotations
 

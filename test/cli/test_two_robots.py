@@ -1,6 +1,6 @@
-"""Several robots in one world, as docs/bringup.md's two-robot example runs them (two ``robot-bridge run`` on one
-domain): one TF tree rooted at ``world``, each environment body once, distinct diagnostics names, both arms
-controllable independently."""
+"""Several robots in one world, as docs/bringup.md's two-robot example runs them (two ``robot-bridge run`` on
+one domain): one TF tree rooted at ``world``, each environment body once, distinct diagnostics names, both
+arms controllable independently."""
 
 from __future__ import annotations
 

@@ -65,7 +65,7 @@ def test_docs_parameter_tables_match_the_schemas():
     from robot_bridge.nodes.parameter_tables import update_readme
 
     assert update_readme(page) == page, \
-        "docs/nodes.md parameter tables are stale: run python -m robot_bridge.nodes.parameter_tables docs/nodes.md"
+        "docs/nodes.md parameter tables are stale: python -m robot_bridge.nodes.parameter_tables"
 
 
 def test_the_schema_module_knows_no_node():
