@@ -17,7 +17,7 @@ in parallel.  Conventions the pages follow (README.md, last section):
   then stopped with Ctrl-C (SIGINT to their process group) and must not have printed a traceback.  A block
   marked ``<!-- one at a time -->`` stops each before starting the next.
 - ``ros2 topic|service|param|node|action`` commands need a bridge: when none of the page's commands is
-  running, the test starts ``robot-bridge run`` first.  They are retried until their deadline (the nodes may
+  running, the test starts ``BRIDGE`` first.  They are retried until their deadline (the nodes may
   still be coming up), so a renamed topic, node or action fails the test after that deadline.
 - ``/path/to/...`` and ``my_robot.urdf.xacro`` stand for the reader's files: ``SUBSTITUTES`` says what runs
   in their place (printed in the summary).
@@ -66,6 +66,7 @@ WAITS = [   # a command that runs until stopped -> the first output that says it
 COMMAND_TIMEOUT = 180.0     # s: one command that ends by itself
 BRIDGE_DEADLINE = 150.0     # s: a command on the bridge, retried until then
 READY_TIMEOUT = 240.0       # s: a waiting command's first expected output (a whole bridge on 2 loaded cores)
+BRIDGE = "robot-bridge run --objects robot_bridge/data/objects.yaml"   # "a running bridge", world_node too
 WORKERS = 8                 # pages at once (most of a page's time is waiting for a bridge to come up)
 
 
@@ -308,8 +309,8 @@ class PageRun:
             self.results[command.id] = ("passed", "")
             return
         if NEEDS_BRIDGE.match(text) and not self.waiting and not self.bridge:
-            default = Command(self.page, 0, "robot-bridge run", [])
-            self.bridge = self.start(default, "robot-bridge run", r"robot-bridge run: ready")
+            default = Command(self.page, 0, BRIDGE, [])
+            self.bridge = self.start(default, BRIDGE, r"robot-bridge run: ready")
         deadline = time.monotonic() + (BRIDGE_DEADLINE if NEEDS_BRIDGE.match(text) else 0)
         while True:
             ok, output = self.run_once(command, text, COMMAND_TIMEOUT if not NEEDS_BRIDGE.match(text) else 90)
