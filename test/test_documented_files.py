@@ -15,7 +15,7 @@ USERS_OWN = {                       # stand for the reader's files, not shipped
     "my.robot.xml": "the user's robot", "my.srdf": "the user's SRDF", "world.env.xml": "the user's world",
     "site.yaml": "the user's parameters file",
     "my_robot.urdf.xacro": "the user's robot (the doc test runs a fixture)",
-    "desc.yaml": "written by the example itself",
+    "desc.yaml": "written by the example itself", "robot.urdf": "written by the example itself",
     "my_moveit_config/controller_node.yaml": "written by the example's robot-bridge moveit-config",
     "barrettwam.robot.xml": "from the OpenRAVE robot corpus ($OPENRAVE_DATA), not redistributed here",
 }
