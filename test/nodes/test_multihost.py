@@ -192,18 +192,23 @@ def test_description_and_tf_cross_namespaces(two_hosts, tmp_path):
                                   env={**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["b"])}, cwd=REPO,
                                   capture_output=True, text=True, timeout=TIMEOUT + 30)
     finally:
-        node.terminate()
-        try:
-            node_out = node.communicate(timeout=10)[0]
-        except subprocess.TimeoutExpired:
-            node.kill()
-            node_out = node.communicate()[0]
+        node_out = _stop(node, timeout=10)
     assert listener.returncode == 0, \
         f"listener: {listener.stdout} {listener.stderr[-1500:]}\nnode: {node_out[-1500:]}"
     got = json.loads(listener.stdout.strip().splitlines()[-1])
     assert '<robot name="two_link"' in got["robot_description"]
     assert "tip" in got["tf_static"]
     assert "upper" in got["tf"]
+
+
+def _stop(node: subprocess.Popen, timeout: float) -> str:
+    """Terminate the node (killed after ``timeout`` s) and return its output."""
+    node.terminate()
+    try:
+        return node.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        node.kill()
+        return node.communicate()[0]
 
 
 def _profiles(two_hosts, tmp_path) -> dict:
@@ -248,12 +253,7 @@ def test_meshes_over_http_across_namespaces(two_hosts, tmp_path):
                                    str(TIMEOUT)], env=b_env, cwd=REPO, capture_output=True, text=True,
                                   timeout=TIMEOUT + 120)
     finally:
-        node.terminate()
-        try:
-            node_out = node.communicate(timeout=20)[0]
-        except subprocess.TimeoutExpired:
-            node.kill()
-            node_out = node.communicate()[0]
+        node_out = _stop(node, timeout=20)
     assert listener.returncode == 0, \
         f"listener: {listener.stdout} {listener.stderr[-1500:]}\nnode: {node_out[-1500:]}"
     got = json.loads(listener.stdout.strip().splitlines()[-1])
