@@ -163,21 +163,10 @@ def two_hosts():
 
 
 def test_description_and_tf_cross_namespaces(two_hosts, tmp_path):
-    # one profile per "host" with a fixed participant id, and full initial-peer locators (RTPS
-    # metatraffic unicast port 7400 + 250 domain + 10 + 2 id): discovery does not depend on which
-    # ids Fast DDS would pick or on the size of its default initial-peers port range
-    domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
-    peers = "".join(PEER.format(ip=ip, port=7400 + 250 * domain + 10 + 2 * i)
-                    for i, (_ns, _v, ip) in enumerate(two_hosts.values()))
-    profiles = {}
-    for i, host in enumerate(("a", "b")):
-        profiles[host] = tmp_path / f"fastdds_multihost_{host}.xml"
-        profiles[host].write_text(PROFILE.format(peers=peers, participant=i))
+    profiles = _profiles(two_hosts, tmp_path)
     script = tmp_path / "listener.py"
     script.write_text(SUBSCRIBER)
-    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
-           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    env.pop("ROS_STATIC_PEERS", None)
+    env = _env()
     ns_a, ns_b = two_hosts["a"][0], two_hosts["b"][0]
     node = subprocess.Popen(
         ["ip", "netns", "exec", ns_a, sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args",
@@ -211,7 +200,18 @@ def _stop(node: subprocess.Popen, timeout: float) -> str:
         return node.communicate()[0]
 
 
+def _env() -> dict:
+    """This process's environment for a node in a namespace: discovery over the subnet, Fast DDS."""
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    env.pop("ROS_STATIC_PEERS", None)
+    return env
+
+
 def _profiles(two_hosts, tmp_path) -> dict:
+    """One profile per "host" with a fixed participant id and full initial-peer locators (RTPS metatraffic
+    unicast port 7400 + 250 domain + 10 + 2 id): discovery does not depend on which ids Fast DDS would pick
+    or on the size of its default initial-peers port range."""
     domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
     peers = "".join(PEER.format(ip=ip, port=7400 + 250 * domain + 10 + 2 * i)
                     for i, (_ns, _v, ip) in enumerate(two_hosts.values()))
@@ -232,9 +232,7 @@ def test_meshes_over_http_across_namespaces(two_hosts, tmp_path):
     profiles = _profiles(two_hosts, tmp_path)
     (tmp_path / "listener.py").write_text(MESH_LISTENER)
     (tmp_path / "probe.py").write_text(PROBE)
-    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
-           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    env.pop("ROS_STATIC_PEERS", None)
+    env = _env()
     (ns_a, _, ip_a), (ns_b, _, _) = two_hosts["a"], two_hosts["b"]
     node = subprocess.Popen(
         ["ip", "netns", "exec", ns_a, sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args",
