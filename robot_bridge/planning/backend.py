@@ -309,6 +309,10 @@ class Backend:
         return (np.asarray(traj.times, dtype=float), np.asarray(traj.positions, dtype=float),
                 np.asarray(traj.velocities, dtype=float), np.asarray(traj.accelerations, dtype=float))
 
+    def reseed(self, seed: int) -> None:
+        """The next :meth:`plan` searches with RNG seed ``seed`` (each plan after it: the next integer)."""
+        self._seed = int(seed) - 1
+
     def random_configuration(self, rng: np.random.Generator, group: str, base: np.ndarray) -> np.ndarray:
         idx = self.group_indices(group)
         q = np.array(base, dtype=float)
