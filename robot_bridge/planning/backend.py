@@ -17,10 +17,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from .errors import PlanningUnavailable
-
-INSTALL_HINT = ("robot_bridge.planning needs the planning libraries: pip install 'robot_bridge[planning]' "
-                "(the roboplan package, which brings pin and coal)")
+from .errors import INSTALL_HINT, PlanningUnavailable
 
 try:                                    # noqa: SIM105  (one clear error below, not at every use)
     import pinocchio as pin
