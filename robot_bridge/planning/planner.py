@@ -171,6 +171,12 @@ class Planner:
             if i is not None and math.isfinite(value):
                 self.state[i] = float(value)
 
+    def reseed(self, seed: int) -> None:
+        """Restart the random sampling (IK restarts, RRT-Connect) from ``seed``: the same query from the
+        same world then gives the same plan (benches, reproducible runs)."""
+        self._rng = np.random.default_rng(seed)
+        self._backend.reseed(seed)
+
     # -- groups ----------------------------------------------------------------------------------
     def group_names(self) -> list[str]:
         return sorted(set(self.semantics.groups) | set(self.robot.manipulators))

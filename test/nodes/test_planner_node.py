@@ -8,6 +8,7 @@ the arm's end state is read from the sim controller's /joint_states.  Waits on c
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import time
@@ -34,7 +35,7 @@ from std_msgs.msg import String  # noqa: E402
 from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose  # noqa: E402
 
 from robot_bridge.formats import load  # noqa: E402
-from test_world import DATA, WORLD, detector_node, start, stop, to_pose, wait_until  # noqa: E402, F401
+from test_world import DATA, WORLD, detector_node, start, to_pose, wait_until  # noqa: E402, F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "planning"))
 import scenes  # noqa: E402
@@ -156,23 +157,63 @@ def named_request(name: str, group: str = "arm"):
     return req
 
 
+STOP_DEADLINE = 60.0         # s for all nodes to exit after their SIGINT before they are killed
+
+
+class Node:
+    """A node process whose output is read as it comes: a node never blocks on a full pipe (a test that runs
+    long, or a loaded host's DDS warnings, filled the 64 KiB of an unread pipe)."""
+
+    def __init__(self, module: str, *params: str):
+        self.proc = start(module, *params)
+        self.name = module
+        self.lines: list[str] = []
+        self.killed = False
+        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")),
+                                       daemon=True)
+        self.reader.start()
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+def stop_all(nodes: list) -> None:
+    """SIGINT to every node at once, then one deadline for all (not 20 s each in turn, which a loaded host
+    overran: the node killed, its DDS participant left to the next test's discovery)."""
+    import signal
+
+    for node in nodes:
+        if node.proc.poll() is None:
+            node.proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + STOP_DEADLINE
+    for node in nodes:
+        try:
+            node.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            node.killed = True
+            node.proc.kill()
+            node.proc.wait()
+        node.reader.join(timeout=10.0)
+
+
 @pytest.fixture
 def bridge(detector_node):  # noqa: F811
-    procs = [start("description", f"description_file:={WORLD}", f"srdf_file:={DATA / 'lwa3_gripper.srdf'}"),
+    nodes = [Node("description", f"description_file:={WORLD}", f"srdf_file:={DATA / 'lwa3_gripper.srdf'}"),
              # the sim modules lag when the control loop is starved (2 loaded cores): more settling time
-             start("controller", f"description_file:={WORLD}", "constraints.goal_time:=3.0"),
-             start("world", f"objects_file:={DATA / 'objects.yaml'}", "publish_rate:=20.0"),
-             start("planner", f"description_file:={WORLD}")]
+             Node("controller", f"description_file:={WORLD}", "constraints.goal_time:=3.0"),
+             Node("world", f"objects_file:={DATA / 'objects.yaml'}", "publish_rate:=20.0"),
+             Node("planner", f"description_file:={WORLD}")]
     client = Client(detector_node)
     try:
         yield from _ready(client)
     finally:
         client.detect()
-        outs = [stop(p) for p in reversed(procs)]
-        for out in outs:
-            print(out[-4000:])                 # shown when the test fails
-    for out in outs:
-        assert "Traceback" not in out, out
+        stop_all(list(reversed(nodes)))
+        for node in nodes:                     # shown when the test fails
+            print(f"-- {node.name}: exit {node.proc.returncode}{' (killed)' if node.killed else ''}")
+            print(node.output()[-4000:])
+    for node in nodes:
+        assert "Traceback" not in node.output(), node.output()
 
 
 def _ready(client):
@@ -439,3 +480,37 @@ def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
     with tf_lock:
         down = ball_tf[-1][1]
     assert np.linalg.norm(down[:3, 3] - placed[:3, 3]) < 0.01, down[:3, 3]
+
+
+# -- start-up ------------------------------------------------------------------------------------------------
+def test_the_model_builds_on_the_worker_and_a_sigint_during_the_build_ends_the_node_at_once():
+    """planner_node loads the planning libraries (seconds of imports) and builds its model on its worker
+    thread, so its spin loop sees a SIGINT while the build runs: the process ends without waiting for the
+    build (it never reports the libraries loaded), cleanly (exit 0, no traceback).  On the old node the
+    imports ran in the constructor: the SIGINT waited for them (3.5 s here, 7.6 s on a loaded run)."""
+    import signal
+
+    from robot_bridge.nodes.planner import LOADING
+
+    node = Node("planner", f"description_file:={WORLD}")
+    proc = node.proc
+    try:
+        assert wait_until(lambda: LOADING in node.output() or proc.poll() is not None, timeout=120.0), \
+            "the node never started loading"
+        assert proc.poll() is None, node.output()
+        proc.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        code = proc.wait(timeout=60.0)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    node.reader.join(timeout=10.0)
+    out = node.output()
+    print(f"exit {elapsed:.2f} s after SIGINT\n{out}")
+    assert code == 0, out
+    assert "Traceback" not in out, out
+    # the exit did not wait for the build: the libraries were still loading when the process ended
+    assert "planning libraries loaded" not in out, out
+    assert elapsed < 10.0, f"{elapsed:.1f} s to exit"     # a hang guard only (about 0.3 s here)
