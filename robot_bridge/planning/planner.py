@@ -65,6 +65,30 @@ class _Body:
     resting: list[str] = field(default_factory=list)  # world bodies it touched when picked up
 
 
+def within_limits(times: np.ndarray, positions: np.ndarray, velocities: np.ndarray, accelerations: np.ndarray,
+                  velocity_limits: np.ndarray, acceleration_limits: np.ndarray, rounds: int = 8):
+    """(times, velocities, accelerations) stretched uniformly in time until the interpolation the controller
+    runs between the samples (:class:`robot_bridge.hardware.trajectory.Trajectory`, sampled densely by its
+    ``peak_rates``) keeps every joint within ``velocity_limits`` and ``acceleration_limits``.  A uniform
+    stretch by k divides velocities by k and accelerations by k^2, of the samples and of the polynomials
+    between them alike, so one round normally suffices; further rounds catch the sampling of the peaks."""
+    from ..hardware.trajectory import Trajectory as Interpolated
+
+    times = np.asarray(times, dtype=float)
+    vlim = np.asarray(velocity_limits, dtype=float)
+    alim = np.asarray(acceleration_limits, dtype=float)
+    for _ in range(rounds):
+        peak_v, peak_a = Interpolated(times, positions, velocities, accelerations).peak_rates()
+        peak_v = np.maximum(peak_v, np.max(np.abs(velocities), axis=0))
+        peak_a = np.maximum(peak_a, np.max(np.abs(accelerations), axis=0))
+        k = max(1.0, float(np.max(peak_v / vlim)), math.sqrt(float(np.max(peak_a / alim))))
+        if k <= 1.0:
+            break
+        k *= 1.0 + 1e-6                          # past rounding: the next round finds it within
+        times, velocities, accelerations = times * k, velocities / k, accelerations / (k * k)
+    return times, velocities, accelerations
+
+
 class Planner:
     def __init__(self, robot: Robot, urdf: Optional[str] = None, *, package_paths: Sequence[str] = (),
                  environment: bool = True, seed: int = 0, dt: float = 0.02, check_step: float = 0.01,
@@ -563,18 +587,21 @@ class Planner:
         return self._timed(waypoints, group, _backend.monotonic() - t0)
 
     def _timed(self, waypoints: list[np.ndarray], group: str, planning_time: float) -> MotionPlan:
+        """TOPP-RA through the waypoints, then time stretched until the controller's own interpolation
+        between the samples (``hardware.trajectory.Trajectory``: quintic Hermite through positions,
+        velocities, accelerations) stays within the velocity and acceleration limits: the spline TOPP-RA
+        fits and the controller's polynomials between its samples differ, and either may overshoot."""
         b = self._backend
         idx = b.group_indices(group)
         names = b.group_joints(group)
         times, pos, vel, acc = b.parameterize(waypoints, group, self.dt)
         if len(times) < 2:
             raise InvalidMotionPlan("time parameterization returned no trajectory")
-        # the samples' own rates may overshoot the limits by the spline fit: stretch time to be within
-        vmax, amax = b.velocity[idx] * (1 - RATE_MARGIN), b.acceleration[idx] * (1 - RATE_MARGIN)
-        k = max(1.0, float(np.max(np.abs(vel) / vmax)), math.sqrt(float(np.max(np.abs(acc) / amax))))
-        if k > 1.0:
-            times, vel, acc = times * k, vel / k, acc / (k * k)
         pos[0], pos[-1] = waypoints[0][idx], waypoints[-1][idx]
+        vel[0] = vel[-1] = 0.0                     # at rest at both ends (the controller's goal)
+        acc[0] = acc[-1] = 0.0
+        times, vel, acc = within_limits(times, pos, vel, acc, b.velocity[idx] * (1 - RATE_MARGIN),
+                                        b.acceleration[idx] * (1 - RATE_MARGIN))
         trajectory = Trajectory(list(names), times, pos, vel, acc)
         return MotionPlan(group, np.array([w[idx] for w in waypoints]), trajectory, planning_time)
 

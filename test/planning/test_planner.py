@@ -104,6 +104,22 @@ def check_trajectory(robot, planner, checker, plan, start: dict, goal: dict):
         # the samples' own finite differences agree with the limits too (what a controller interpolates)
         fd_v = np.diff(p) / np.diff(times)
         assert np.abs(fd_v).max() <= velocity * 1.01, name
+        # what the controller executes: the quintic through each pair of samples (position, velocity,
+        # acceleration at both ends; joint_trajectory_controller's rule), sampled densely
+        peak_v, peak_a = interpolated_peaks(times, p, v, a)
+        assert peak_v <= velocity * (1 + 1e-6), (name, peak_v, velocity)
+        assert peak_a <= acceleration * (1 + 1e-6), (name, peak_a, acceleration)
+
+
+def interpolated_peaks(times, p, v, a, per_segment: int = 50) -> tuple[float, float]:
+    """Largest |velocity| and |acceleration| of the quintic Hermite interpolation of one joint's samples
+    (scipy's BPoly.from_derivatives, independent of the controller's own closed form)."""
+    from scipy.interpolate import BPoly
+
+    spline = BPoly.from_derivatives(times, np.stack([p, v, a], axis=1))
+    t = np.concatenate([np.linspace(t0, t1, per_segment, endpoint=False) for t0, t1 in zip(times[:-1],
+                                                                                             times[1:])])
+    return float(np.abs(spline(t, 1)).max()), float(np.abs(spline(t, 2)).max())
 
 
 @pytest.mark.parametrize("k", range(0, 20, 2))
