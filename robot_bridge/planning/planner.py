@@ -639,7 +639,9 @@ class Planner:
     def plan_grasp(self, goal: GraspGoal, start: Optional[Mapping[str, float]] = None,
                    timeout: float = 2.0) -> GraspPlan:
         """Reach the pre-grasp pose, then approach the handle: the gripper frame on the handle frame on the
-        handle's masked axes.  The body and the gripper's links may touch during the approach."""
+        handle's masked axes.  The body and the gripper's links may touch during the approach.  IK solutions
+        whose pre-grasp or grasp is in collision or out of reach, or whose approach is blocked, give way to
+        others (:meth:`_grasp_configurations`, half the time allowed); the reach is planned in the rest."""
         t0 = _backend.monotonic()
         gripper = self.gripper(goal.gripper)
         handle = self.handle(goal.body, goal.handle)
@@ -651,26 +653,55 @@ class Planner:
         grasp = grasp_pose(handle, link_pose)
         pre = pregrasp_pose(handle, gripper, link_pose)
         mask = list(handle.mask)
-        q_pre = self.solve_ik(group, gripper.link, pre, gripper.pose, mask, q0, timeout=min(1.0, timeout / 2))
         touch = self._link_subtree(gripper.link)
         geoms = [g for g, *_ in self.bodies[goal.body].geometries]
-        allowed = [(geoms, touch)]
-        q_grasp = self.solve_ik(group, gripper.link, grasp, gripper.pose, mask, q_pre,
-                                timeout=min(0.5, timeout / 4), allowed=allowed, position_tolerance=1e-4,
-                                angle_tolerance=1e-3)
+        q_pre, q_grasp = self._grasp_configurations(group, gripper, pre, grasp, mask, q0, geoms, touch,
+                                                    t0 + timeout / 2)
         left = max(1e-3, timeout - (_backend.monotonic() - t0))
         reach = self._plan_vectors(q0, q_pre, group, left)
-        for g in geoms:
-            self._backend.allow_collisions(g, touch, True)
-        try:
-            if not self._backend.segment_free(q_pre, q_grasp, self.check_step):
-                raise NoPathFound("the straight approach from pre-grasp to grasp is blocked")
-            approach = self._timed([q_pre, q_grasp], group, 0.0)
-        finally:
-            for g in geoms:
-                self._backend.allow_collisions(g, touch, False)
+        approach = self._timed([q_pre, q_grasp], group, 0.0)
         return GraspPlan(reach, approach, pre, grasp, gripper.link, np.array(gripper.pose), goal.body, handle,
                          mask)
+
+    def _grasp_configurations(self, group: str, gripper: Gripper, pre: np.ndarray, grasp: np.ndarray,
+                              mask: list, q0: np.ndarray, geoms: list, touch: list,
+                              deadline: float) -> tuple[np.ndarray, np.ndarray]:
+        """(pre-grasp, grasp) joint vectors: an IK solution of the pre-grasp pose, the grasp pose solved from
+        it (the approach: a short straight joint segment, free except the body touching the gripper).  When
+        one of them is out of reach or in collision, or the approach is blocked, other IK solutions are
+        tried (descents from random seeds; the first from the start state) until ``deadline``."""
+        allowed = [(geoms, touch)]
+        failures = {"pre-grasp": 0, "grasp": 0, "approach": 0}
+        tries = 0
+        while tries == 0 or _backend.monotonic() < deadline:
+            seed = q0 if tries == 0 else self._backend.random_configuration(self._rng, group, q0)
+            tries += 1
+            try:
+                q_pre = self.solve_ik(group, gripper.link, pre, gripper.pose, mask, seed, timeout=0.0)
+            except NoIKSolution:
+                failures["pre-grasp"] += 1
+                continue
+            try:
+                q_grasp = self.solve_ik(group, gripper.link, grasp, gripper.pose, mask, q_pre, timeout=0.0,
+                                        allowed=allowed, position_tolerance=1e-4, angle_tolerance=1e-3)
+            except NoIKSolution:
+                failures["grasp"] += 1
+                continue
+            for g in geoms:
+                self._backend.allow_collisions(g, touch, True)
+            try:
+                free = self._backend.segment_free(q_pre, q_grasp, self.check_step)
+            finally:
+                for g in geoms:
+                    self._backend.allow_collisions(g, touch, False)
+            if free:
+                return q_pre, q_grasp
+            failures["approach"] += 1
+        tried = f"{tries} IK seeds: " + ", ".join(f"{n} {k} failed" for k, n in failures.items() if n)
+        if failures["approach"]:
+            raise NoPathFound(f"the straight approach from pre-grasp to grasp is blocked ({tried})")
+        raise NoIKSolution(f"no collision-free IK solution of the pre-grasp and grasp poses of "
+                           f"{gripper.link!r} ({tried})")
 
     # -- execution feedback ------------------------------------------------------------------------
     def path_valid(self, trajectory: Trajectory, from_time: float = 0.0,
