@@ -815,7 +815,9 @@ class PlannerNode(ContainedNode):
         with self.model_lock:
             core_goal = GraspGoal(gripper.name, goal.target_name, handle, goal.group_name or None)
             # planned with the gripper as it will be, opened first: open fingers must clear the table too
+            t0 = time.monotonic()
             result = self.model.plan(core_goal, start={joint: opening}, timeout=timeout)
+            elapsed = time.monotonic() - t0
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
         grasp = result.plan
@@ -823,7 +825,7 @@ class PlannerNode(ContainedNode):
                   "trajectory_stages": [self._robot_trajectory(grasp.reach),
                                         self._robot_trajectory(grasp.approach)],
                   "trajectory_descriptions": ["reach pre-grasp", "approach"],
-                  "planning_time": grasp.reach.planning_time}
+                  "planning_time": elapsed}             # IK of pre-grasp and grasp, reach, approach
         if goal.planning_options.plan_only:
             return fields
         close = goal.possible_grasps[0].grasp_posture if goal.possible_grasps else None
