@@ -65,26 +65,41 @@ class _Body:
     resting: list[str] = field(default_factory=list)  # world bodies it touched when picked up
 
 
+PEAK_SAMPLES = 32            # instants per interval where within_limits evaluates the controller's quintics
+PEAK_MARGIN = 0.01           # relative: what the samples may miss of a peak between them (far less, in fact)
+
+
 def within_limits(times: np.ndarray, positions: np.ndarray, velocities: np.ndarray, accelerations: np.ndarray,
-                  velocity_limits: np.ndarray, acceleration_limits: np.ndarray, rounds: int = 8):
+                  velocity_limits: np.ndarray, acceleration_limits: np.ndarray):
     """(times, velocities, accelerations) stretched uniformly in time until the interpolation the controller
-    runs between the samples (:class:`robot_bridge.hardware.trajectory.Trajectory`, sampled densely by its
-    ``peak_rates``) keeps every joint within ``velocity_limits`` and ``acceleration_limits``.  A uniform
-    stretch by k divides velocities by k and accelerations by k^2, of the samples and of the polynomials
-    between them alike, so one round normally suffices; further rounds catch the sampling of the peaks."""
-    from ..hardware.trajectory import Trajectory as Interpolated
+    runs between the samples (:class:`robot_bridge.hardware.trajectory.Trajectory`: the quintic through
+    position, velocity and acceleration at both ends of each interval) keeps every joint within
+    ``velocity_limits`` and ``acceleration_limits``.  The derivatives of every interval's polynomial (in
+    Bernstein form) are evaluated at ``PEAK_SAMPLES`` instants in one array operation, their peaks taken
+    ``PEAK_MARGIN`` larger.  A uniform stretch by k divides velocities by k and accelerations by k^2, of the
+    samples and of the polynomials between them alike: one pass."""
+    from math import comb
+
+    from ..hardware.trajectory import _hermite_bernstein
 
     times = np.asarray(times, dtype=float)
-    vlim = np.asarray(velocity_limits, dtype=float)
-    alim = np.asarray(acceleration_limits, dtype=float)
-    for _ in range(rounds):
-        peak_v, peak_a = Interpolated(times, positions, velocities, accelerations).peak_rates()
-        peak_v = np.maximum(peak_v, np.max(np.abs(velocities), axis=0))
-        peak_a = np.maximum(peak_a, np.max(np.abs(accelerations), axis=0))
-        k = max(1.0, float(np.max(peak_v / vlim)), math.sqrt(float(np.max(peak_a / alim))))
-        if k <= 1.0:
-            break
-        k *= 1.0 + 1e-6                          # past rounding: the next round finds it within
+    h = np.diff(times)[:, None]
+    c = _hermite_bernstein(times, [positions, velocities, accelerations])      # (6, intervals, joints)
+    s = (np.arange(PEAK_SAMPLES + 1) / PEAK_SAMPLES)[:, None]
+
+    def basis(n: int) -> np.ndarray:              # (samples, n + 1) Bernstein polynomials of degree n
+        i = np.arange(n + 1)[None, :]
+        return np.array([comb(n, k) for k in range(n + 1)])[None, :] * s ** i * (1 - s) ** (n - i)
+
+    dv = 5.0 * np.diff(c, axis=0) / h                         # velocity: degree 4
+    da = 20.0 * np.diff(c, n=2, axis=0) / (h * h)             # acceleration: degree 3
+    joints = c.shape[2]
+    peak_v = np.abs(basis(4) @ dv.reshape(5, -1)).max(axis=0).reshape(-1, joints).max(axis=0)
+    peak_a = np.abs(basis(3) @ da.reshape(4, -1)).max(axis=0).reshape(-1, joints).max(axis=0)
+    peak_v, peak_a = peak_v * (1 + PEAK_MARGIN), peak_a * (1 + PEAK_MARGIN)
+    k = max(1.0, float(np.max(peak_v / np.asarray(velocity_limits, dtype=float))),
+            math.sqrt(float(np.max(peak_a / np.asarray(acceleration_limits, dtype=float)))))
+    if k > 1.0:
         times, velocities, accelerations = times * k, velocities / k, accelerations / (k * k)
     return times, velocities, accelerations
 
