@@ -38,7 +38,7 @@ from test_world import DATA, WORLD, detector_node, start, stop, to_pose, wait_un
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "planning"))
 import scenes  # noqa: E402
-from pin_checker import PinChecker  # noqa: E402
+from pin_checker import PinChecker, interpolated_peaks  # noqa: E402
 
 ARM = ["j1", "j2", "j3", "j4", "j5", "j6", "j7"]
 START = {"j1": -0.9, "j2": 0.6, "j3": 0.0, "j4": 0.9, "j5": 0.0, "j6": 0.0, "j7": 0.0}
@@ -503,6 +503,7 @@ def test_pickup_by_the_class_handle_of_a_detection(bridge):
     result = run(Pickup.Goal(target_name="ball_0", group_name="arm", possible_grasps=[grasp],
                              allowed_planning_time=10.0))
     assert result.error_code.val == MoveItErrorCodes.SUCCESS, result.error_code.message
+    check_rates(client.urdf, result.trajectory_stages)
     # the gripper frame on the handle (ball.srdf, read here on its own) within 1 mm and 0.01 rad on the masked
     # axes: pinocchio on the published URDF at the approach's last point
     from robot_bridge.bringup import DATA_DIR
@@ -544,3 +545,25 @@ def test_pickup_by_the_class_handle_of_a_detection(bridge):
     with tf_lock:
         down = ball_tf[-1][1]
     assert np.linalg.norm(down[:3, 3] - placed[:3, 3]) < 0.01, down[:3, 3]
+
+
+def check_rates(urdf: str, stages) -> None:
+    """Every executed trajectory within the limits as the controller interpolates it: the quintic between
+    samples (scipy) against the published URDF's velocity limits and the robot file's acceleration limits."""
+    from lxml import etree
+
+    velocity = {j.get("name"): float(j.find("limit").get("velocity")) for j in etree.fromstring(urdf.encode())
+                .iter("joint") if j.find("limit") is not None and j.get("type") in ("revolute", "prismatic")}
+    robot = load(str(WORLD))
+    for stage in stages:
+        traj = stage.joint_trajectory
+        times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
+        fields = [np.array([getattr(p, f) for p in traj.points]) for f in ("positions", "velocities",
+                                                                            "accelerations")]
+        assert len(times) >= 2 and all(f.shape == (len(times), len(traj.joint_names)) for f in fields)
+        for k, name in enumerate(traj.joint_names):
+            given = float(robot.joints[name].acceleration[0])
+            acceleration = given if given > 0 else 2.0          # the controller's default_acceleration
+            peak_v, peak_a = interpolated_peaks(times, *(f[:, k] for f in fields))
+            assert peak_v <= velocity[name] * (1 + 1e-6), (name, peak_v, velocity[name])
+            assert peak_a <= acceleration * (1 + 1e-6), (name, peak_a, acceleration)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scenes  # noqa: E402
 from lxml import etree  # noqa: E402
-from pin_checker import PinChecker  # noqa: E402
+from pin_checker import PinChecker, interpolated_peaks  # noqa: E402
 
 from robot_bridge.bringup import DATA_DIR  # noqa: E402
 from robot_bridge.formats import load  # noqa: E402
@@ -110,16 +110,6 @@ def check_trajectory(robot, planner, checker, plan, start: dict, goal: dict):
         assert peak_v <= velocity * (1 + 1e-6), (name, peak_v, velocity)
         assert peak_a <= acceleration * (1 + 1e-6), (name, peak_a, acceleration)
 
-
-def interpolated_peaks(times, p, v, a, per_segment: int = 50) -> tuple[float, float]:
-    """Largest |velocity| and |acceleration| of the quintic Hermite interpolation of one joint's samples
-    (scipy's BPoly.from_derivatives, independent of the controller's own closed form)."""
-    from scipy.interpolate import BPoly
-
-    spline = BPoly.from_derivatives(times, np.stack([p, v, a], axis=1))
-    t = np.concatenate([np.linspace(t0, t1, per_segment, endpoint=False) for t0, t1 in zip(times[:-1],
-                                                                                             times[1:])])
-    return float(np.abs(spline(t, 1)).max()), float(np.abs(spline(t, 2)).max())
 
 
 @pytest.mark.parametrize("k", range(0, 20, 2))
