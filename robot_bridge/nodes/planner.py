@@ -743,8 +743,10 @@ class PlannerNode(ContainedNode):
         return grippers[name]
 
     def _handle_of(self, body: str, gripper, grasps):
-        """The handle to grasp: from ``possible_grasps[0]`` (MoveIt's grasp_pose is the pose of the gripper's
-        link), else the body's first hpp handle."""
+        """The handle to grasp: a ``possible_grasps[0]`` whose ``id`` is ``<body>/<handle>`` (hpp's name of an
+        object's handle) names a handle of the body's class (its poses are not used; an unknown handle is the
+        core's INVALID_OBJECT_NAME); any other grasp gives the handle by its poses (MoveIt's grasp_pose is the
+        pose of the gripper's link); no grasp: the body's class handle (the first by name)."""
         from ..model import Handle
 
         planner = self.model.planner
@@ -754,8 +756,10 @@ class PlannerNode(ContainedNode):
             if not handles:
                 raise GoalFailed(E.INVALID_OBJECT_NAME,
                                  f"body {body!r} has no hpp handle: give possible_grasps")
-            return handles[sorted(handles)[0]]
+            return sorted(handles)[0]
         grasp = grasps[0]
+        if grasp.id.startswith(body + "/"):
+            return grasp.id[len(body) + 1:]                # checked by the planner core
         local = _matrix(grasp.grasp_pose.pose.position, grasp.grasp_pose.pose.orientation)
         if local is None:
             raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "grasp_pose not finite or zero quaternion")
@@ -852,9 +856,14 @@ class PlannerNode(ContainedNode):
         self._feedback(job, FEEDBACK_PLANNING)
         t = float(goal.allowed_planning_time)
         timeout = t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+        pre = goal.possible_grasps[0].pre_grasp_posture if goal.possible_grasps else None
+        opening = self._posture(pre, joint, opened) if pre else opened
         with self.model_lock:
             core_goal = GraspGoal(gripper.name, goal.target_name, handle, goal.group_name or None)
-            result = self.model.plan(core_goal, timeout=timeout)
+            # planned with the gripper as it will be, opened first: open fingers must clear the table too
+            t0 = time.monotonic()
+            result = self.model.plan(core_goal, start={joint: opening}, timeout=timeout)
+            elapsed = time.monotonic() - t0
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
         grasp = result.plan
@@ -862,15 +871,17 @@ class PlannerNode(ContainedNode):
                   "trajectory_stages": [self._robot_trajectory(grasp.reach),
                                         self._robot_trajectory(grasp.approach)],
                   "trajectory_descriptions": ["reach pre-grasp", "approach"],
-                  "planning_time": grasp.reach.planning_time}
+                  "planning_time": elapsed}             # IK of pre-grasp and grasp, reach, approach
         if goal.planning_options.plan_only:
             return fields
-        pre = goal.possible_grasps[0].pre_grasp_posture if goal.possible_grasps else None
         close = goal.possible_grasps[0].grasp_posture if goal.possible_grasps else None
-        self._grip(job, self._posture(pre, joint, opened) if pre else opened)
+        self._grip(job, opening)
         self._follow(job, grasp.reach)
         self._follow(job, grasp.approach, monitor=False)     # the body is meant to be touched
-        self._grip(job, self._posture(close, joint, closed) if close else closed)
+        gripped = self._grip(job, self._posture(close, joint, closed) if close else closed)
+        if not gripped.stalled:
+            raise GoalFailed(E.FAILURE, f"the gripper closed to {gripped.position:.4g} without stopping on "
+                                        f"{goal.target_name!r} (GripperCommand not stalled): nothing grasped")
         with self.model_lock:
             self.sync()
             planner.attach(goal.target_name, gripper.link)

@@ -39,7 +39,7 @@ from test_world import DATA, WORLD, detector_node, start, to_pose, wait_until  #
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "planning"))
 import scenes  # noqa: E402
-from pin_checker import PinChecker  # noqa: E402
+from pin_checker import PinChecker, interpolated_peaks  # noqa: E402
 
 ARM = ["j1", "j2", "j3", "j4", "j5", "j6", "j7"]
 START = {"j1": -0.9, "j2": 0.6, "j3": 0.0, "j4": 0.9, "j5": 0.0, "j6": 0.0, "j7": 0.0}
@@ -480,6 +480,134 @@ def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
     with tf_lock:
         down = ball_tf[-1][1]
     assert np.linalg.norm(down[:3, 3] - placed[:3, 3]) < 0.01, down[:3, 3]
+
+
+def test_pickup_by_the_class_handle_of_a_detection(bridge):
+    """Issue 30: the objects file gives the ball class an hpp SRDF (ball.srdf, handle side_grasp): a detected
+    ball is picked up by that handle alone (no grasp pose from the client).  Bad targets get
+    INVALID_OBJECT_NAME and no motion."""
+    from moveit_msgs.action import Pickup, Place
+    from moveit_msgs.msg import Grasp, PlaceLocation
+    from geometry_msgs.msg import PoseStamped
+    from scipy.spatial.transform import Rotation
+    from tf2_msgs.msg import TFMessage
+
+    from robot_bridge.formats import srdf
+    from robot_bridge.ros import qos
+    from robot_bridge.ros.tf import matrix as tf_matrix
+
+    client = bridge
+    node = client.node
+    tf_lock = threading.Lock()
+    ball_tf: list = []
+
+    def on_tf(msg):
+        with tf_lock:
+            ball_tf.extend((t.header.frame_id, tf_matrix(t)) for t in msg.transforms
+                           if t.child_frame_id == "ball_0")
+
+    node.create_subscription(TFMessage, "/tf", on_tf, qos.tf_qos())
+    move_to(client, START)
+    ball = np.eye(4)
+    ball[:3, 3] = BALL_AT
+    client.detect(("ball", ball))
+    assert wait_until(lambda: client.world_has("ball_0"), timeout=60.0)
+    assert wait_until(lambda: node.count_subscribers("/attached_collision_object") >= 1, timeout=60.0)
+    time.sleep(1.0)
+    pickup = ActionClient(node, Pickup, "/pickup")
+    assert pickup.wait_for_server(timeout_sec=60.0)
+
+    def run(goal):
+        sent = pickup.send_goal_async(goal)
+        assert wait_until(sent.done, timeout=30.0)
+        future = sent.result().get_result_async()
+        assert wait_until(future.done, timeout=240.0), "no Pickup result"
+        return future.result().result
+
+    # bad targets: a body that does not exist, a handle the ball's class has not; nothing moves
+    before = client.state()
+    for goal in (Pickup.Goal(target_name="no_such_body", group_name="arm", allowed_planning_time=5.0),
+                 Pickup.Goal(target_name="ball_0", group_name="arm", allowed_planning_time=5.0,
+                             possible_grasps=[Grasp(id="ball_0/top")])):
+        result = run(goal)
+        assert result.error_code.val == MoveItErrorCodes.INVALID_OBJECT_NAME == -19, result.error_code.message
+        assert not result.trajectory_stages
+    stamps = client.joint_stamps
+    assert wait_until(lambda: client.joint_stamps >= stamps + 5, timeout=10.0)
+    assert at(client, before, 1e-4), "a refused pickup moved the arm"
+
+    # by the class handle, lifted 8 cm (hpp's name <body>/<handle>; no grasp pose)
+    grasp = Grasp(id="ball_0/side_grasp")
+    grasp.post_grasp_retreat.direction.header.frame_id = "world"
+    grasp.post_grasp_retreat.direction.vector.z = 1.0
+    grasp.post_grasp_retreat.desired_distance = 0.08
+    result = run(Pickup.Goal(target_name="ball_0", group_name="arm", possible_grasps=[grasp],
+                             allowed_planning_time=10.0))
+    assert result.error_code.val == MoveItErrorCodes.SUCCESS, result.error_code.message
+    check_rates(client.urdf, result.trajectory_stages)
+    # the gripper frame on the handle (ball.srdf, read here on its own) within 1 mm and 0.01 rad on the masked
+    # axes: pinocchio on the published URDF at the approach's last point
+    from robot_bridge.bringup import DATA_DIR
+
+    handle = srdf.read_srdf(str(DATA_DIR / "ball.srdf")).handles["side_grasp"]
+    gripper = scenes.embedded_robot().semantics.grippers["hand"]
+    approach = result.trajectory_stages[1].joint_trajectory
+    end = dict(client.state(), **dict(zip(approach.joint_names, approach.points[-1].positions)))
+    rel = np.linalg.inv(ball @ handle.pose) @ (pin_frame(client.checker, end, gripper.link) @ gripper.pose)
+    assert np.abs(rel[:3, 3]).max() < 1e-3, rel
+    rotvec = Rotation.from_matrix(rel[:3, :3]).as_rotvec()
+    assert handle.mask[3:] == [True, True, False]
+    assert np.arccos(np.clip(rel[2, 2], -1.0, 1.0)) < 0.01, rotvec       # x, y rotations: z axes agree
+    # the fingers stopped on the ball (the pickup requires a stalled GripperCommand; closed would be 0)
+    assert client.state()["finger_joint"] > 0.005
+    # the ball follows the gripper link on TF: lifted 8 cm with it
+    assert wait_until(lambda: ball_tf and ball_tf[-1][0] == gripper.link, timeout=30.0), ball_tf[-1:]
+    with tf_lock:
+        offset = ball_tf[-1][1]
+    carried = pin_frame(client.checker, client.state(), gripper.link) @ offset
+    assert np.linalg.norm(carried[:3, 3] - (ball[:3, 3] + [0.0, 0.0, 0.08])) < 0.01, carried[:3, 3]
+
+    # Place detaches it: back 1 cm above the table, world_node's TF has it in the world again
+    location = PlaceLocation(id="back")
+    placed = ball.copy()
+    placed[2, 3] += 0.01
+    location.place_pose = PoseStamped(pose=to_pose(placed))
+    location.place_pose.header.frame_id = "world"
+    client.detect(("ball", placed))
+    place = ActionClient(node, Place, "/place")
+    assert place.wait_for_server(timeout_sec=60.0)
+    sent = place.send_goal_async(Place.Goal(group_name="arm", attached_object_name="ball_0",
+                                            place_locations=[location]))
+    assert wait_until(sent.done, timeout=30.0)
+    future = sent.result().get_result_async()
+    assert wait_until(future.done, timeout=240.0), "no Place result"
+    assert future.result().result.error_code.val == MoveItErrorCodes.SUCCESS
+    assert wait_until(lambda: ball_tf and ball_tf[-1][0] == "world", timeout=30.0)
+    with tf_lock:
+        down = ball_tf[-1][1]
+    assert np.linalg.norm(down[:3, 3] - placed[:3, 3]) < 0.01, down[:3, 3]
+
+
+def check_rates(urdf: str, stages) -> None:
+    """Every executed trajectory within the limits as the controller interpolates it: the quintic between
+    samples (scipy) against the published URDF's velocity limits and the robot file's acceleration limits."""
+    from lxml import etree
+
+    velocity = {j.get("name"): float(j.find("limit").get("velocity")) for j in etree.fromstring(urdf.encode())
+                .iter("joint") if j.find("limit") is not None and j.get("type") in ("revolute", "prismatic")}
+    robot = load(str(WORLD))
+    for stage in stages:
+        traj = stage.joint_trajectory
+        times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
+        fields = [np.array([getattr(p, f) for p in traj.points]) for f in ("positions", "velocities",
+                                                                            "accelerations")]
+        assert len(times) >= 2 and all(f.shape == (len(times), len(traj.joint_names)) for f in fields)
+        for k, name in enumerate(traj.joint_names):
+            given = float(robot.joints[name].acceleration[0])
+            acceleration = given if given > 0 else 2.0          # the controller's default_acceleration
+            peak_v, peak_a = interpolated_peaks(times, *(f[:, k] for f in fields))
+            assert peak_v <= velocity[name] * (1 + 1e-6), (name, peak_v, velocity[name])
+            assert peak_a <= acceleration * (1 + 1e-6), (name, peak_a, acceleration)
 
 
 # -- start-up ------------------------------------------------------------------------------------------------
