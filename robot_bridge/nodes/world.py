@@ -18,7 +18,9 @@ rclpy-free :class:`robot_bridge.world.WorldObjects` (matching, jitter, timeouts)
 The environment bodies of ``description_file`` (its other bodies than the robot, as the description node
 publishes them on /tf_static) go out on ``/collision_object`` too, at their placement in ``<world_frame>``;
 a change of ``description_file`` (or ``environment``) on the running node re-reads it (REMOVE of the old
-bodies, ADD of the new ones; a file that does not load is refused and the old bodies kept).
+bodies, ADD of the new ones; a file that does not load is refused and the old bodies kept), and so does a
+switch the description node of the namespace accepts (its ``description_file``, ``publish_environment``),
+when this node was given a ``description_file``.
 
 world_node owns what the robot holds: ``~/attach`` (moveit_msgs/AttachedCollisionObject: ADD with
 ``link_name`` and ``touch_links``, REMOVE) is where the controller node (a sim GripperCommand whose
@@ -44,6 +46,7 @@ from collections import Counter
 from typing import Optional
 
 import numpy as np
+from rcl_interfaces.msg import ParameterEvent
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from vision_msgs.msg import Detection3DArray
@@ -96,6 +99,7 @@ LISTED_NAMES = 5              # names shown in one warning or log line (the rest
 REPORTED_NAMES = 1000         # distinct unknown classes / frames reported at once however throttled
 RELOAD_PARAMETERS = {"objects_file", "search_path"}
 NO_ENVIRONMENT = (".urdf", ".xacro")     # robot formats without other bodies: not read
+FOLLOWED = {"description_file": "description_file", "publish_environment": "environment"}   # theirs: ours
 ENVIRONMENT_PARAMETERS = {"description_file", "search_path", "environment"}
 
 
@@ -145,6 +149,8 @@ class WorldNode(ContainedNode):
         self.timer = self.create_timer(1.0 / float(self._p("publish_rate")), self._tick)
         self._attached: dict[str, tuple[str, np.ndarray]] = {}      # body -> (link frame, link -> body)
         self._subscribe_attach()
+        # the description node's switches of the robot file (ros2 param set /description_node ...)
+        self.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event, 10)
 
         ok, error = self.load_environment()
         if not ok:
@@ -171,6 +177,25 @@ class WorldNode(ContainedNode):
             if not ok:
                 return error
         return None
+
+    def _on_parameter_event(self, event) -> None:
+        """The description node switched its robot file (a set it accepted): follow it, when this node was
+        given one (``description_file`` not empty)."""
+        from rclpy.parameter import Parameter, parameter_value_to_python
+
+        ours = self.get_namespace().rstrip("/") + "/description_node"
+        if not self._p("description_file") or event.node != ours:
+            return
+        changed = [Parameter(name, value=parameter_value_to_python(p.value)) for p in event.changed_parameters
+                   for name in [FOLLOWED.get(p.name)] if name is not None]
+        changed = [c for c in changed if c.value != self._p(c.name)]
+        if not changed:
+            return
+        results = self.set_parameters(changed)
+        for c, result in zip(changed, results):
+            if not result.successful:
+                self.get_logger().warning(f"the description node switched {c.name} to {c.value!r}, not "
+                                          f"followed: {result.reason}")
 
     def load_environment(self, overrides: Optional[dict] = None) -> tuple[bool, str]:
         """Read the environment bodies of ``description_file``; on success send them (the old ones that

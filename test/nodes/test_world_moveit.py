@@ -4,7 +4,7 @@ venv's moveit_msgs with the QoS of MoveIt 2's planning scene monitor (depth 1024
 - the environment bodies of the robot file (default.env.xml: table, crate, can, block, ball) as
   CollisionObject ADD with the poses and shapes the file gives, also to a subscriber that joins late; a
   switch of ``description_file`` on the running node replaces them (REMOVE / ADD), a file that does not load
-  is refused and the bodies kept;
+  is refused and the bodies kept; a switch of the description node's robot file is followed;
 - a sim GripperCommand that closes on a detected body: the controller's fingers stall on it and
   world_node sends one AttachedCollisionObject ADD on the gripper link with the finger links as touch
   links; opening sends the REMOVE and the body's put-down pose (where the moved arm left it) as an ADD.
@@ -145,7 +145,8 @@ def test_environment_bodies_go_to_moveit_and_follow_a_switch_of_the_robot_file(t
 """)
     (tmp_path / "broken.env.xml").write_text("<Environment><KinBody name=")
     roots = os.pathsep.join([str(tmp_path), str(DATA)])        # run-time files: the test's folder
-    procs = [start("world", f"description_file:={WORLD}", env={"ROBOT_BRIDGE_ALLOWED_ROOTS": roots})]
+    procs = [start("world", f"description_file:={WORLD}", env={"ROBOT_BRIDGE_ALLOWED_ROOTS": roots}),
+             start("description", f"description_file:={WORLD}", env={"ROBOT_BRIDGE_ALLOWED_ROOTS": roots})]
     late_context = None
     try:
         rec = MoveItRecorder(detector_node)
@@ -171,8 +172,9 @@ def test_environment_bodies_go_to_moveit_and_follow_a_switch_of_the_robot_file(t
         result = set_parameter(detector_node, "/world_node", "description_file", broken)
         assert not result.successful and "broken.env.xml" in result.reason, result.reason
         assert not rec.objects(operation=CollisionObject.REMOVE)
-        # the robot file switched on the running node: the old bodies go, the new one comes
-        result = set_parameter(detector_node, "/world_node", "description_file", str(other))
+        # the description node switched to another robot file: world_node follows, the old bodies go, the
+        # new one comes
+        result = set_parameter(detector_node, "/description_node", "description_file", str(other))
         assert result.successful, result.reason
         assert wait_until(lambda: set(rec.current()) == {"shelf"}, timeout=60.0), sorted(rec.current())
         assert {m.id for m in rec.objects(operation=CollisionObject.REMOVE)} == \
