@@ -722,7 +722,7 @@ class ControllerNode(ContainedNode):
             self.goals[key] = ActiveGoal(handle, future, grip)
             self._finish(self.control.start(index, trajectory, now, key, tracker))
         outcome: Outcome = await future
-        if outcome.stalled and grip.touching and not grip.holding:
+        if outcome.stalled and grip.touching and not grip.holding and self._movable(grip.touching):
             grip.holding = grip.touching
             self._publish_attach(grip, True)
         self._terminate(handle, outcome)
@@ -756,6 +756,14 @@ class ControllerNode(ContainedNode):
         self.hardware.set_obstacle(grip.joint, contact, effort)
         if contact is not None:
             self.get_logger().info(f"{grip.name}: fingers meet {grip.touching} at {grip.joint}={contact:.6f}")
+
+    def _movable(self, name: str) -> bool:
+        """A body the fingers may carry away: not made of static links only (OpenRAVE type="static": a
+        table the fingers pressed on stays a table)."""
+        body = self.robot.environment.get(name) if self.robot is not None else None
+        if body is None:
+            body = self._world_objects.get(name, (None, None))[0]
+        return body is not None and not all(link.static for link in body.links.values())
 
     def _publish_attach(self, grip: Gripper, add: bool) -> None:
         """Sim: tell world_node that ``grip`` holds (add) or let go of its body: an AttachedCollisionObject
