@@ -101,7 +101,7 @@ class ScenePublisher:
     ADD (and the colours, and every held body's attach) at once -- by the publishers' matched event where
     the middleware has it, else by a timer that watches the subscription counts."""
 
-    def __init__(self, node, frame: str, poll_period: float = 0.2):
+    def __init__(self, node, frame: str, poll_period: float = 0.2, coalesce: float = 0.2):
         import threading
 
         from moveit_msgs.msg import AttachedCollisionObject
@@ -130,6 +130,8 @@ class ScenePublisher:
             pubs = [node.create_publisher(t, name, moveit_qos()) for t, name in topics]
             self.poll = node.create_timer(poll_period, self._poll_counts)
         self.objects_pub, self.scene_pub, self.attached_pub = pubs
+        self._coalesce = node.create_timer(coalesce, self._coalesced)
+        self._coalesce.cancel()                     # started by a match (reset)
 
     def shapes(self, key: str, body) -> BodyShapes:
         """The collision shapes of ``body`` (an object class's or an environment body's, named by ``key``),
@@ -221,8 +223,14 @@ class ScenePublisher:
                 self.attached_pub.publish(attached_object(name, link, touch, CollisionObject.ADD, stamp))
 
     def _on_matched(self, info) -> None:
+        """A subscriber joined: republish once its topics have matched (move_group's three topics match
+        one after the other: one republish for them, not three)."""
         if info.current_count_change > 0:
-            self.republish()
+            self._coalesce.reset()
+
+    def _coalesced(self) -> None:
+        self._coalesce.cancel()
+        self.republish()
 
     def _poll_counts(self) -> None:
         counts = [p.get_subscription_count() for p in (self.objects_pub, self.scene_pub, self.attached_pub)]

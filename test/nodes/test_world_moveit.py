@@ -7,7 +7,8 @@ venv's moveit_msgs with the QoS of MoveIt 2's planning scene monitor (depth 1024
   is refused and the bodies kept; a switch of the description node's robot file is followed;
 - a sim GripperCommand that closes on a detected body: the controller's fingers stall on it and
   world_node sends one AttachedCollisionObject ADD on the gripper link with the finger links as touch
-  links; opening sends the REMOVE and the body's put-down pose (where the moved arm left it) as an ADD.
+  links (a late subscriber gets it too); opening sends the REMOVE and the body's put-down pose (where the
+  moved arm left it) as an ADD.
 
 Detections becoming ADD within 100 ms of their TF, their expiry a REMOVE and the late joiner of detected
 bodies: test_world_planning_scene.py.  Nodes run as their own processes; nothing waits on a sleep."""
@@ -188,6 +189,26 @@ def test_environment_bodies_go_to_moveit_and_follow_a_switch_of_the_robot_file(t
         stop_all(procs)
 
 
+def late_held(predicate) -> None:
+    """A move_group starting now (its own participant) gets the world and what the gripper holds."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    context = rclpy.Context()
+    context.init()
+    try:
+        node = rclpy.create_node("late_move_group", context=context)
+        late = MoveItRecorder(node)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        assert wait_until(lambda: predicate(late), lambda: executor.spin_once(timeout_sec=0.05)), \
+            [(type(m).__name__, getattr(m, "id", "")) for m in late.messages]
+        executor.shutdown(timeout_sec=5)
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
+
+
 GRASP_LOCAL = make(np.eye(3), (0.0, 0.0, 0.07))      # between the finger pads of the open gripper
 ARM_JOINTS = [f"j{i}" for i in range(1, 8)]
 
@@ -244,6 +265,9 @@ def test_a_sim_gripper_closing_on_a_body_attaches_it_and_opening_puts_it_down(tm
         add = rec.attached("grasp_box_0")[0]
         assert add.object.operation == CollisionObject.ADD and add.link_name == "gripper_base"
         assert set(add.touch_links) == {"gripper_base", "finger_left", "finger_right"}
+        assert len(rec.attached("grasp_box_0")) == 1                             # one ADD per grasp
+        late_held(lambda late: "grasp_box_0" in late.current() and late.attached("grasp_box_0") and
+                  late.attached("grasp_box_0")[-1].link_name == "gripper_base")
 
         # the arm carries it away: j2 turned by 0.4 rad
         target = dict(q0, j2=q0["j2"] + 0.4)
@@ -262,8 +286,10 @@ def test_a_sim_gripper_closing_on_a_body_attaches_it_and_opening_puts_it_down(tm
         opened = command(0.04)
         assert opened.reached_goal, opened
         assert wait_until(lambda: len(rec.attached("grasp_box_0")) >= 2), "no detach"
-        attach = rec.attached("grasp_box_0")
-        assert [m.object.operation for m in attach] == [CollisionObject.ADD, CollisionObject.REMOVE]
+        # the grasp's ADD (and its repetition for the late joiner: a volatile topic reaches everyone), then
+        # one REMOVE
+        attach = [m.object.operation for m in rec.attached("grasp_box_0")]
+        assert attach[-1] == CollisionObject.REMOVE and attach.count(CollisionObject.REMOVE) == 1, attach
         put_down = robot.placement @ KinematicModel(robot).link_poses(q1)["gripper_base"] @ GRASP_LOCAL
         assert np.linalg.norm(put_down[:3, 3] - grasped_at[:3, 3]) > 0.1          # really carried away
 
