@@ -52,6 +52,7 @@ from ..kinematics import frames
 from ..ros import params, qos
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
+from ..world.planning_scene import attach_topic
 
 E = MoveItErrorCodes
 PARAMETERS = params.schema(
@@ -109,7 +110,7 @@ JOINT_STATE_SETTLE = 2               # fresh /joint_states awaited after the arm
 
 
 def attached_qos() -> QoSProfile:
-    """MoveIt's /attached_collision_object: reliable, volatile, depth 100."""
+    """world_node's ~/attach (as MoveIt's /attached_collision_object): reliable, volatile, depth 100."""
     return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
@@ -197,8 +198,10 @@ class PlannerNode(ContainedNode):
         self.create_subscription(JointState, self.params.get("joint_states_topic"), self._on_joint_states, 10)
         if self.params.get("objects_topic"):
             self.create_subscription(String, self.params.get("objects_topic"), self._on_objects, latched)
-        self.attached_pub = self.create_publisher(AttachedCollisionObject, "/attached_collision_object",
-                                                  attached_qos())
+        # world_node owns what the grippers hold: it tells MoveIt (/attached_collision_object), once per grasp
+        self.attached_pub = self.create_publisher(
+            AttachedCollisionObject, attach_topic(self.params.get("objects_topic") or "world_node/objects"),
+            attached_qos())
         self.trajectory_client = ActionClient(self, FollowJointTrajectory,
                                               self.params.get("trajectory_action"))
         self.gripper_client = ActionClient(self, GripperCommand, self.params.get("gripper_action"))
