@@ -255,6 +255,7 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
     if o.objects:
         specs.append(NodeSpec(PACKAGE, "world_node", "world_node", ns,
                               params("world_node", "world.yaml", objects_file=o.objects,
+                                     description_file=o.robot_file, environment=o.environment,
                                      frame_prefix=o.frame_prefix, world_frame=o.world_frame),
                               factory="robot_bridge.nodes.world:WorldNode"))
     if o.planner and o.mode == "sim" and planner_unavailable() is None:

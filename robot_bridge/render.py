@@ -19,6 +19,7 @@ from .model import AttachedSensor, Robot
 from .sim import Scene
 from .sim.scene import Shape
 
+PATH_RGB = (1.0, 0.0, 1.0)              # magenta: the planned path of render(path=...)
 LIGHT = np.array([0.4, -0.3, 0.87]) / np.linalg.norm([0.4, -0.3, 0.87])
 DEFAULT_VIEW = (25.0, -50.0)           # elevation, azimuth in degrees
 TOP_VIEW = (90.0, -90.0)               # x to the right, y up
@@ -124,11 +125,14 @@ def render(robot: Robot, output: str | Path, joints: Optional[Mapping[str, objec
            points: Optional[np.ndarray] = None, points_origin: Optional[np.ndarray] = None,
            title: Optional[str] = None, view: Optional[tuple[float, float]] = None,
            top_view: bool = False, size: tuple[float, float] = (7.0, 6.0), dpi: int = 110,
-           scene: Optional[Scene] = None, bounds: Optional[tuple[np.ndarray, np.ndarray]] = None) -> Path:
+           scene: Optional[Scene] = None, bounds: Optional[tuple[np.ndarray, np.ndarray]] = None,
+           path: Optional[np.ndarray] = None, path_label: str = "planned path") -> Path:
     """Draw ``robot`` (at ``joints``, others at their initial values) and its environment into a PNG.
 
     ``points`` (N, 3) world points (e.g. laser hits) are drawn in red, with faint rays from
-    ``points_origin`` when given.  The view looks from the environment's ``<camtrans>`` when it has one;
+    ``points_origin`` when given; ``path`` (M, 3) world points are drawn as a magenta polyline (e.g. where a
+    planned trajectory takes the gripper), labelled ``path_label``.  The view looks from the environment's
+    ``<camtrans>`` when it has one;
     ``top_view`` adds a second panel seen from above.  ``bounds`` (lo, hi) fixes the world box shown
     (default: what is drawn), so that pictures of the same robot compare pixel for pixel.  Returns the
     written path.  Raises
@@ -161,6 +165,9 @@ def render(robot: Robot, output: str | Path, joints: Optional[Mapping[str, objec
     if points is not None and len(points):
         points = np.asarray(points, dtype=float).reshape(-1, 3)
         cloud.append(points)
+    if path is not None and len(path):
+        path = np.asarray(path, dtype=float).reshape(-1, 3)
+        cloud.append(path)
     cloud = np.concatenate(cloud) if any(len(c) for c in cloud) else np.zeros((1, 3))
     lo, hi = cloud.min(axis=0), cloud.max(axis=0)
     if bounds is not None:
@@ -182,6 +189,10 @@ def render(robot: Robot, output: str | Path, joints: Optional[Mapping[str, objec
                                                      linewidths=0.6, zorder=2))
             ax.scatter(points[:, 0], points[:, 1], points[:, 2], s=6, c="red", depthshade=False, zorder=3,
                        label=f"{len(points)} laser hits")
+        if path is not None and len(path):
+            ax.plot(path[:, 0], path[:, 1], path[:, 2], color=PATH_RGB, linewidth=2.5, zorder=4,
+                    label=path_label)
+        if (points is not None and len(points)) or (path is not None and len(path)):
             ax.legend(loc="upper left", fontsize=8)
         ax.set_xlim(centre[0] - half, centre[0] + half)
         ax.set_ylim(centre[1] - half, centre[1] + half)

@@ -168,6 +168,8 @@ class Gripper:
     prefix: str
     closing: float = -1.0               # sign of the joint's closing direction
     server: ActionServer | None = None
+    touching: str = ""                  # sim: the body the closing fingers meet (this goal)
+    holding: str = ""                   # sim: the body they stalled on, attached at world_node
 
 
 @dataclass
@@ -228,12 +230,25 @@ class ControllerNode(ContainedNode):
         self.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event, 10)
         self._object_bodies: dict[str, Robot | None] = {}     # sim: world_node's body files, read once
         self._world_objects: dict = {}                         # sim: name -> (body, pose) of world_node
+        self.attach_pub = None             # sim: world_node's ~/attach (a body the fingers stall on)
         if self._param("hardware") == "sim" and self._param("sim.objects_topic"):
             from std_msgs.msg import String
 
             from ..ros import qos
-            self.create_subscription(String, self._param("sim.objects_topic"), self._on_objects,
-                                     qos.description_qos())
+            topic = self._param("sim.objects_topic")
+            self.create_subscription(String, topic, self._on_objects, qos.description_qos())
+            try:
+                from moveit_msgs.msg import AttachedCollisionObject
+            except ImportError:
+                self.get_logger().info("moveit_msgs is not installed: grasped bodies are not attached")
+            else:
+                from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+                from ..world.planning_scene import attach_topic
+                self.attach_pub = self.create_publisher(
+                    AttachedCollisionObject, attach_topic(topic),
+                    QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
+                               durability=DurabilityPolicy.VOLATILE))
 
         try:
             if self.hardware is None:
@@ -707,6 +722,9 @@ class ControllerNode(ContainedNode):
             self.goals[key] = ActiveGoal(handle, future, grip)
             self._finish(self.control.start(index, trajectory, now, key, tracker))
         outcome: Outcome = await future
+        if outcome.stalled and grip.touching and not grip.holding and self._movable(grip.touching):
+            grip.holding = grip.touching
+            self._publish_attach(grip, True)
         self._terminate(handle, outcome)
         with self.lock:
             sample = self.control.sample
@@ -722,15 +740,51 @@ class ControllerNode(ContainedNode):
         closing = (target - reference[grip.index]) * grip.closing > 0.0
         bodies = self.robot is not None and (self.robot.environment or self._world_objects)
         if closing and self._param("sim.grasp_objects") and bodies:
-            from ..sim.grasp import contact_position
+            from ..sim.grasp import contact as first_contact
             if self._scene is None:
                 self._build_scene()
             positions = dict(zip(self.joints, map(float, self.control.sample.position)))
-            contact = contact_position(self._scene, positions, grip.joint, target)
+            found = first_contact(self._scene, positions, grip.joint, target)
+            if found is not None:
+                contact, grip.touching = found
+        elif not closing and grip.holding:
+            self._publish_attach(grip, False)          # opening: the held body is let go
+            grip.holding = ""
+        if contact is None:
+            grip.touching = ""
         effort = max_effort if max_effort > 0.0 else math.inf
         self.hardware.set_obstacle(grip.joint, contact, effort)
         if contact is not None:
-            self.get_logger().info(f"{grip.name}: fingers meet a body at {grip.joint}={contact:.6f}")
+            self.get_logger().info(f"{grip.name}: fingers meet {grip.touching} at {grip.joint}={contact:.6f}")
+
+    def _movable(self, name: str) -> bool:
+        """A body the fingers may carry away: not made of static links only (OpenRAVE type="static": a
+        table the fingers pressed on stays a table)."""
+        body = self.robot.environment.get(name) if self.robot is not None else None
+        if body is None:
+            body = self._world_objects.get(name, (None, None))[0]
+        return body is not None and not all(link.static for link in body.links.values())
+
+    def _publish_attach(self, grip: Gripper, add: bool) -> None:
+        """Sim: tell world_node that ``grip`` holds (add) or let go of its body: an AttachedCollisionObject
+        on the gripper joint's parent link, touching it and every link below it (the fingers)."""
+        if self.attach_pub is None or self.robot is None or grip.joint not in self.robot.joints:
+            return
+        from moveit_msgs.msg import AttachedCollisionObject, CollisionObject
+
+        link = self.robot.joints[grip.joint].parent
+        touch, todo = [], [link]
+        while todo:
+            current = todo.pop()
+            touch.append(current)
+            todo += [j.child for j in self.robot.child_joints(current)]
+        msg = AttachedCollisionObject(link_name=link, touch_links=touch if add else [])
+        msg.object.id = grip.holding
+        msg.object.header.frame_id = link
+        msg.object.header.stamp = self.get_clock().now().to_msg()
+        msg.object.operation = CollisionObject.ADD if add else CollisionObject.REMOVE
+        self.attach_pub.publish(msg)
+        self.get_logger().info(f"{grip.name}: {'holds' if add else 'lets go of'} {grip.holding}")
 
     def _build_scene(self) -> None:
         from ..sim.scene import Scene

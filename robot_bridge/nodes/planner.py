@@ -18,7 +18,9 @@ action.  While a trajectory runs, every world update is checked against the rest
 cancels the trajectory (the controller stops within its limits) and the goal ends with
 MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE naming the body.  Goals run one at a time on a worker thread
 (a new goal preempts the running one: PREEMPTED); subscriptions only store the latest input, the worker
-applies it.
+applies it.  The worker also builds the planning model (the imports of pinocchio, coal and roboplan take
+seconds): the node serves at once (goals wait for the model, the plan service answers that it is loading)
+and a SIGINT during the build ends the process without waiting for it.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from ..kinematics import frames
 from ..ros import params, qos
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
+from ..world.planning_scene import attach_topic
 
 E = MoveItErrorCodes
 PARAMETERS = params.schema(
@@ -95,11 +98,19 @@ PARAMETERS = params.schema(
 FEEDBACK_PLANNING, FEEDBACK_MONITOR, FEEDBACK_IDLE = "PLANNING", "MONITOR", "IDLE"
 MAX_CONSTRAINTS = 1000               # joint / position / orientation constraints of one goal
 MAX_JOINT_STATE_NAMES = 10000
+LOADING = "loading the planning libraries (pinocchio, coal, roboplan) on the worker thread"
+WORKER_JOIN = 5.0                    # s destroy_node waits for the worker to end its goal
+BUILD_JOIN = 0.2                     # s ... for a worker still building the planning model (executable)
+# Workers building a model now.  A thread left inside the libraries' C++ import when the interpreter finalizes
+# aborts the process ("FATAL: exception not rethrown"): the planner_node executable (main) ends with os._exit
+# instead of waiting for such a build; a node in another process (robot-bridge run) waits for it.
+_BUILDING: set = set()
+_EXIT_AT_ONCE = threading.Event()
 JOINT_STATE_SETTLE = 2               # fresh /joint_states awaited after the arm stopped, before replanning
 
 
 def attached_qos() -> QoSProfile:
-    """MoveIt's /attached_collision_object: reliable, volatile, depth 100."""
+    """world_node's ~/attach (as MoveIt's /attached_collision_object): reliable, volatile, depth 100."""
     return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
@@ -157,15 +168,16 @@ def trajectory_msg(trajectory) -> JointTrajectory:
 class PlannerNode(ContainedNode):
     def __init__(self, **kwargs):
         super().__init__("planner_node", **kwargs)
-        from ..planning.master import MasterModel
+        from ..planning import installed
+        from ..planning.errors import INSTALL_HINT, PlanningUnavailable
 
         self.params = params.NodeParameters(self, PARAMETERS)
+        if not installed():                           # found, not imported: the node does not start
+            raise PlanningUnavailable(INSTALL_HINT)
         self.world_frame = str(self.params.get("world_frame")) or frames.WORLD_FRAME
         self.frame_prefix = str(self.params.get("frame_prefix"))
-        search = list(self.params.get("search_path") or [])
-        accelerations, environment = self._robot_file(search)
-        self.model = MasterModel(search, accelerations, environment, seed=int(self.params.get("seed")),
-                                 default_acceleration=float(self.params.get("default_acceleration")))
+        self.model = None                             # MasterModel: built by the worker (_build_model)
+        self.model_error: Optional[str] = None        # why it could not be built
         self.model_lock = threading.RLock()           # the model: the worker and the plan service
         self._input_lock = threading.Lock()
         self._pending_urdf: Optional[str] = None
@@ -186,8 +198,10 @@ class PlannerNode(ContainedNode):
         self.create_subscription(JointState, self.params.get("joint_states_topic"), self._on_joint_states, 10)
         if self.params.get("objects_topic"):
             self.create_subscription(String, self.params.get("objects_topic"), self._on_objects, latched)
-        self.attached_pub = self.create_publisher(AttachedCollisionObject, "/attached_collision_object",
-                                                  attached_qos())
+        # world_node owns what the grippers hold: it tells MoveIt (/attached_collision_object), once per grasp
+        self.attached_pub = self.create_publisher(
+            AttachedCollisionObject, attach_topic(self.params.get("objects_topic") or "world_node/objects"),
+            attached_qos())
         self.trajectory_client = ActionClient(self, FollowJointTrajectory,
                                               self.params.get("trajectory_action"))
         self.gripper_client = ActionClient(self, GripperCommand, self.params.get("gripper_action"))
@@ -202,8 +216,40 @@ class PlannerNode(ContainedNode):
                                          cancel_callback=self._on_cancel)
         self.create_service(GetMotionPlan, "plan_kinematic_path", self._on_plan_service)
         self._running = True
+        self._building = True
         self._worker = threading.Thread(target=self._work, name="planner_node.worker", daemon=True)
         self._worker.start()
+
+    def _build_model(self) -> None:
+        """The planning model, on the worker thread: the robot file, then the planning libraries' imports."""
+        t0 = time.monotonic()
+        self.get_logger().info(LOADING)
+        try:
+            from ..planning.master import MasterModel
+
+            search = list(self.params.get("search_path") or [])
+            accelerations, environment = self._robot_file(search)
+            model = MasterModel(search, accelerations, environment, seed=int(self.params.get("seed")),
+                                default_acceleration=float(self.params.get("default_acceleration")))
+        except Exception as exc:  # e.g. a library that does not import: goals fail with the reason
+            self.model_error = f"the planning model could not be built: {type(exc).__name__}: {exc}"
+            self.get_logger().error(self.model_error)
+            return
+        if not self._running:
+            return
+        with self.model_lock:
+            self.model = model
+        self.get_logger().info(f"planning libraries loaded in {time.monotonic() - t0:.2f} s")
+
+    def _ready_model(self):
+        """The model with a planner (under model_lock, synced); GoalFailed while there is none."""
+        model = self.model
+        if model is None:
+            raise GoalFailed(E.FAILURE, self.model_error or "planner_node is still loading the planning "
+                                                           "libraries; try again in a few seconds")
+        if model.planner is None:
+            raise GoalFailed(E.FAILURE, "no robot_description received yet")
+        return model
 
     def _robot_file(self, search: list) -> tuple[dict, dict]:
         """The robot file's joint acceleration limits and environment bodies (a URDF carries neither)."""
@@ -252,6 +298,8 @@ class PlannerNode(ContainedNode):
 
     def sync(self) -> None:
         """Apply the inputs received since the last call (worker or service, under model_lock)."""
+        if self.model is None:                        # not built yet: the inputs stay pending
+            return
         with self._input_lock:
             urdf, srdf, objects = self._pending_urdf, self._pending_srdf, self._pending_objects
             self._pending_urdf = self._pending_srdf = self._pending_objects = None
@@ -332,6 +380,12 @@ class PlannerNode(ContainedNode):
 
     # -- the worker ---------------------------------------------------------------------------------
     def _work(self) -> None:
+        _BUILDING.add(threading.current_thread())
+        try:
+            self._build_model()
+        finally:
+            self._building = False
+            _BUILDING.discard(threading.current_thread())
         while self._running:
             try:
                 job = self._jobs.get(timeout=0.2)
@@ -476,8 +530,7 @@ class PlannerNode(ContainedNode):
 
         with self.model_lock:
             self.sync()
-            if self.model.planner is None:
-                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            self._ready_model()
             if start is not None:
                 unknown = sorted(set(start) - set(self.model.planner.joint_names))
                 if unknown:
@@ -511,8 +564,7 @@ class PlannerNode(ContainedNode):
         try:
             with self.model_lock:
                 self.sync()
-                if self.model.planner is None:
-                    raise GoalFailed(E.FAILURE, "no robot_description received yet")
+                self._ready_model()
                 goal = self._goal_of(req)
             plan, elapsed = self._plan(goal, req.group_name or None, self._start_of(req),
                                        self._planning_time(req), req.max_velocity_scaling_factor,
@@ -535,8 +587,7 @@ class PlannerNode(ContainedNode):
         if options.replan and options.replan_attempts <= 0:
             attempts = 1 + 5                  # move_group's default replan_attempts
         with self.model_lock:
-            if self.model.planner is None:
-                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            self._ready_model()
             core_goal = self._goal_of(req)
         start = self._start_of(req) if options.plan_only else None
         if not options.plan_only:
@@ -695,8 +746,10 @@ class PlannerNode(ContainedNode):
         return grippers[name]
 
     def _handle_of(self, body: str, gripper, grasps):
-        """The handle to grasp: from ``possible_grasps[0]`` (MoveIt's grasp_pose is the pose of the gripper's
-        link), else the body's first hpp handle."""
+        """The handle to grasp: a ``possible_grasps[0]`` whose ``id`` is ``<body>/<handle>`` (hpp's name of an
+        object's handle) names a handle of the body's class (its poses are not used; an unknown handle is the
+        core's INVALID_OBJECT_NAME); any other grasp gives the handle by its poses (MoveIt's grasp_pose is the
+        pose of the gripper's link); no grasp: the body's class handle (the first by name)."""
         from ..model import Handle
 
         planner = self.model.planner
@@ -706,8 +759,10 @@ class PlannerNode(ContainedNode):
             if not handles:
                 raise GoalFailed(E.INVALID_OBJECT_NAME,
                                  f"body {body!r} has no hpp handle: give possible_grasps")
-            return handles[sorted(handles)[0]]
+            return sorted(handles)[0]
         grasp = grasps[0]
+        if grasp.id.startswith(body + "/"):
+            return grasp.id[len(body) + 1:]                # checked by the planner core
         local = _matrix(grasp.grasp_pose.pose.position, grasp.grasp_pose.pose.orientation)
         if local is None:
             raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "grasp_pose not finite or zero quaternion")
@@ -794,9 +849,7 @@ class PlannerNode(ContainedNode):
         goal = job.handle.request
         with self.model_lock:
             self.sync()
-            planner = self.model.planner
-            if planner is None:
-                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            planner = self._ready_model().planner
             gripper = self._gripper_of(goal.end_effector)
             if goal.target_name not in planner.bodies:
                 raise GoalFailed(E.INVALID_OBJECT_NAME, f"no body {goal.target_name!r} in the world (bodies: "
@@ -806,9 +859,14 @@ class PlannerNode(ContainedNode):
         self._feedback(job, FEEDBACK_PLANNING)
         t = float(goal.allowed_planning_time)
         timeout = t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+        pre = goal.possible_grasps[0].pre_grasp_posture if goal.possible_grasps else None
+        opening = self._posture(pre, joint, opened) if pre else opened
         with self.model_lock:
             core_goal = GraspGoal(gripper.name, goal.target_name, handle, goal.group_name or None)
-            result = self.model.plan(core_goal, timeout=timeout)
+            # planned with the gripper as it will be, opened first: open fingers must clear the table too
+            t0 = time.monotonic()
+            result = self.model.plan(core_goal, start={joint: opening}, timeout=timeout)
+            elapsed = time.monotonic() - t0
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
         grasp = result.plan
@@ -816,15 +874,17 @@ class PlannerNode(ContainedNode):
                   "trajectory_stages": [self._robot_trajectory(grasp.reach),
                                         self._robot_trajectory(grasp.approach)],
                   "trajectory_descriptions": ["reach pre-grasp", "approach"],
-                  "planning_time": grasp.reach.planning_time}
+                  "planning_time": elapsed}             # IK of pre-grasp and grasp, reach, approach
         if goal.planning_options.plan_only:
             return fields
-        pre = goal.possible_grasps[0].pre_grasp_posture if goal.possible_grasps else None
         close = goal.possible_grasps[0].grasp_posture if goal.possible_grasps else None
-        self._grip(job, self._posture(pre, joint, opened) if pre else opened)
+        self._grip(job, opening)
         self._follow(job, grasp.reach)
         self._follow(job, grasp.approach, monitor=False)     # the body is meant to be touched
-        self._grip(job, self._posture(close, joint, closed) if close else closed)
+        gripped = self._grip(job, self._posture(close, joint, closed) if close else closed)
+        if not gripped.stalled:
+            raise GoalFailed(E.FAILURE, f"the gripper closed to {gripped.position:.4g} without stopping on "
+                                        f"{goal.target_name!r} (GripperCommand not stalled): nothing grasped")
         with self.model_lock:
             self.sync()
             planner.attach(goal.target_name, gripper.link)
@@ -843,9 +903,7 @@ class PlannerNode(ContainedNode):
         goal = job.handle.request
         with self.model_lock:
             self.sync()
-            planner = self.model.planner
-            if planner is None:
-                raise GoalFailed(E.FAILURE, "no robot_description received yet")
+            planner = self._ready_model().planner
             held = [n for n, b in planner.bodies.items() if b.attached is not None]
             body = goal.attached_object_name or (held[0] if len(held) == 1 else "")
             if body not in held:
@@ -900,14 +958,29 @@ class PlannerNode(ContainedNode):
         if job is not None:
             job.request_stop("planner_node shutting down")
         self._jobs.put(None)
-        self._worker.join(timeout=5.0)
+        # a build in progress (imports, C++) cannot be interrupted: the daemon worker is left to the process
+        # exit rather than waited for; a goal's worker ends within its stop request
+        if not self._building:
+            self._worker.join(timeout=WORKER_JOIN)
+        else:
+            self._worker.join(timeout=BUILD_JOIN if _EXIT_AT_ONCE.is_set() else None)
         super().destroy_node()
 
 
 def main(args=None) -> int:
     from ..ros.runner import spin_node
 
-    return spin_node(PlannerNode, args)
+    _EXIT_AT_ONCE.set()
+    code = spin_node(PlannerNode, args)
+    if any(t.is_alive() for t in list(_BUILDING)):       # stopped during the build: do not wait for it
+        import ctypes
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        ctypes.CDLL(None).fflush(None)                      # rcutils' console output
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

@@ -15,10 +15,21 @@ rclpy-free :class:`robot_bridge.world.WorldObjects` (matching, jitter, timeouts)
   colours as ObjectColor in a ``/planning_scene`` diff, for MoveIt's planning scene monitor; every current
   body again when a subscription matches (:mod:`robot_bridge.ros.planning_scene`).
 
-A body a robot carries (moveit_msgs/AttachedCollisionObject ADD on /attached_collision_object, as the
-planner node and move_group publish it) is re-parented on TF under the carrying link, at the pose it had
-when attached, until its REMOVE (then it stays where it was put down); while carried, detections neither
-move it nor let it time out.
+The environment bodies of ``description_file`` (its other bodies than the robot, as the description node
+publishes them on /tf_static) go out on ``/collision_object`` too, at their placement in ``<world_frame>``;
+a change of ``description_file`` (or ``environment``) on the running node re-reads it (REMOVE of the old
+bodies, ADD of the new ones; a file that does not load is refused and the old bodies kept), and so does a
+switch the description node of the namespace accepts (its ``description_file``, ``publish_environment``),
+when this node was given a ``description_file``.
+
+world_node owns what the robot holds: ``~/attach`` (moveit_msgs/AttachedCollisionObject: ADD with
+``link_name`` and ``touch_links``, REMOVE) is where the controller node (a sim GripperCommand whose
+fingers stall on a body) and the planner node (Pickup / Place) say it.  The first ADD of a body goes out
+once on ``/attached_collision_object`` (a second one, e.g. the planner's after the controller's, is not
+repeated), its REMOVE once, followed by the body's put-down pose as an ADD on ``/collision_object``.  A
+detected body a robot carries is re-parented on TF under the carrying link, at the pose it had when
+attached, until its REMOVE (then it stays where it was put down); while carried, detections neither move
+it nor let it time out.
 
 ``~/reload`` (std_srvs/Trigger) re-reads the mapping; a mapping that fails to load leaves the previous one
 in service.  Unknown class ids, unresolvable frames and non-finite poses are dropped with throttled
@@ -35,6 +46,7 @@ from collections import Counter
 from typing import Optional
 
 import numpy as np
+from rcl_interfaces.msg import ParameterEvent
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from vision_msgs.msg import Detection3DArray
@@ -61,6 +73,12 @@ PARAMETERS = params.schema(
     Param("search_path", params.STRING_ARRAY, "Directories searched for the body files' includes and "
                                               "meshes (before $OPENRAVE_DATA)", rule_text=RELOADS,
           string="text", confined=True),
+    Param("description_file", "", "Robot file whose environment bodies (all but the robot) go to MoveIt on "
+                                  "/collision_object; empty: detected bodies only",
+          rule_text="re-read when set; refused (old bodies kept) if it does not load", string="text",
+          confined=True),
+    Param("environment", True, "Send the environment bodies of description_file (false: detected bodies "
+                               "only)"),
     Param("frame_prefix", "", "Prefix of every published object frame (as the description node's)",
           read_only=True, string="frame"),
     Param("world_frame", "", "Frame the bodies are placed in; empty: world (the description node's shared "
@@ -81,6 +99,9 @@ PARAMETERS = params.schema(
 LISTED_NAMES = 5              # names shown in one warning or log line (the rest counted)
 REPORTED_NAMES = 1000         # distinct unknown classes / frames reported at once however throttled
 RELOAD_PARAMETERS = {"objects_file", "search_path"}
+NO_ENVIRONMENT = (".urdf", ".xacro")     # robot formats without other bodies: not read
+FOLLOWED = {"description_file": "description_file", "publish_environment": "environment"}   # theirs: ours
+ENVIRONMENT_PARAMETERS = {"description_file", "search_path", "environment"}
 
 
 def names(items: list, limit: int = LISTED_NAMES) -> str:
@@ -104,7 +125,8 @@ class WorldNode(ContainedNode):
         super().__init__("world_node", **kwargs)
         self.params = params.NodeParameters(
             self, PARAMETERS, validate=self._check_parameters, apply=self._apply_parameters,
-            roots=lambda get: params.launch_roots([get("objects_file")], get("search_path")))
+            roots=lambda get: params.launch_roots([get("objects_file"), get("description_file")],
+                                                  get("search_path")))
         self.tf = TFBuffer()
         self.world: Optional[WorldObjects] = None
         self._marker_counts: dict[str, int] = {}          # body -> markers published in its namespace
@@ -119,6 +141,7 @@ class WorldNode(ContainedNode):
         self.objects_pub = self.create_publisher(String, "~/objects", qos.description_qos())
         self.objects_yaml_pub = self.create_publisher(String, "~/objects_yaml", qos.description_qos())
         self.scene = ScenePublisher(self, self.world_frame)      # MoveIt: /collision_object, /planning_scene
+        self.environment: dict[str, tuple[object, np.ndarray]] = {}   # body name -> (body at origin, pose)
         self.create_subscription(TFMessage, "/tf", lambda m: self._on_tf(m, False), qos.tf_qos())
         self.create_subscription(TFMessage, "/tf_static", lambda m: self._on_tf(m, True),
                                  qos.tf_static_listener_qos())
@@ -126,8 +149,13 @@ class WorldNode(ContainedNode):
         self.create_reload_service(self.reload, lambda: self._p("objects_file"), "mapping")
         self.timer = self.create_timer(1.0 / float(self._p("publish_rate")), self._tick)
         self._attached: dict[str, tuple[str, np.ndarray]] = {}      # body -> (link frame, link -> body)
-        self._subscribe_attached()
+        self._subscribe_attach()
+        # the description node's switches of the robot file (ros2 param set /description_node ...)
+        self.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event, 10)
 
+        ok, error = self.load_environment()
+        if not ok:
+            self.get_logger().error(f"cannot load the environment of description_file: {error}")
         ok, error = self.reload()
         if not ok:
             self.get_logger().error(f"cannot load the object mapping: {error}; waiting for a good ~/reload "
@@ -141,11 +169,60 @@ class WorldNode(ContainedNode):
 
     def _check_parameters(self, new: dict) -> Optional[str]:
         """A set naming the mapping reloads it; a mapping that does not load refuses the set."""
+        if ENVIRONMENT_PARAMETERS & new.keys():
+            ok, error = self.load_environment(new)
+            if not ok:
+                return error
         if RELOAD_PARAMETERS & new.keys():
             ok, error = self.reload(new)
             if not ok:
                 return error
         return None
+
+    def _on_parameter_event(self, event) -> None:
+        """The description node switched its robot file (a set it accepted): follow it, when this node was
+        given one (``description_file`` not empty)."""
+        from rclpy.parameter import Parameter, parameter_value_to_python
+
+        ours = self.get_namespace().rstrip("/") + "/description_node"
+        if not self._p("description_file") or event.node != ours:
+            return
+        changed = [Parameter(name, value=parameter_value_to_python(p.value)) for p in event.changed_parameters
+                   for name in [FOLLOWED.get(p.name)] if name is not None]
+        changed = [c for c in changed if c.value != self._p(c.name)]
+        if not changed:
+            return
+        results = self.set_parameters(changed)
+        for c, result in zip(changed, results):
+            if not result.successful:
+                self.get_logger().warning(f"the description node switched {c.name} to {c.value!r}, not "
+                                          f"followed: {result.reason}")
+
+    def load_environment(self, overrides: Optional[dict] = None) -> tuple[bool, str]:
+        """Read the environment bodies of ``description_file``; on success send them (the old ones that
+        are gone: REMOVE), else keep the old ones."""
+        import copy
+
+        from ..formats import load
+
+        path = self._p("description_file", overrides)
+        bodies: dict[str, tuple[object, np.ndarray]] = {}
+        if path and self._p("environment", overrides) and not path.lower().endswith(NO_ENVIRONMENT):
+            try:
+                robot = load(path, search_path=list(self._p("search_path", overrides) or []) or None)
+            except Exception as exc:     # any reader failure must leave the node serving
+                return False, f"{path}: {type(exc).__name__}: {exc}"
+            for name, body in robot.environment.items():
+                at_origin = copy.copy(body)          # shapes in the body's frame, posed by its placement
+                at_origin.placement = np.eye(4)
+                bodies[name] = (at_origin, np.array(body.placement, dtype=float))
+        for name in self.environment:
+            self._attached.pop(name, None)
+        self.environment = bodies
+        if path:
+            self.get_logger().info(f"environment of {path}: {len(bodies)} bodies{names(sorted(bodies))}")
+        self._publish(Changes(), force=True)
+        return True, ""
 
     def _apply_parameters(self, new: dict) -> None:
         if self.world is not None and {"max_detections", "max_bodies"} & new.keys():
@@ -168,7 +245,7 @@ class WorldNode(ContainedNode):
         return True, ""
 
     def _use_mapping(self, mapping: ObjectMapping) -> None:
-        self.scene.load(mapping)
+        self.scene.load((f"class {name!r}", cls.body) for name, cls in mapping.classes.items())
         if self.world is None:
             self.world = WorldObjects(mapping, int(self._p("max_detections")), int(self._p("max_bodies")))
             self._publish(Changes(), force=True)
@@ -324,6 +401,9 @@ class WorldNode(ContainedNode):
             transform_stamped(self.world_frame, self._object_frame(o.name), o.pose, stamp) for o in objects]))
 
     def _publish(self, changes: Changes, force: bool = False) -> None:
+        if self.world is None:                       # no mapping yet: the environment bodies only
+            self.scene.send(self.scene.stage(self._scene_bodies([])))
+            return
         objects = self.world.snapshot()
         stamp = self.get_clock().now().to_msg()
         markers = []
@@ -340,7 +420,7 @@ class WorldNode(ContainedNode):
                 markers += delete_markers(self._object_frame(obj.name), obj.name, old, stamp)[len(ms):]
             self._marker_counts[obj.name] = len(ms)
             markers += ms
-        staged = self.scene.stage(objects, self.world.mapping)
+        staged = self.scene.stage(self._scene_bodies(objects))
         self._publish_tf()
         self.scene.send(staged)
         self.markers_pub.publish(MarkerArray(markers=markers))
@@ -362,31 +442,44 @@ class WorldNode(ContainedNode):
             self.get_logger().info(f"object {name} removed")
 
 
+    def _scene_bodies(self, objects) -> list:
+        """(name, shapes key, body, pose) of every environment and detected body, for the ScenePublisher."""
+        out = [(name, f"environment body {name!r}", body, pose)
+               for name, (body, pose) in self.environment.items()]
+        for obj in objects:
+            cls = self.world.mapping.get(obj.class_id)
+            if cls is not None and obj.name not in self.environment:
+                out.append((obj.name, f"class {cls.name!r}", cls.body, obj.pose))
+        return out
+
     # -- bodies carried by a robot -------------------------------------------------------------------
-    def _subscribe_attached(self) -> None:
-        try:
-            from moveit_msgs.msg import AttachedCollisionObject
-        except ImportError:
-            self.get_logger().info("moveit_msgs is not installed: /attached_collision_object is not followed")
-            return
+    def _subscribe_attach(self) -> None:
+        from moveit_msgs.msg import AttachedCollisionObject
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-        self.create_subscription(AttachedCollisionObject, "/attached_collision_object", self._on_attached,
+        self.create_subscription(AttachedCollisionObject, "~/attach", self._on_attach,
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                                             durability=DurabilityPolicy.VOLATILE))
 
-    def _on_attached(self, msg) -> None:
-        """ADD: carry the body with ``link_name`` at its current world pose; REMOVE: put it down where the
-        link holds it now (an empty object id: every carried body)."""
+    def _body_pose(self, name: str) -> Optional[np.ndarray]:
+        if name in self.environment:
+            return self.environment[name][1]
+        obj = self.world.get(name) if self.world is not None else None
+        return None if obj is None else obj.pose
+
+    def _on_attach(self, msg) -> None:
+        """ADD: the body is held by ``link_name`` (at its current world pose) and MoveIt is told once;
+        REMOVE: put down where the link holds it now (an empty object id: every held body)."""
         from moveit_msgs.msg import CollisionObject
 
-        world = self.world
-        if world is None:
+        if self.world is None and not self.environment:
             return
         name, link, operation = msg.object.id, msg.link_name.lstrip("/"), msg.object.operation
         if operation == CollisionObject.ADD:
-            obj = world.get(name)
-            if obj is None:
+            if name in self._attached:
+                return                              # one ADD per grasp (the controller's, then the planner's)
+            pose = self._body_pose(name)
+            if pose is None:
                 self._warn(f"attach:{name}", f"attached object {name!r} is not a world body: ignored")
                 return
             try:
@@ -394,10 +487,13 @@ class WorldNode(ContainedNode):
             except LookupError as exc:
                 self._warn(f"attach:{link}", f"cannot attach {name!r} to {link!r}: {exc}")
                 return
-            if world.hold(name):
-                self._attached[name] = (link, np.linalg.inv(link_pose) @ obj.pose)
-                self.get_logger().info(f"object {name} attached to {link}")
-                self._publish_tf()
+            if name not in self.environment and not self.world.hold(name):
+                return
+            self._attached[name] = (link, np.linalg.inv(link_pose) @ pose)
+            touch = [t.lstrip("/") for t in msg.touch_links] or [link]
+            self.scene.attach(name, link, touch)
+            self.get_logger().info(f"object {name} attached to {link} (touch links: {', '.join(touch)})")
+            self._publish_tf()
         elif operation == CollisionObject.REMOVE:
             for body in [name] if name else list(self._attached):
                 self._detach(body)
@@ -411,12 +507,19 @@ class WorldNode(ContainedNode):
             pose = self.tf.lookup(self.world_frame, link) @ offset
         except LookupError as exc:
             self._warn(f"attach:{link}", f"{name!r} detached from {link!r} at its last known pose: {exc}")
-            obj = self.world.get(name)
-            if obj is None:
+            pose = self._body_pose(name)
+            if pose is None:
                 return
-            pose = obj.pose
-        changes = self.world.release(name, pose, self._now())
-        self.get_logger().info(f"object {name} detached from {link}")
+        self.scene.detach(name)
+        self.scene.forget(name)                      # MoveIt's copy is where its link held it: send ours
+        if name in self.environment:
+            self.environment[name] = (self.environment[name][0], pose)
+            changes = Changes()
+        else:
+            changes = self.world.release(name, pose, self._now())
+        t = pose[:3, 3]
+        self.get_logger().info(f"object {name} detached from {link}, put down at {t[0]:.3f} {t[1]:.3f} "
+                               f"{t[2]:.3f} in {self.world_frame}")
         self._publish(changes)
 
 

@@ -11,7 +11,14 @@ from .goals import (GraspGoal, GraspPlan, JointGoal, MotionPlan, NamedGoal, Path
                     Trajectory)
 
 __all__ = ["GraspGoal", "GraspPlan", "JointGoal", "MotionPlan", "NamedGoal", "PathCheck", "Planner",
-           "PlanningError", "PlanningUnavailable", "PoseGoal", "Trajectory", "available"]
+           "PlanningError", "PlanningUnavailable", "PoseGoal", "Trajectory", "available", "installed"]
+
+
+def installed() -> bool:
+    """True when the planning libraries are installed: found, not imported (their imports take seconds)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("pinocchio", "roboplan"))
 
 
 def available() -> bool:

@@ -17,10 +17,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from .errors import PlanningUnavailable
-
-INSTALL_HINT = ("robot_bridge.planning needs the planning libraries: pip install 'robot_bridge[planning]' "
-                "(the roboplan package, which brings pin and coal)")
+from .errors import INSTALL_HINT, PlanningUnavailable
 
 try:                                    # noqa: SIM105  (one clear error below, not at every use)
     import pinocchio as pin
@@ -308,6 +305,10 @@ class Backend:
         traj = rtoppra.PathParameterizerTOPPRA(self.scene, group).generate(path, options)
         return (np.asarray(traj.times, dtype=float), np.asarray(traj.positions, dtype=float),
                 np.asarray(traj.velocities, dtype=float), np.asarray(traj.accelerations, dtype=float))
+
+    def reseed(self, seed: int) -> None:
+        """The next :meth:`plan` searches with RNG seed ``seed`` (each plan after it: the next integer)."""
+        self._seed = int(seed) - 1
 
     def random_configuration(self, rng: np.random.Generator, group: str, base: np.ndarray) -> np.ndarray:
         idx = self.group_indices(group)

@@ -27,6 +27,10 @@ NO_IK_SOLUTION = -31
 CODE_NAMES = {v: k for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)}
 
 
+INSTALL_HINT = ("robot_bridge.planning needs the planning libraries: pip install 'robot_bridge[planning]' "
+                "(the roboplan package, which brings pin and coal)")
+
+
 class PlanningUnavailable(ImportError):
     """The planning libraries (the ``planning`` extra) are not installed."""
 

@@ -65,6 +65,45 @@ class _Body:
     resting: list[str] = field(default_factory=list)  # world bodies it touched when picked up
 
 
+PEAK_SAMPLES = 32            # instants per interval where within_limits evaluates the controller's quintics
+PEAK_MARGIN = 0.01           # relative: what the samples may miss of a peak between them (far less, in fact)
+
+
+def within_limits(times: np.ndarray, positions: np.ndarray, velocities: np.ndarray, accelerations: np.ndarray,
+                  velocity_limits: np.ndarray, acceleration_limits: np.ndarray):
+    """(times, velocities, accelerations) stretched uniformly in time until the interpolation the controller
+    runs between the samples (:class:`robot_bridge.hardware.trajectory.Trajectory`: the quintic through
+    position, velocity and acceleration at both ends of each interval) keeps every joint within
+    ``velocity_limits`` and ``acceleration_limits``.  The derivatives of every interval's polynomial (in
+    Bernstein form) are evaluated at ``PEAK_SAMPLES`` instants in one array operation, their peaks taken
+    ``PEAK_MARGIN`` larger.  A uniform stretch by k divides velocities by k and accelerations by k^2, of the
+    samples and of the polynomials between them alike: one pass."""
+    from math import comb
+
+    from ..hardware.trajectory import _hermite_bernstein
+
+    times = np.asarray(times, dtype=float)
+    h = np.diff(times)[:, None]
+    c = _hermite_bernstein(times, [positions, velocities, accelerations])      # (6, intervals, joints)
+    s = (np.arange(PEAK_SAMPLES + 1) / PEAK_SAMPLES)[:, None]
+
+    def basis(n: int) -> np.ndarray:              # (samples, n + 1) Bernstein polynomials of degree n
+        i = np.arange(n + 1)[None, :]
+        return np.array([comb(n, k) for k in range(n + 1)])[None, :] * s ** i * (1 - s) ** (n - i)
+
+    dv = 5.0 * np.diff(c, axis=0) / h                         # velocity: degree 4
+    da = 20.0 * np.diff(c, n=2, axis=0) / (h * h)             # acceleration: degree 3
+    joints = c.shape[2]
+    peak_v = np.abs(basis(4) @ dv.reshape(5, -1)).max(axis=0).reshape(-1, joints).max(axis=0)
+    peak_a = np.abs(basis(3) @ da.reshape(4, -1)).max(axis=0).reshape(-1, joints).max(axis=0)
+    peak_v, peak_a = peak_v * (1 + PEAK_MARGIN), peak_a * (1 + PEAK_MARGIN)
+    k = max(1.0, float(np.max(peak_v / np.asarray(velocity_limits, dtype=float))),
+            math.sqrt(float(np.max(peak_a / np.asarray(acceleration_limits, dtype=float)))))
+    if k > 1.0:
+        times, velocities, accelerations = times * k, velocities / k, accelerations / (k * k)
+    return times, velocities, accelerations
+
+
 class Planner:
     def __init__(self, robot: Robot, urdf: Optional[str] = None, *, package_paths: Sequence[str] = (),
                  environment: bool = True, seed: int = 0, dt: float = 0.02, check_step: float = 0.01,
@@ -170,6 +209,12 @@ class Planner:
             i = self._index.get(name)
             if i is not None and math.isfinite(value):
                 self.state[i] = float(value)
+
+    def reseed(self, seed: int) -> None:
+        """Restart the random sampling (IK restarts, RRT-Connect) from ``seed``: the same query from the
+        same world then gives the same plan (benches, reproducible runs)."""
+        self._rng = np.random.default_rng(seed)
+        self._backend.reseed(seed)
 
     # -- groups ----------------------------------------------------------------------------------
     def group_names(self) -> list[str]:
@@ -563,18 +608,21 @@ class Planner:
         return self._timed(waypoints, group, _backend.monotonic() - t0)
 
     def _timed(self, waypoints: list[np.ndarray], group: str, planning_time: float) -> MotionPlan:
+        """TOPP-RA through the waypoints, then time stretched until the controller's own interpolation
+        between the samples (``hardware.trajectory.Trajectory``: quintic Hermite through positions,
+        velocities, accelerations) stays within the velocity and acceleration limits: the spline TOPP-RA
+        fits and the controller's polynomials between its samples differ, and either may overshoot."""
         b = self._backend
         idx = b.group_indices(group)
         names = b.group_joints(group)
         times, pos, vel, acc = b.parameterize(waypoints, group, self.dt)
         if len(times) < 2:
             raise InvalidMotionPlan("time parameterization returned no trajectory")
-        # the samples' own rates may overshoot the limits by the spline fit: stretch time to be within
-        vmax, amax = b.velocity[idx] * (1 - RATE_MARGIN), b.acceleration[idx] * (1 - RATE_MARGIN)
-        k = max(1.0, float(np.max(np.abs(vel) / vmax)), math.sqrt(float(np.max(np.abs(acc) / amax))))
-        if k > 1.0:
-            times, vel, acc = times * k, vel / k, acc / (k * k)
         pos[0], pos[-1] = waypoints[0][idx], waypoints[-1][idx]
+        vel[0] = vel[-1] = 0.0                     # at rest at both ends (the controller's goal)
+        acc[0] = acc[-1] = 0.0
+        times, vel, acc = within_limits(times, pos, vel, acc, b.velocity[idx] * (1 - RATE_MARGIN),
+                                        b.acceleration[idx] * (1 - RATE_MARGIN))
         trajectory = Trajectory(list(names), times, pos, vel, acc)
         return MotionPlan(group, np.array([w[idx] for w in waypoints]), trajectory, planning_time)
 
@@ -612,7 +660,9 @@ class Planner:
     def plan_grasp(self, goal: GraspGoal, start: Optional[Mapping[str, float]] = None,
                    timeout: float = 2.0) -> GraspPlan:
         """Reach the pre-grasp pose, then approach the handle: the gripper frame on the handle frame on the
-        handle's masked axes.  The body and the gripper's links may touch during the approach."""
+        handle's masked axes.  The body and the gripper's links may touch during the approach.  IK solutions
+        whose pre-grasp or grasp is in collision or out of reach, or whose approach is blocked, give way to
+        others (:meth:`_grasp_configurations`, half the time allowed); the reach is planned in the rest."""
         t0 = _backend.monotonic()
         gripper = self.gripper(goal.gripper)
         handle = self.handle(goal.body, goal.handle)
@@ -624,26 +674,55 @@ class Planner:
         grasp = grasp_pose(handle, link_pose)
         pre = pregrasp_pose(handle, gripper, link_pose)
         mask = list(handle.mask)
-        q_pre = self.solve_ik(group, gripper.link, pre, gripper.pose, mask, q0, timeout=min(1.0, timeout / 2))
         touch = self._link_subtree(gripper.link)
         geoms = [g for g, *_ in self.bodies[goal.body].geometries]
-        allowed = [(geoms, touch)]
-        q_grasp = self.solve_ik(group, gripper.link, grasp, gripper.pose, mask, q_pre,
-                                timeout=min(0.5, timeout / 4), allowed=allowed, position_tolerance=1e-4,
-                                angle_tolerance=1e-3)
+        q_pre, q_grasp = self._grasp_configurations(group, gripper, pre, grasp, mask, q0, geoms, touch,
+                                                    t0 + timeout / 2)
         left = max(1e-3, timeout - (_backend.monotonic() - t0))
         reach = self._plan_vectors(q0, q_pre, group, left)
-        for g in geoms:
-            self._backend.allow_collisions(g, touch, True)
-        try:
-            if not self._backend.segment_free(q_pre, q_grasp, self.check_step):
-                raise NoPathFound("the straight approach from pre-grasp to grasp is blocked")
-            approach = self._timed([q_pre, q_grasp], group, 0.0)
-        finally:
-            for g in geoms:
-                self._backend.allow_collisions(g, touch, False)
+        approach = self._timed([q_pre, q_grasp], group, 0.0)
         return GraspPlan(reach, approach, pre, grasp, gripper.link, np.array(gripper.pose), goal.body, handle,
                          mask)
+
+    def _grasp_configurations(self, group: str, gripper: Gripper, pre: np.ndarray, grasp: np.ndarray,
+                              mask: list, q0: np.ndarray, geoms: list, touch: list,
+                              deadline: float) -> tuple[np.ndarray, np.ndarray]:
+        """(pre-grasp, grasp) joint vectors: an IK solution of the pre-grasp pose, the grasp pose solved from
+        it (the approach: a short straight joint segment, free except the body touching the gripper).  When
+        one of them is out of reach or in collision, or the approach is blocked, other IK solutions are
+        tried (descents from random seeds; the first from the start state) until ``deadline``."""
+        allowed = [(geoms, touch)]
+        failures = {"pre-grasp": 0, "grasp": 0, "approach": 0}
+        tries = 0
+        while tries == 0 or _backend.monotonic() < deadline:
+            seed = q0 if tries == 0 else self._backend.random_configuration(self._rng, group, q0)
+            tries += 1
+            try:
+                q_pre = self.solve_ik(group, gripper.link, pre, gripper.pose, mask, seed, timeout=0.0)
+            except NoIKSolution:
+                failures["pre-grasp"] += 1
+                continue
+            try:
+                q_grasp = self.solve_ik(group, gripper.link, grasp, gripper.pose, mask, q_pre, timeout=0.0,
+                                        allowed=allowed, position_tolerance=1e-4, angle_tolerance=1e-3)
+            except NoIKSolution:
+                failures["grasp"] += 1
+                continue
+            for g in geoms:
+                self._backend.allow_collisions(g, touch, True)
+            try:
+                free = self._backend.segment_free(q_pre, q_grasp, self.check_step)
+            finally:
+                for g in geoms:
+                    self._backend.allow_collisions(g, touch, False)
+            if free:
+                return q_pre, q_grasp
+            failures["approach"] += 1
+        tried = f"{tries} IK seeds: " + ", ".join(f"{n} {k} failed" for k, n in failures.items() if n)
+        if failures["approach"]:
+            raise NoPathFound(f"the straight approach from pre-grasp to grasp is blocked ({tried})")
+        raise NoIKSolution(f"no collision-free IK solution of the pre-grasp and grasp poses of "
+                           f"{gripper.link!r} ({tried})")
 
     # -- execution feedback ------------------------------------------------------------------------
     def path_valid(self, trajectory: Trajectory, from_time: float = 0.0,

@@ -31,21 +31,26 @@ def robot_from_description(urdf: str, srdf: Optional[str] = None, search_path: S
 
 class BodyFiles:
     """Body files named by world_node's documents, each read once (the same Robot object while the file is
-    named, so a body that only moves is moved, not rebuilt)."""
+    named, so a body that only moves is moved, not rebuilt); with the class's hpp SRDF when the document names
+    one (its handles: the body is graspable by them)."""
 
     def __init__(self, search_path: Sequence[str] = (), max_files: int = MAX_BODY_FILES):
         self.search_path = list(search_path)
         self.max_files = max_files
-        self._bodies: dict[str, Robot] = {}
+        self._bodies: dict[tuple[str, str], Robot] = {}
 
-    def get(self, path: str) -> Robot:
+    def get(self, path: str, srdf: str = "") -> Robot:
         from ..formats import load
+        from ..world.mapping import with_handles
 
-        key = str(Path(path))
+        key = (str(Path(path)), str(Path(srdf)) if srdf else "")
         if key not in self._bodies:
             if len(self._bodies) >= self.max_files:
-                raise SchemaError(f"more than {self.max_files} distinct body files", file=key)
-            self._bodies[key] = load(key, search_path=self.search_path or None)
+                raise SchemaError(f"more than {self.max_files} distinct body files", file=key[0])
+            body = load(key[0], search_path=self.search_path or None)
+            if srdf:
+                body = with_handles(body, key[1], f"body file {key[0]}", "<world_node/objects>")
+            self._bodies[key] = body
         return self._bodies[key]
 
 
@@ -57,4 +62,4 @@ def objects_from_xml(text: str, files: BodyFiles) -> dict[str, tuple[Robot, np.n
     placed = read_xml(text, source="<world_node/objects>")
     if len(placed) > MAX_OBJECTS:
         raise SchemaError(f"{len(placed)} bodies, at most {MAX_OBJECTS}", file="<world_node/objects>")
-    return {p.name: (files.get(p.file), p.pose) for p in placed}
+    return {p.name: (files.get(p.file, p.srdf), p.pose) for p in placed}

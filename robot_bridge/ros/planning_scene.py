@@ -1,5 +1,6 @@
 """moveit_msgs for world_node's bodies: CollisionObject (ADD/MOVE/REMOVE) and ObjectColor in a PlanningScene
-diff, from the rclpy-free shapes of :mod:`robot_bridge.world.planning_scene`.
+diff, and AttachedCollisionObject for held bodies, from the rclpy-free shapes of
+:mod:`robot_bridge.world.planning_scene`.
 
 QoS: MoveIt 2's planning scene monitor subscribes ``/collision_object`` and ``/attached_collision_object``
 with depth 1024, reliable, volatile (moveit2 ``moveit_ros/planning/planning_scene_monitor/src/
@@ -70,6 +71,19 @@ def remove_object(name: str, frame: str, stamp) -> CollisionObject:
     return msg
 
 
+def attached_object(name: str, link: str, touch: list[str], operation: int, stamp):
+    """AttachedCollisionObject of body ``name`` on ``link`` (ADD without shapes: MoveIt takes its world
+    object's; REMOVE: back into the world where it is)."""
+    from moveit_msgs.msg import AttachedCollisionObject
+
+    msg = AttachedCollisionObject(link_name=link, touch_links=list(touch))
+    msg.object.id = name
+    msg.object.header.frame_id = link
+    msg.object.header.stamp = stamp
+    msg.object.operation = operation
+    return msg
+
+
 def colors_diff(colors: dict[str, tuple[float, float, float, float]]) -> PlanningScene:
     """A PlanningScene diff carrying only ObjectColor per body id."""
     return PlanningScene(is_diff=True, object_colors=[
@@ -78,16 +92,19 @@ def colors_diff(colors: dict[str, tuple[float, float, float, float]]) -> Plannin
 
 
 class ScenePublisher:
-    """world_node's bodies on ``/collision_object`` and their class colours on ``/planning_scene``.
+    """world_node's bodies on ``/collision_object``, their colours on ``/planning_scene`` and the bodies a
+    gripper holds on ``/attached_collision_object``.
 
     :meth:`stage` builds what changed since the last call (:class:`SceneSync`), :meth:`send` sends it
-    (world_node: right after the bodies' /tf); a subscription that
-    matches later gets every current body as ADD (and the colours) at once -- by the publishers' matched
-    event where the middleware has it, else by a timer that watches the subscription counts."""
+    (world_node: right after the bodies' /tf); :meth:`attach` / :meth:`detach` send one
+    AttachedCollisionObject ADD / REMOVE.  A subscription that matches later gets every current body as
+    ADD (and the colours, and every held body's attach) at once -- by the publishers' matched event where
+    the middleware has it, else by a timer that watches the subscription counts."""
 
-    def __init__(self, node, frame: str, poll_period: float = 0.2):
+    def __init__(self, node, frame: str, poll_period: float = 0.2, coalesce: float = 0.2):
         import threading
 
+        from moveit_msgs.msg import AttachedCollisionObject
         from rclpy.event_handler import PublisherEventCallbacks
 
         from ..world.planning_scene import SceneSync
@@ -96,99 +113,127 @@ class ScenePublisher:
         self.frame = frame
         self.lock = threading.Lock()
         self.sync = SceneSync()
-        self._shapes: dict[str, tuple[object, BodyShapes]] = {}      # class id -> (body, its shapes)
+        self._shapes: dict[str, tuple[object, BodyShapes]] = {}      # shapes key -> (body, its shapes)
         self._colors: dict[str, tuple[float, float, float, float]] = {}
-        self._classes: dict[str, object] = {}                         # body name -> its ObjectClass
-        self._counts = [0, 0]
-        self._reported: set[str] = set()
+        self._keys: dict[str, str] = {}                               # body name -> its shapes key
+        self.held: dict[str, tuple[str, list[str]]] = {}             # body name -> (link, touch links)
+        self._counts = [0, 0, 0]
+        self._reported: set[tuple[str, str]] = set()
+        topics = ((CollisionObject, "/collision_object"), (PlanningScene, "/planning_scene"),
+                  (AttachedCollisionObject, "/attached_collision_object"))
         try:
-            self.objects_pub = node.create_publisher(
-                CollisionObject, "/collision_object", moveit_qos(),
-                event_callbacks=PublisherEventCallbacks(matched=self._on_matched))
-            self.scene_pub = node.create_publisher(
-                PlanningScene, "/planning_scene", moveit_qos(),
-                event_callbacks=PublisherEventCallbacks(matched=self._on_matched))
+            pubs = [node.create_publisher(t, name, moveit_qos(),
+                                          event_callbacks=PublisherEventCallbacks(matched=self._on_matched))
+                    for t, name in topics]
             self.poll = None
         except Exception:            # no matched event in this rclpy / middleware: watch the counts
-            self.objects_pub = node.create_publisher(CollisionObject, "/collision_object", moveit_qos())
-            self.scene_pub = node.create_publisher(PlanningScene, "/planning_scene", moveit_qos())
+            pubs = [node.create_publisher(t, name, moveit_qos()) for t, name in topics]
             self.poll = node.create_timer(poll_period, self._poll_counts)
+        self.objects_pub, self.scene_pub, self.attached_pub = pubs
+        self._coalesce = node.create_timer(coalesce, self._coalesced)
+        self._coalesce.cancel()                     # started by a match (reset)
 
-    def shapes(self, cls) -> BodyShapes:
-        """The collision shapes of an object class, computed once per body file read (a reload re-reads)."""
+    def shapes(self, key: str, body) -> BodyShapes:
+        """The collision shapes of ``body`` (an object class's or an environment body's, named by ``key``),
+        computed once per body file read (a reload re-reads)."""
         from ..world.planning_scene import body_color, body_shapes
 
-        cached = self._shapes.get(cls.name)
-        if cached is None or cached[0] is not cls.body:
-            shapes = body_shapes(cls.body)
+        cached = self._shapes.get(key)
+        if cached is None or cached[0] is not body:
+            shapes = body_shapes(body)
             for note in shapes.notes:
-                if (cls.name, note) not in self._reported:
-                    self._reported.add((cls.name, note))
-                    self.node.get_logger().warning(f"class {cls.name!r} in MoveIt's planning scene: {note}")
-            cached = (cls.body, shapes)
-            self._shapes[cls.name] = cached
-            self._colors[cls.name] = body_color(cls.body)
+                if (key, note) not in self._reported:
+                    self._reported.add((key, note))
+                    self.node.get_logger().warning(f"{key} in MoveIt's planning scene: {note}")
+            cached = (body, shapes)
+            self._shapes[key] = cached
+            self._colors[key] = body_color(body)
         return cached[1]
 
-    def load(self, mapping) -> None:
-        """Compute the shapes of every class of a (re)loaded mapping now, not when a body first appears."""
+    def load(self, entries) -> None:
+        """Compute the shapes of (key, body) pairs now (a (re)loaded mapping), not when a body appears."""
         with self.lock:
-            for cls in mapping.classes.values():
-                self.shapes(cls)
+            for key, body in entries:
+                self.shapes(key, body)
 
-    def stage(self, objects, mapping) -> list:
-        """The messages that bring subscribers to ``objects`` (WorldObject list) of ``mapping``, built now
-        (and remembered as sent): hand them to :meth:`send` right after the bodies' /tf."""
+    def stage(self, bodies) -> list:
+        """The messages that bring subscribers to ``bodies`` (name, shapes key, body, 4x4 pose of the body's
+        frame in ``frame``), built now (and remembered as sent): hand them to :meth:`send` right after
+        the bodies' /tf."""
         with self.lock:
             stamp = self.node.get_clock().now().to_msg()
-            bodies = []
-            for obj in objects:
-                cls = mapping.get(obj.class_id)
-                if cls is None:
-                    continue
-                self.shapes(cls)
-                self._classes[obj.name] = cls
-                bodies.append((obj.name, cls.body, obj.pose))
+            current = []
+            for name, key, body, pose in bodies:
+                self.shapes(key, body)
+                self._keys[name] = key
+                current.append((name, self._shapes[key][0], pose))
             out, added = [], []
-            for op, name in self.sync.changes(bodies):
+            for op, name in self.sync.changes(current):
                 if op == "remove":
-                    self._classes.pop(name, None)
+                    self._keys.pop(name, None)
+                    self.held.pop(name, None)
                     out.append(remove_object(name, self.frame, stamp))
                     continue
-                cls = self._classes[name]
                 out.append(collision_object(name, self.frame, self.sync.pose(name), stamp,
-                                            self._shapes[cls.name][1], op))
+                                            self._shapes[self._keys[name]][1], op))
                 if op == ADD:
                     added.append(name)
             if added:
-                out.append(colors_diff({n: self._colors[self._classes[n].name] for n in added}))
+                out.append(colors_diff({n: self._colors[self._keys[n]] for n in added}))
             return out
+
+    def forget(self, name: str) -> None:
+        """Send ``name`` as ADD again at the next :meth:`stage` (MoveIt's copy may differ: a detach)."""
+        with self.lock:
+            self.sync.sent.pop(name, None)
 
     def send(self, staged: list) -> None:
         with self.lock:
             for msg in staged:
                 (self.scene_pub if isinstance(msg, PlanningScene) else self.objects_pub).publish(msg)
 
+    def attach(self, name: str, link: str, touch: list[str]) -> None:
+        """AttachedCollisionObject ADD: MoveIt moves its world object ``name`` (shapes and pose as it has
+        them) onto ``link``; ``touch``: the robot links it may touch."""
+        with self.lock:
+            self.held[name] = (link, list(touch))
+            self.attached_pub.publish(attached_object(name, link, touch, CollisionObject.ADD,
+                                                      self.node.get_clock().now().to_msg()))
+
+    def detach(self, name: str) -> None:
+        """AttachedCollisionObject REMOVE: MoveIt puts the body back into its world where the link holds it
+        (world_node then sends the put-down pose: :meth:`forget`, :meth:`stage`)."""
+        with self.lock:
+            link, _ = self.held.pop(name, ("", []))
+            self.attached_pub.publish(attached_object(name, link, [], CollisionObject.REMOVE,
+                                                      self.node.get_clock().now().to_msg()))
+
     def republish(self) -> None:
-        """Every current body as ADD, and all colours (a subscription joined)."""
+        """Every current body as ADD, all colours and every held body's attach (a subscription joined)."""
         with self.lock:
             stamp = self.node.get_clock().now().to_msg()
-            names = self.sync.current()
+            names = [n for n in self.sync.current() if n in self._keys]
             for name in names:
-                cls = self._classes.get(name)
-                if cls is not None:
-                    self.objects_pub.publish(collision_object(name, self.frame, self.sync.pose(name), stamp,
-                                                              self._shapes[cls.name][1], ADD))
-            colors = {n: self._colors[self._classes[n].name] for n in names if n in self._classes}
+                self.objects_pub.publish(collision_object(name, self.frame, self.sync.pose(name), stamp,
+                                                          self._shapes[self._keys[name]][1], ADD))
+            colors = {n: self._colors[self._keys[n]] for n in names}
             if colors:
                 self.scene_pub.publish(colors_diff(colors))
+            for name, (link, touch) in self.held.items():
+                self.attached_pub.publish(attached_object(name, link, touch, CollisionObject.ADD, stamp))
 
     def _on_matched(self, info) -> None:
+        """A subscriber joined: republish once its topics have matched (move_group's three topics match
+        one after the other: one republish for them, not three)."""
         if info.current_count_change > 0:
-            self.republish()
+            self._coalesce.reset()
+
+    def _coalesced(self) -> None:
+        self._coalesce.cancel()
+        self.republish()
 
     def _poll_counts(self) -> None:
-        counts = [self.objects_pub.get_subscription_count(), self.scene_pub.get_subscription_count()]
+        counts = [p.get_subscription_count() for p in (self.objects_pub, self.scene_pub, self.attached_pub)]
         grown = any(n > old for n, old in zip(counts, self._counts))
         self._counts = counts
         if grown:

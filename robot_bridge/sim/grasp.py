@@ -47,6 +47,14 @@ def contact_position(scene: Scene, positions: Mapping[str, float], joint: str, t
                      step: float = 1e-4) -> float | None:
     """The driving ``joint``'s position between its current value (in ``positions``) and ``target`` where a
     finger first touches an environment body, or None when the way is free."""
+    found = contact(scene, positions, joint, target, step)
+    return None if found is None else found[0]
+
+
+def contact(scene: Scene, positions: Mapping[str, float], joint: str, target: float,
+            step: float = 1e-4) -> tuple[float, str] | None:
+    """:func:`contact_position` and the name of the body touched (a scene body: an environment body or a
+    detected object), or None when the way is free."""
     robot = scene.robot
     start = float(positions[joint])
     travel = target - start
@@ -83,7 +91,10 @@ def contact_position(scene: Scene, positions: Mapping[str, float], joint: str, t
     hits = scene.cast(origins, moves / speed[:, None], max_range=float(np.max(speed) * abs(travel)),
                       exclude=own, normals=False)
     joint_travel = hits.distance / speed                       # inf where the way is free
-    first = float(np.min(joint_travel)) if len(joint_travel) else np.inf
+    if not len(joint_travel):
+        return None
+    k = int(np.argmin(joint_travel))
+    first = float(joint_travel[k])
     if not np.isfinite(first) or first >= abs(travel):
         return None
-    return start + direction * first
+    return start + direction * first, scene.shapes[int(hits.shape[k])].body

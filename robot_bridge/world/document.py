@@ -3,7 +3,7 @@
 XML (what world_node publishes on ``~/objects``)::
 
     <Environment frame="world" stamp="12.5">
-      <KinBody name="can_0" file="/abs/path/can.kinbody.xml" class="can">
+      <KinBody name="can_0" file="/abs/path/can.kinbody.xml" class="can" srdf="/abs/path/can.srdf">
         <translation>0.8 0.15 0.74</translation>
         <rotationmat>1 0 0 0 1 0 0 0 1</rotationmat>
       </KinBody>
@@ -13,10 +13,11 @@ Each body includes its class's file and is placed at the object's pose (the pose
 the world frame; ``repr`` floats round-trip exactly).  ``robot_bridge.formats.load`` reads it back when
 the body files are OpenRAVE XML or COLLADA and lie inside the allowed roots (pass ``allowed_roots`` or
 ``search_path``); the environment is empty when no object is seen (formats.load refuses an environment
-without bodies: check :func:`read_xml` or the YAML first).  ``class`` is ignored by OpenRAVE readers.
+without bodies: check :func:`read_xml` or the YAML first).  ``class`` and ``srdf`` (the class's hpp SRDF,
+its handles; only when the mapping gives one) are ignored by OpenRAVE readers.
 
-YAML (``~/objects_yaml``): ``{frame, stamp, objects: [{name, class, file, static, last_seen, detections,
-translation, quaternion_xyzw, pose: 4x4 rows}]}`` (times: seconds of the node's clock).
+YAML (``~/objects_yaml``): ``{frame, stamp, objects: [{name, class, file, srdf, static, last_seen,
+detections, translation, quaternion_xyzw, pose: 4x4 rows}]}`` (times: seconds of the node's clock).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class PlacedBody:
     class_id: str
     file: str
     pose: np.ndarray
+    srdf: str = ""                      # the class's hpp SRDF ("" when none)
 
 
 def _num(value: float) -> str:
@@ -52,6 +54,8 @@ def to_xml(objects: Iterable, frame: str = "world", stamp: float | None = None) 
     for obj in objects:
         body = etree.SubElement(root, "KinBody", name=obj.name, file=obj.file)
         body.set("class", obj.class_id)
+        if getattr(obj, "srdf", ""):
+            body.set("srdf", obj.srdf)
         pose = np.asarray(obj.pose, dtype=float)
         etree.SubElement(body, "translation").text = " ".join(_num(v) for v in pose[:3, 3])
         etree.SubElement(body, "rotationmat").text = " ".join(_num(v) for v in pose[:3, :3].reshape(-1))
@@ -83,7 +87,7 @@ def read_xml(text: str, source: str = "<objects>") -> list[PlacedBody]:
         pose[:3, 3] = t
         if not np.isfinite(pose).all():
             raise SchemaError(f"body {name!r}: non-finite pose", file=source, line=el.sourceline)
-        out.append(PlacedBody(name, el.get("class", ""), file, pose))
+        out.append(PlacedBody(name, el.get("class", ""), file, pose, el.get("srdf", "")))
     return out
 
 
@@ -94,6 +98,7 @@ def to_yaml(objects: Iterable, frame: str = "world", stamp: float | None = None)
     for obj in objects:
         pose = np.asarray(obj.pose, dtype=float)
         items.append({"name": obj.name, "class": obj.class_id, "file": obj.file,
+                      "srdf": str(getattr(obj, "srdf", "")),
                       "static": bool(getattr(obj, "static", False)),
                       "last_seen": float(getattr(obj, "last_seen", 0.0)),
                       "detections": int(getattr(obj, "detections", 0)),

@@ -12,10 +12,15 @@ YAML::
     classes:
       can:
         file: objects/can.kinbody.xml      # any file robot_bridge.formats.load reads; relative to this file
+        srdf: can.srdf                     # optional: hpp SRDF of the body (handles); relative to this file
       block: {file: objects/block.kinbody.xml, static: true}
 
 Every body file is read when the mapping loads, so a mapping that names a broken file fails as a whole
 (a :class:`~robot_bridge.errors.DescriptionError` naming the mapping, the class and the body file).
+``srdf`` gives the class hpp-manipulation semantics (seed 003): its ``<handle>`` elements, on links of the
+body, attached to the class's body (``body.semantics.handles``), so that a detection of the class is
+graspable by them; an SRDF naming no handle, or a handle on a link the body has not, is refused the same
+way.
 Sizes are checked before reading (``formats/limits.py``): the mapping file ``MAX_OBJECTS_YAML_BYTES``, the
 body files together ``MAX_OBJECT_BODIES_TOTAL_BYTES``, each body file its reader's limits.
 """
@@ -55,6 +60,7 @@ class ObjectClass:
     jitter_angle: float = 0.02
     match_distance: float = 0.15
     max_instances: int = 0
+    srdf: str = ""                              # absolute path of its hpp SRDF ("" when none)
 
 
 @dataclass(frozen=True)
@@ -78,10 +84,10 @@ def _typed(value, kind: type, where: str, expected: str, source: str):
 def _options(section: Mapping, where: str, base: dict, source: str, allow_file: bool) -> dict:
     out = dict(base)
     for key, value in section.items():
-        if key == "file" and allow_file:
+        if key in ("file", "srdf") and allow_file:
             continue
         if key not in OPTIONS:
-            known = ", ".join((["file"] if allow_file else []) + list(OPTIONS))
+            known = ", ".join((["file", "srdf"] if allow_file else []) + list(OPTIONS))
             raise SchemaError(f"{where}.{key}: unknown key (expected one of {known})", file=source)
         kind, _default, check, expected = OPTIONS[key]
         typed = _typed(value, kind, f"{where}.{key}", expected, source)
@@ -127,14 +133,45 @@ def parse_mapping(document: Any, source: str, base_dir: Path, search_path=None,
         options = _options(entry, where, defaults, source, True)
         path = Path(os.path.expanduser(entry["file"]))
         path = (path if path.is_absolute() else base_dir / path).resolve()
-        if str(path) not in bodies:
+        srdf = entry.get("srdf", "")
+        if not isinstance(srdf, str):
+            raise SchemaError(f"{where}.srdf is {srdf!r}; expected the path of an SRDF file", file=source)
+        if srdf:
+            srdf_path = Path(os.path.expanduser(srdf))
+            srdf = str((srdf_path if srdf_path.is_absolute() else base_dir / srdf_path).resolve())
+        key = (str(path), srdf)             # a body of its own per SRDF: the semantics are the body's
+        if key not in bodies:
             try:
                 budget.charge(limits.check_regular_file(path, None, "body file"), path)
-                bodies[str(path)] = load_body(path)
+                body = load_body(path)
             except DescriptionError as exc:
                 raise SchemaError(f"{where}.file: cannot read the body: {exc}", file=source) from exc
-        classes[class_id] = ObjectClass(name=class_id, file=str(path), body=bodies[str(path)], **options)
+            if srdf:
+                body = with_handles(body, srdf, where, source)
+            bodies[key] = body
+        classes[class_id] = ObjectClass(name=class_id, file=str(path), body=bodies[key], srdf=srdf, **options)
     return ObjectMapping(classes, source)
+
+
+def with_handles(body: Robot, srdf: str, where: str = "srdf", source: Optional[str] = None) -> Robot:
+    """``body`` with the hpp semantics of ``srdf`` attached (its handles); SchemaError naming ``where`` when
+    the SRDF cannot be read, names no handle, or puts one on a link the body has not."""
+    from ..formats import limits
+    from ..formats import srdf as srdf_format
+
+    try:
+        limits.check_regular_file(Path(srdf), None, "SRDF file")
+        semantics = srdf_format.read_srdf(srdf)          # links checked below, against the body
+    except DescriptionError as exc:
+        raise SchemaError(f"{where}.srdf: cannot read {srdf}: {exc}", file=source) from exc
+    if not semantics.handles:
+        raise SchemaError(f"{where}.srdf: {srdf} names no <handle>", file=source)
+    for handle in semantics.handles.values():
+        if handle.link not in body.links:
+            raise SchemaError(f"{where}.srdf: {srdf}: handle {handle.name!r} on link {handle.link!r}, which "
+                              f"body {body.name!r} has not (links: {sorted(body.links)})", file=source)
+    srdf_format.attach_semantics(body, semantics)
+    return body
 
 
 def load_mapping(path: str | os.PathLike, search_path=None) -> ObjectMapping:

@@ -60,10 +60,11 @@ class WorldObject:
     last_seen: float = 0.0
     updates: int = 0                   # detections that moved it (above the jitter threshold)
     detections: int = 0                # detections matched to it
+    srdf: str = ""                     # the class's hpp SRDF (its handles), "" when it has none
 
     def copy(self) -> "WorldObject":
         return WorldObject(self.name, self.class_id, self.pose.copy(), self.file, self.static, self.track_id,
-                           self.first_seen, self.last_seen, self.updates, self.detections)
+                           self.first_seen, self.last_seen, self.updates, self.detections, self.srdf)
 
 
 @dataclass
@@ -209,7 +210,7 @@ class WorldObjects:
                     del self._objects[name]
                     changes.removed.append(name)
                 else:
-                    obj.file, obj.static = cls.file, cls.static
+                    obj.file, obj.static, obj.srdf = cls.file, cls.static, cls.srdf
             if changes:
                 self.version += 1
             return changes
@@ -293,7 +294,7 @@ class WorldObjects:
                     continue
                 name = next(names)
                 self._objects[name] = WorldObject(name, class_id, np.array(det.pose, dtype=float), cls.file,
-                                                  cls.static, det.id, now, now, 0, 1)
+                                                  cls.static, det.id, now, now, 0, 1, cls.srdf)
                 changes.added.append(name)
                 count += 1
                 continue

@@ -144,6 +144,12 @@ class SceneSync:
         return None if entry is None else entry[1]
 
 
+def attach_topic(objects_topic: str) -> str:
+    """world_node's ``~/attach`` next to its ``~/objects`` (``world_node/objects`` -> ``world_node/attach``):
+    where the controller and planner nodes say what a gripper holds."""
+    return objects_topic.rsplit("/", 1)[0] + "/attach" if "/" in objects_topic else "attach"
+
+
 def body_color(body: Robot) -> tuple[float, float, float, float]:
     """The colour of a body for MoveIt's ObjectColor: its first visual's (else collision's) material."""
     for link in body.links.values():

@@ -31,7 +31,7 @@ FINGER = "finger_joint"
 BOX_HALF_WIDTH = 0.03                 # between the finger pads when open: left pad's inner face at 0.012 + q
 
 
-def embedded_robot(box: bool) -> Robot:
+def embedded_robot(box: bool, static: bool = False) -> Robot:
     robot = load(DEFAULT_ROBOT)
     attach_semantics(robot, read_srdf(DEFAULT_SRDF, robot))
     if box:
@@ -42,7 +42,7 @@ def embedded_robot(box: bool) -> Robot:
         at[:3, 3] = [0.0, 0.0, 0.07]
         body = Robot("grasp_box")
         body.links["grasp_box"] = Link("grasp_box", collisions=[
-            Geometry(Box(np.array([0.01, BOX_HALF_WIDTH, 0.01])))])
+            Geometry(Box(np.array([0.01, BOX_HALF_WIDTH, 0.01])))], static=static)
         body.placement = pose @ at
         robot.environment["grasp_box"] = body
     return robot
@@ -50,7 +50,8 @@ def embedded_robot(box: bool) -> Robot:
 
 @pytest.fixture
 def gripper(request):
-    h = Harness(embedded_robot(box=request.param), state_rate=50.0)
+    box, static = request.param if isinstance(request.param, tuple) else (request.param, False)
+    h = Harness(embedded_robot(box=box, static=static), state_rate=50.0)
     clients = []
 
     def command(position, max_effort=0.0):
@@ -92,6 +93,35 @@ def test_closing_on_a_world_object_stalls(gripper):
     assert closed["effort"] == pytest.approx(-30.0)           # pressing closed (negative) at max_effort
     positions = [m.position[h.finger] for m in h.snapshot(h.joint_states, since)]
     assert min(positions) >= BOX_HALF_WIDTH - contact - 1e-9  # never through the box
+
+
+@pytest.mark.parametrize("gripper", [(True, False), (True, True)], indirect=True, ids=["dynamic", "static"])
+def test_fingers_stalled_on_a_movable_body_attach_it_at_world_node_and_opening_detaches(gripper):
+    """world_node owns what the gripper holds: the controller says it on world_node/attach (ADD on the
+    gripper joint's parent link, the fingers as touch links; REMOVE when opening).  A body of static links
+    only (OpenRAVE type="static", a table) stops the fingers but is not carried."""
+    from moveit_msgs.msg import AttachedCollisionObject, CollisionObject
+
+    h = gripper
+    static = h.node.robot.environment["grasp_box"].links["grasp_box"].static
+    said: list = []
+    h.probe.create_subscription(AttachedCollisionObject, "/world_node/attach", h._keep(said), 100)
+    h.wait_for(lambda: h.node.count_subscribers("/world_node/attach") >= 1, 30.0, "the probe's subscription")
+    assert h.command(0.04)["reached_goal"]
+    closed = h.command(0.0, max_effort=30.0)
+    assert closed["stalled"], closed
+    assert h.command(0.04)["reached_goal"]
+    if static:
+        states = len(h.snapshot(h.joint_states))       # ample time for a message that should not come
+        h.wait_for(lambda: len(h.snapshot(h.joint_states)) > states + 25, 30.0, "25 more joint states")
+        assert h.snapshot(said) == []
+        return
+    h.wait_for(lambda: len(h.snapshot(said)) >= 2, 30.0, "ADD and REMOVE on world_node/attach")
+    add, remove = h.snapshot(said)
+    assert (add.object.id, add.object.operation, add.link_name) == ("grasp_box", CollisionObject.ADD,
+                                                                     "gripper_base")
+    assert set(add.touch_links) == {"gripper_base", "finger_left", "finger_right"}
+    assert (remove.object.id, remove.object.operation) == ("grasp_box", CollisionObject.REMOVE)
 
 
 def test_an_arm_trajectory_on_the_topic_drives_the_arm_and_the_gripper_holds():

@@ -163,21 +163,10 @@ def two_hosts():
 
 
 def test_description_and_tf_cross_namespaces(two_hosts, tmp_path):
-    # one profile per "host" with a fixed participant id, and full initial-peer locators (RTPS
-    # metatraffic unicast port 7400 + 250 domain + 10 + 2 id): discovery does not depend on which
-    # ids Fast DDS would pick or on the size of its default initial-peers port range
-    domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
-    peers = "".join(PEER.format(ip=ip, port=7400 + 250 * domain + 10 + 2 * i)
-                    for i, (_ns, _v, ip) in enumerate(two_hosts.values()))
-    profiles = {}
-    for i, host in enumerate(("a", "b")):
-        profiles[host] = tmp_path / f"fastdds_multihost_{host}.xml"
-        profiles[host].write_text(PROFILE.format(peers=peers, participant=i))
+    profiles = _profiles(two_hosts, tmp_path)
     script = tmp_path / "listener.py"
     script.write_text(SUBSCRIBER)
-    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
-           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    env.pop("ROS_STATIC_PEERS", None)
+    env = _env()
     ns_a, ns_b = two_hosts["a"][0], two_hosts["b"][0]
     node = subprocess.Popen(
         ["ip", "netns", "exec", ns_a, sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args",
@@ -192,12 +181,7 @@ def test_description_and_tf_cross_namespaces(two_hosts, tmp_path):
                                   env={**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["b"])}, cwd=REPO,
                                   capture_output=True, text=True, timeout=TIMEOUT + 30)
     finally:
-        node.terminate()
-        try:
-            node_out = node.communicate(timeout=10)[0]
-        except subprocess.TimeoutExpired:
-            node.kill()
-            node_out = node.communicate()[0]
+        node_out = _stop(node, timeout=10)
     assert listener.returncode == 0, \
         f"listener: {listener.stdout} {listener.stderr[-1500:]}\nnode: {node_out[-1500:]}"
     got = json.loads(listener.stdout.strip().splitlines()[-1])
@@ -206,7 +190,28 @@ def test_description_and_tf_cross_namespaces(two_hosts, tmp_path):
     assert "upper" in got["tf"]
 
 
+def _stop(node: subprocess.Popen, timeout: float) -> str:
+    """Terminate the node (killed after ``timeout`` s) and return its output."""
+    node.terminate()
+    try:
+        return node.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        node.kill()
+        return node.communicate()[0]
+
+
+def _env() -> dict:
+    """This process's environment for a node in a namespace: discovery over the subnet, Fast DDS."""
+    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    env.pop("ROS_STATIC_PEERS", None)
+    return env
+
+
 def _profiles(two_hosts, tmp_path) -> dict:
+    """One profile per "host" with a fixed participant id and full initial-peer locators (RTPS metatraffic
+    unicast port 7400 + 250 domain + 10 + 2 id): discovery does not depend on which ids Fast DDS would pick
+    or on the size of its default initial-peers port range."""
     domain = int(os.environ.get("ROS_DOMAIN_ID", "0"))
     peers = "".join(PEER.format(ip=ip, port=7400 + 250 * domain + 10 + 2 * i)
                     for i, (_ns, _v, ip) in enumerate(two_hosts.values()))
@@ -227,9 +232,7 @@ def test_meshes_over_http_across_namespaces(two_hosts, tmp_path):
     profiles = _profiles(two_hosts, tmp_path)
     (tmp_path / "listener.py").write_text(MESH_LISTENER)
     (tmp_path / "probe.py").write_text(PROBE)
-    env = {**os.environ, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
-           "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    env.pop("ROS_STATIC_PEERS", None)
+    env = _env()
     (ns_a, _, ip_a), (ns_b, _, _) = two_hosts["a"], two_hosts["b"]
     node = subprocess.Popen(
         ["ip", "netns", "exec", ns_a, sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args",
@@ -248,12 +251,7 @@ def test_meshes_over_http_across_namespaces(two_hosts, tmp_path):
                                    str(TIMEOUT)], env=b_env, cwd=REPO, capture_output=True, text=True,
                                   timeout=TIMEOUT + 120)
     finally:
-        node.terminate()
-        try:
-            node_out = node.communicate(timeout=20)[0]
-        except subprocess.TimeoutExpired:
-            node.kill()
-            node_out = node.communicate()[0]
+        node_out = _stop(node, timeout=20)
     assert listener.returncode == 0, \
         f"listener: {listener.stdout} {listener.stderr[-1500:]}\nnode: {node_out[-1500:]}"
     got = json.loads(listener.stdout.strip().splitlines()[-1])

@@ -8,6 +8,7 @@ the arm's end state is read from the sim controller's /joint_states.  Waits on c
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import time
@@ -34,11 +35,11 @@ from std_msgs.msg import String  # noqa: E402
 from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose  # noqa: E402
 
 from robot_bridge.formats import load  # noqa: E402
-from test_world import DATA, WORLD, detector_node, start, stop, to_pose, wait_until  # noqa: E402, F401
+from test_world import DATA, WORLD, detector_node, start, to_pose, wait_until  # noqa: E402, F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "planning"))
 import scenes  # noqa: E402
-from pin_checker import PinChecker  # noqa: E402
+from pin_checker import PinChecker, interpolated_peaks  # noqa: E402
 
 ARM = ["j1", "j2", "j3", "j4", "j5", "j6", "j7"]
 START = {"j1": -0.9, "j2": 0.6, "j3": 0.0, "j4": 0.9, "j5": 0.0, "j6": 0.0, "j7": 0.0}
@@ -156,23 +157,63 @@ def named_request(name: str, group: str = "arm"):
     return req
 
 
+STOP_DEADLINE = 60.0         # s for all nodes to exit after their SIGINT before they are killed
+
+
+class Node:
+    """A node process whose output is read as it comes: a node never blocks on a full pipe (a test that runs
+    long, or a loaded host's DDS warnings, filled the 64 KiB of an unread pipe)."""
+
+    def __init__(self, module: str, *params: str):
+        self.proc = start(module, *params)
+        self.name = module
+        self.lines: list[str] = []
+        self.killed = False
+        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")),
+                                       daemon=True)
+        self.reader.start()
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+def stop_all(nodes: list) -> None:
+    """SIGINT to every node at once, then one deadline for all (not 20 s each in turn, which a loaded host
+    overran: the node killed, its DDS participant left to the next test's discovery)."""
+    import signal
+
+    for node in nodes:
+        if node.proc.poll() is None:
+            node.proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + STOP_DEADLINE
+    for node in nodes:
+        try:
+            node.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            node.killed = True
+            node.proc.kill()
+            node.proc.wait()
+        node.reader.join(timeout=10.0)
+
+
 @pytest.fixture
 def bridge(detector_node):  # noqa: F811
-    procs = [start("description", f"description_file:={WORLD}", f"srdf_file:={DATA / 'lwa3_gripper.srdf'}"),
+    nodes = [Node("description", f"description_file:={WORLD}", f"srdf_file:={DATA / 'lwa3_gripper.srdf'}"),
              # the sim modules lag when the control loop is starved (2 loaded cores): more settling time
-             start("controller", f"description_file:={WORLD}", "constraints.goal_time:=3.0"),
-             start("world", f"objects_file:={DATA / 'objects.yaml'}", "publish_rate:=20.0"),
-             start("planner", f"description_file:={WORLD}")]
+             Node("controller", f"description_file:={WORLD}", "constraints.goal_time:=3.0"),
+             Node("world", f"objects_file:={DATA / 'objects.yaml'}", "publish_rate:=20.0"),
+             Node("planner", f"description_file:={WORLD}")]
     client = Client(detector_node)
     try:
         yield from _ready(client)
     finally:
         client.detect()
-        outs = [stop(p) for p in reversed(procs)]
-        for out in outs:
-            print(out[-4000:])                 # shown when the test fails
-    for out in outs:
-        assert "Traceback" not in out, out
+        stop_all(list(reversed(nodes)))
+        for node in nodes:                     # shown when the test fails
+            print(f"-- {node.name}: exit {node.proc.returncode}{' (killed)' if node.killed else ''}")
+            print(node.output()[-4000:])
+    for node in nodes:
+        assert "Traceback" not in node.output(), node.output()
 
 
 def _ready(client):
@@ -379,7 +420,7 @@ def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
     ball[:3, 3] = BALL_AT
     client.detect(("ball", ball))
     assert wait_until(lambda: client.world_has("ball_0"), timeout=60.0)
-    assert wait_until(lambda: node.count_subscribers("/attached_collision_object") >= 1, timeout=60.0)
+    assert wait_until(lambda: node.count_subscribers("/world_node/attach") >= 1, timeout=60.0)
     time.sleep(1.0)
     frame, distance, gripper = reachable_grasp()
 
@@ -439,3 +480,165 @@ def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
     with tf_lock:
         down = ball_tf[-1][1]
     assert np.linalg.norm(down[:3, 3] - placed[:3, 3]) < 0.01, down[:3, 3]
+
+
+def test_pickup_by_the_class_handle_of_a_detection(bridge):
+    """Issue 30: the objects file gives the ball class an hpp SRDF (ball.srdf, handle side_grasp): a detected
+    ball is picked up by that handle alone (no grasp pose from the client).  Bad targets get
+    INVALID_OBJECT_NAME and no motion."""
+    from moveit_msgs.action import Pickup, Place
+    from moveit_msgs.msg import Grasp, PlaceLocation
+    from geometry_msgs.msg import PoseStamped
+    from scipy.spatial.transform import Rotation
+    from tf2_msgs.msg import TFMessage
+
+    from robot_bridge.formats import srdf
+    from robot_bridge.ros import qos
+    from robot_bridge.ros.tf import matrix as tf_matrix
+
+    client = bridge
+    node = client.node
+    tf_lock = threading.Lock()
+    ball_tf: list = []
+
+    def on_tf(msg):
+        with tf_lock:
+            ball_tf.extend((t.header.frame_id, tf_matrix(t)) for t in msg.transforms
+                           if t.child_frame_id == "ball_0")
+
+    node.create_subscription(TFMessage, "/tf", on_tf, qos.tf_qos())
+    move_to(client, START)
+    ball = np.eye(4)
+    ball[:3, 3] = BALL_AT
+    client.detect(("ball", ball))
+    assert wait_until(lambda: client.world_has("ball_0"), timeout=60.0)
+    assert wait_until(lambda: node.count_subscribers("/attached_collision_object") >= 1, timeout=60.0)
+    time.sleep(1.0)
+    pickup = ActionClient(node, Pickup, "/pickup")
+    assert pickup.wait_for_server(timeout_sec=60.0)
+
+    def run(goal):
+        sent = pickup.send_goal_async(goal)
+        assert wait_until(sent.done, timeout=30.0)
+        future = sent.result().get_result_async()
+        assert wait_until(future.done, timeout=240.0), "no Pickup result"
+        return future.result().result
+
+    # bad targets: a body that does not exist, a handle the ball's class has not; nothing moves
+    before = client.state()
+    for goal in (Pickup.Goal(target_name="no_such_body", group_name="arm", allowed_planning_time=5.0),
+                 Pickup.Goal(target_name="ball_0", group_name="arm", allowed_planning_time=5.0,
+                             possible_grasps=[Grasp(id="ball_0/top")])):
+        result = run(goal)
+        assert result.error_code.val == MoveItErrorCodes.INVALID_OBJECT_NAME == -19, result.error_code.message
+        assert not result.trajectory_stages
+    stamps = client.joint_stamps
+    assert wait_until(lambda: client.joint_stamps >= stamps + 5, timeout=10.0)
+    assert at(client, before, 1e-4), "a refused pickup moved the arm"
+
+    # by the class handle, lifted 8 cm (hpp's name <body>/<handle>; no grasp pose)
+    grasp = Grasp(id="ball_0/side_grasp")
+    grasp.post_grasp_retreat.direction.header.frame_id = "world"
+    grasp.post_grasp_retreat.direction.vector.z = 1.0
+    grasp.post_grasp_retreat.desired_distance = 0.08
+    result = run(Pickup.Goal(target_name="ball_0", group_name="arm", possible_grasps=[grasp],
+                             allowed_planning_time=10.0))
+    assert result.error_code.val == MoveItErrorCodes.SUCCESS, result.error_code.message
+    check_rates(client.urdf, result.trajectory_stages)
+    # the gripper frame on the handle (ball.srdf, read here on its own) within 1 mm and 0.01 rad on the masked
+    # axes: pinocchio on the published URDF at the approach's last point
+    from robot_bridge.bringup import DATA_DIR
+
+    handle = srdf.read_srdf(str(DATA_DIR / "ball.srdf")).handles["side_grasp"]
+    gripper = scenes.embedded_robot().semantics.grippers["hand"]
+    approach = result.trajectory_stages[1].joint_trajectory
+    end = dict(client.state(), **dict(zip(approach.joint_names, approach.points[-1].positions)))
+    rel = np.linalg.inv(ball @ handle.pose) @ (pin_frame(client.checker, end, gripper.link) @ gripper.pose)
+    assert np.abs(rel[:3, 3]).max() < 1e-3, rel
+    rotvec = Rotation.from_matrix(rel[:3, :3]).as_rotvec()
+    assert handle.mask[3:] == [True, True, False]
+    assert np.arccos(np.clip(rel[2, 2], -1.0, 1.0)) < 0.01, rotvec       # x, y rotations: z axes agree
+    # the fingers stopped on the ball (the pickup requires a stalled GripperCommand; closed would be 0)
+    assert client.state()["finger_joint"] > 0.005
+    # the ball follows the gripper link on TF: lifted 8 cm with it
+    assert wait_until(lambda: ball_tf and ball_tf[-1][0] == gripper.link, timeout=30.0), ball_tf[-1:]
+    with tf_lock:
+        offset = ball_tf[-1][1]
+    carried = pin_frame(client.checker, client.state(), gripper.link) @ offset
+    assert np.linalg.norm(carried[:3, 3] - (ball[:3, 3] + [0.0, 0.0, 0.08])) < 0.01, carried[:3, 3]
+
+    # Place detaches it: back 1 cm above the table, world_node's TF has it in the world again
+    location = PlaceLocation(id="back")
+    placed = ball.copy()
+    placed[2, 3] += 0.01
+    location.place_pose = PoseStamped(pose=to_pose(placed))
+    location.place_pose.header.frame_id = "world"
+    client.detect(("ball", placed))
+    place = ActionClient(node, Place, "/place")
+    assert place.wait_for_server(timeout_sec=60.0)
+    sent = place.send_goal_async(Place.Goal(group_name="arm", attached_object_name="ball_0",
+                                            place_locations=[location]))
+    assert wait_until(sent.done, timeout=30.0)
+    future = sent.result().get_result_async()
+    assert wait_until(future.done, timeout=240.0), "no Place result"
+    assert future.result().result.error_code.val == MoveItErrorCodes.SUCCESS
+    assert wait_until(lambda: ball_tf and ball_tf[-1][0] == "world", timeout=30.0)
+    with tf_lock:
+        down = ball_tf[-1][1]
+    assert np.linalg.norm(down[:3, 3] - placed[:3, 3]) < 0.01, down[:3, 3]
+
+
+def check_rates(urdf: str, stages) -> None:
+    """Every executed trajectory within the limits as the controller interpolates it: the quintic between
+    samples (scipy) against the published URDF's velocity limits and the robot file's acceleration limits."""
+    from lxml import etree
+
+    velocity = {j.get("name"): float(j.find("limit").get("velocity")) for j in etree.fromstring(urdf.encode())
+                .iter("joint") if j.find("limit") is not None and j.get("type") in ("revolute", "prismatic")}
+    robot = load(str(WORLD))
+    for stage in stages:
+        traj = stage.joint_trajectory
+        times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in traj.points])
+        fields = [np.array([getattr(p, f) for p in traj.points]) for f in ("positions", "velocities",
+                                                                            "accelerations")]
+        assert len(times) >= 2 and all(f.shape == (len(times), len(traj.joint_names)) for f in fields)
+        for k, name in enumerate(traj.joint_names):
+            given = float(robot.joints[name].acceleration[0])
+            acceleration = given if given > 0 else 2.0          # the controller's default_acceleration
+            peak_v, peak_a = interpolated_peaks(times, *(f[:, k] for f in fields))
+            assert peak_v <= velocity[name] * (1 + 1e-6), (name, peak_v, velocity[name])
+            assert peak_a <= acceleration * (1 + 1e-6), (name, peak_a, acceleration)
+
+
+# -- start-up ------------------------------------------------------------------------------------------------
+def test_the_model_builds_on_the_worker_and_a_sigint_during_the_build_ends_the_node_at_once():
+    """planner_node loads the planning libraries (seconds of imports) and builds its model on its worker
+    thread, so its spin loop sees a SIGINT while the build runs: the process ends without waiting for the
+    build (it never reports the libraries loaded), cleanly (exit 0, no traceback).  On the old node the
+    imports ran in the constructor: the SIGINT waited for them (3.5 s here, 7.6 s on a loaded run)."""
+    import signal
+
+    from robot_bridge.nodes.planner import LOADING
+
+    node = Node("planner", f"description_file:={WORLD}")
+    proc = node.proc
+    try:
+        assert wait_until(lambda: LOADING in node.output() or proc.poll() is not None, timeout=120.0), \
+            "the node never started loading"
+        assert proc.poll() is None, node.output()
+        proc.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        code = proc.wait(timeout=60.0)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    node.reader.join(timeout=10.0)
+    out = node.output()
+    print(f"exit {elapsed:.2f} s after SIGINT\n{out}")
+    assert code == 0, out
+    assert "Traceback" not in out, out
+    # the exit did not wait for the build: the libraries were still loading when the process ended
+    assert "planning libraries loaded" not in out, out
+    assert elapsed < 10.0, f"{elapsed:.1f} s to exit"     # a hang guard only (about 0.3 s here)

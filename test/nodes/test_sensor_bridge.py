@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fixtures.sim.ros_harness import Harness
 from sensor_msgs.msg import CameraInfo, Image, Imu, JointState, LaserScan
 
 from fixtures.sim.models import box_body, pan_robot
@@ -12,24 +11,11 @@ from robot_bridge.model import AttachedSensor, Joint
 from robot_bridge.sim.imu import STANDARD_GRAVITY
 
 
-@pytest.fixture
-def harness_factory():
-    made = []
-
-    def make(robot, **parameters):
-        made.append(Harness(robot, **parameters))
-        return made[-1]
-
-    yield make
-    for h in made:
-        h.close()
-
-
-def test_sim_laser_ranges_and_frame_follow_joint_states(harness_factory):
+def test_sim_laser_ranges_and_frame_follow_joint_states(sensor_harness):
     robot = pan_robot()
     # 1 m wide box face at y = 3: visible only when the pan joint turns the laser towards +y.
     robot.environment["wall"] = box_body("wall", [0.5, 0.1, 20], [0, 3.1, 0])
-    h = harness_factory(robot, default_mode="off", **{"sensors.laser.mode": "sim", "seed": 1})
+    h = sensor_harness(robot, default_mode="off", **{"sensors.laser.mode": "sim", "seed": 1})
     scans = h.listen(LaserScan, "laser/scan")
     assert h.spin_until(lambda: scans)
     first = scans[-1]
@@ -55,10 +41,10 @@ def test_sim_laser_ranges_and_frame_follow_joint_states(harness_factory):
     assert h.bridge.published["laser"] >= 2
 
 
-def test_sim_depth_camera_per_pixel_depth_and_camera_info(harness_factory):
+def test_sim_depth_camera_per_pixel_depth_and_camera_info(sensor_harness):
     robot = pan_robot()
     robot.environment["wall"] = box_body("wall", [0.1, 50, 50], [1.66, 0, 0])
-    h = harness_factory(robot, default_mode="off",
+    h = sensor_harness(robot, default_mode="off",
                         **{"sensors.cam.mode": "sim", "sensors.cam.encoding": "32FC1",
                            "sensors.cam.rate": 20.0, "sensors.cam.depth_topic": "cam/depth/image_raw"})
     images = h.listen(Image, "cam/image_raw")
@@ -78,10 +64,10 @@ def test_sim_depth_camera_per_pixel_depth_and_camera_info(harness_factory):
     assert list(info.p) == pytest.approx([50.0, 0, 31.5, 0, 0, 52.0, 23.5, 0, 0, 0, 1, 0])
 
 
-def test_sim_rgb_camera_sees_the_box_colour(harness_factory):
+def test_sim_rgb_camera_sees_the_box_colour(sensor_harness):
     robot = pan_robot()
     robot.environment["wall"] = box_body("wall", [0.1, 50, 50], [1.66, 0, 0], rgb=(1.0, 0.5, 0.0))
-    h = harness_factory(robot, default_mode="off", **{"sensors.cam.mode": "sim"})
+    h = sensor_harness(robot, default_mode="off", **{"sensors.cam.mode": "sim"})
     images = h.listen(Image, "cam/image_raw")
     assert h.spin_until(lambda: images)
     img = images[-1]
@@ -90,9 +76,9 @@ def test_sim_rgb_camera_sees_the_box_colour(harness_factory):
     assert rgb[24, 32] == pytest.approx([255, 128, 0], abs=2)
 
 
-def test_sim_imu_at_rest_reads_gravity_up_in_its_frame(harness_factory):
+def test_sim_imu_at_rest_reads_gravity_up_in_its_frame(sensor_harness):
     robot = pan_robot()
-    h = harness_factory(robot, default_mode="off", **{"sensors.imu.mode": "sim"})
+    h = sensor_harness(robot, default_mode="off", **{"sensors.imu.mode": "sim"})
     imus = h.listen(Imu, "imu/imu")
     assert h.spin_until(lambda: len(imus) >= 3)
     msg = imus[-1]
@@ -108,17 +94,17 @@ def test_sim_imu_at_rest_reads_gravity_up_in_its_frame(harness_factory):
     assert [q.x, q.y, q.z, q.w] == pytest.approx([np.sin(np.radians(15)), 0, 0, np.cos(np.radians(15))])
 
 
-def test_no_description_keeps_the_node_alive(harness_factory):
-    h = harness_factory(None)
+def test_no_description_keeps_the_node_alive(sensor_harness):
+    h = sensor_harness(None)
     assert h.bridge.robot is None and not h.bridge.relays
     h.spin_for(0.1)
 
 
-def test_bad_mode_and_unsimulatable_type_are_reported_not_fatal(harness_factory):
+def test_bad_mode_and_unsimulatable_type_are_reported_not_fatal(sensor_harness):
     robot = pan_robot()
     robot.sensors["odo"] = AttachedSensor("odo", "head", type="odometry")
     robot.sensors["bad name!"] = AttachedSensor("bad name!", "head", type="imu")   # no valid ROS name
-    h = harness_factory(robot, default_mode="sim",
+    h = sensor_harness(robot, default_mode="sim",
                         **{"sensors.laser.mode": "bogus", "sensors.cam.mode": "off"})
     imus = h.listen(Imu, "imu/imu")
     assert h.spin_until(lambda: imus)
@@ -127,16 +113,16 @@ def test_bad_mode_and_unsimulatable_type_are_reported_not_fatal(harness_factory)
     assert set(h.bridge.published) == {"imu"}
 
 
-def test_yaml_off_read_as_false_means_off(harness_factory):
+def test_yaml_off_read_as_false_means_off(sensor_harness):
     # YAML / --ros-args turn an unquoted `off` into the boolean false; it must still mean "off".
-    h = harness_factory(pan_robot(), default_mode=False, **{"sensors.imu.mode": "sim"})
+    h = sensor_harness(pan_robot(), default_mode=False, **{"sensors.imu.mode": "sim"})
     imus = h.listen(Imu, "imu/imu")
     assert h.spin_until(lambda: imus)
     h.spin_for(0.1)
     assert set(h.bridge.published) == {"imu"}
 
 
-def test_multi_dof_joint_follows_its_urdf_axis_names(harness_factory):
+def test_multi_dof_joint_follows_its_urdf_axis_names(sensor_harness):
     # The pan joint as a 2-DOF universal joint (z, then x): /joint_states name its DOFs pan_axis0, pan_axis1
     # (the description node's URDF joints).  Turning axis 0 by 90 deg points the laser at the wall on +y.
     robot = pan_robot()
@@ -144,7 +130,7 @@ def test_multi_dof_joint_follows_its_urdf_axis_names(harness_factory):
     robot.joints["pan"] = Joint("pan", "universal", pan.parent, pan.child, origin=pan.origin,
                                 axes=[np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])])
     robot.environment["wall"] = box_body("wall", [0.5, 0.1, 20], [0, 3.1, 0])
-    h = harness_factory(robot, default_mode="off", **{"sensors.laser.mode": "sim"})
+    h = sensor_harness(robot, default_mode="off", **{"sensors.laser.mode": "sim"})
     scans = h.listen(LaserScan, "laser/scan")
     joints = h.publisher(JointState, "joint_states")
 
@@ -159,8 +145,8 @@ def test_multi_dof_joint_follows_its_urdf_axis_names(harness_factory):
     assert np.max(np.abs(ranges[on_face] - 2.9 / np.cos(angles[on_face]))) < 1e-6
 
 
-def test_sim_imu_covariance_parameters_override_the_description(harness_factory):
-    h = harness_factory(pan_robot(), default_mode="off", **{
+def test_sim_imu_covariance_parameters_override_the_description(sensor_harness):
+    h = sensor_harness(pan_robot(), default_mode="off", **{
         "sensors.imu.mode": "sim", "sensors.imu.gyro_noise_std": 0.1,
         "sensors.imu.orientation_covariance": [0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 0.5]})
     imus = h.listen(Imu, "imu/imu")
@@ -173,10 +159,10 @@ def test_sim_imu_covariance_parameters_override_the_description(harness_factory)
     assert list(msg.linear_acceleration_covariance) == pytest.approx([0.01, 0, 0, 0, 0.01, 0, 0, 0, 0.01])
 
 
-def test_sim_camera_resolution_and_rate_and_laser_resolution_from_parameters(harness_factory):
+def test_sim_camera_resolution_and_rate_and_laser_resolution_from_parameters(sensor_harness):
     robot = pan_robot()
     robot.environment["wall"] = box_body("wall", [0.1, 50, 50], [1.66, 0, 0])
-    h = harness_factory(robot, default_mode="off", **{
+    h = sensor_harness(robot, default_mode="off", **{
         "sensors.cam.mode": "sim", "sensors.cam.encoding": "32FC1", "sensors.cam.width": 32,
         "sensors.cam.rate": 5.0, "sensors.laser.mode": "sim",
         "sensors.laser.angle_increment": np.radians(2.0)})

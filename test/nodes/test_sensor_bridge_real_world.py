@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixtures.sim.ros_harness import Harness
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import PointCloud2, PointField
 
@@ -19,19 +18,6 @@ from robot_bridge.sim.imu import STANDARD_GRAVITY
 
 SENSOR_BOT = (Path(__file__).resolve().parents[1] / "fixtures" / "realworld" / "openrave"
               / "sensor_bot.robot.xml")
-
-
-@pytest.fixture
-def harness_factory():
-    made = []
-
-    def make(robot, **parameters):
-        made.append(Harness(robot, **parameters))
-        return made[-1]
-
-    yield make
-    for h in made:
-        h.close()
 
 
 def cloud_points(msg: PointCloud2) -> np.ndarray:
@@ -46,10 +32,10 @@ def cloud_points(msg: PointCloud2) -> np.ndarray:
     return out
 
 
-def test_sim_flash_lidar_point_cloud_of_a_plane(harness_factory):
+def test_sim_flash_lidar_point_cloud_of_a_plane(sensor_harness):
     robot = load(SENSOR_BOT)
     robot.environment["wall"] = box_body("wall", [0.1, 20, 20], [2.1, 0, 0])      # face at x = 2.0
-    h = harness_factory(robot, default_mode="off", **{"sensors.flash.mode": "sim"})
+    h = sensor_harness(robot, default_mode="off", **{"sensors.flash.mode": "sim"})
     clouds = h.listen(PointCloud2, "flash/points")
     assert h.spin_until(lambda: clouds)
     msg = clouds[-1]
@@ -66,8 +52,8 @@ def test_sim_flash_lidar_point_cloud_of_a_plane(harness_factory):
     assert np.max(np.abs(points - expected)) < 1e-6           # every point on the plane z = 1.85
 
 
-def test_sim_force_sensor_reads_the_load_below(harness_factory):
-    h = harness_factory(load(SENSOR_BOT), default_mode="off", **{"sensors.ft.mode": "sim"})
+def test_sim_force_sensor_reads_the_load_below(sensor_harness):
+    h = sensor_harness(load(SENSOR_BOT), default_mode="off", **{"sensors.ft.mode": "sim"})
     wrenches = h.listen(WrenchStamped, "ft/wrench")
     assert h.spin_until(lambda: wrenches)
     msg = wrenches[-1]
@@ -77,8 +63,8 @@ def test_sim_force_sensor_reads_the_load_below(harness_factory):
     assert [t.x, t.y, t.z] == pytest.approx([0, 2.5 * STANDARD_GRAVITY * 0.17, 0], abs=1e-9)
 
 
-def test_relay_point_cloud_and_wrench(harness_factory):
-    h = harness_factory(load(SENSOR_BOT), default_mode="relay")
+def test_relay_point_cloud_and_wrench(sensor_harness):
+    h = sensor_harness(load(SENSOR_BOT), default_mode="relay")
     clouds = h.listen(PointCloud2, "flash/points")
     wrenches = h.listen(WrenchStamped, "ft/wrench")
     driver_cloud = h.publisher(PointCloud2, "driver/flash/points")
@@ -106,7 +92,7 @@ def test_relay_point_cloud_and_wrench(harness_factory):
     assert w.header.frame_id == "ft" and (w.wrench.force.z, w.wrench.torque.x) == (3.0, 4.0)
 
 
-def test_a_mesh_that_cannot_load_is_logged_once(harness_factory, tmp_path, capfd):
+def test_a_mesh_that_cannot_load_is_logged_once(sensor_harness, tmp_path, capfd):
     from robot_bridge.model import Geometry, Mesh
 
     robot = load(SENSOR_BOT)
@@ -114,7 +100,7 @@ def test_a_mesh_that_cannot_load_is_logged_once(harness_factory, tmp_path, capfd
     broken.write_text("#VRML V2.0 utf8\nShape { geometry IndexedFaceSet { coordIndex [ 0 1 2 ] } }\n")
     for name in ("arm", "hand", "finger"):                       # one file, three links
         robot.links[name].collisions = [Geometry(Mesh(uri="broken.wrl", path=str(broken)))]
-    h = harness_factory(robot, default_mode="off", **{"sensors.flash.mode": "sim"})
+    h = sensor_harness(robot, default_mode="off", **{"sensors.flash.mode": "sim"})
     clouds = h.listen(PointCloud2, "flash/points")
     assert h.spin_until(lambda: clouds)
     err = capfd.readouterr().err

@@ -3,8 +3,8 @@ the QoS of MoveIt 2's planning scene monitor (depth 1024, reliable, volatile: mo
 ``moveit_ros/planning/planning_scene_monitor/src/planning_scene_monitor.cpp``, ``startWorldGeometryMonitor``).
 
 description_node and world_node run as their own processes; this process is the detector and the
-observer.  Timing is judged by receive times taken in this process (monotonic clock) and by header stamps,
-with bounds far above what a loaded host needs; nothing waits on a sleep."""
+observer.  Timing is judged by header stamps (world_node's clock), never by this process's receive times;
+nothing waits on a sleep."""
 
 from __future__ import annotations
 
@@ -124,10 +124,10 @@ def test_detection_becomes_add_with_pose_and_shape_within_100ms_of_its_tf_and_ex
 
         assert wait_until(lambda: rec.ops("can_0", CollisionObject.ADD) and rec.first_tf("can_0"), publish), \
             "no ADD of can_0 on /collision_object"
-        received_add, add = rec.ops("can_0", CollisionObject.ADD)[0]
-        received_tf, tf_stamp, _, tf_pose = rec.first_tf("can_0")
-        # world_node publishes the body's /tf and its ADD in one callback: received within 100 ms
-        assert abs(received_add - received_tf) < 0.1, (received_add, received_tf)
+        _, add = rec.ops("can_0", CollisionObject.ADD)[0]
+        _, tf_stamp, _, tf_pose = rec.first_tf("can_0")
+        # world_node publishes the body's /tf and its ADD in one callback: their stamps (world_node's clock,
+        # not this loaded process's receive times) within 100 ms
         add_stamp = add.header.stamp.sec + add.header.stamp.nanosec * 1e-9
         assert abs(add_stamp - tf_stamp) < 0.1, (add_stamp, tf_stamp)
 

@@ -133,3 +133,16 @@ class PinChecker:
             if self.collides(self.q(values)):
                 bad.append(values)
         return bad
+
+
+def interpolated_peaks(times, p, v, a, per_segment: int = 50) -> tuple[float, float]:
+    """Largest |velocity| and |acceleration| of the quintic Hermite interpolation of one joint's samples (what
+    joint_trajectory_controller executes between points; scipy's BPoly.from_derivatives, independent of the
+    controller's own closed form), sampled ``per_segment`` times per interval."""
+    from scipy.interpolate import BPoly
+
+    times = np.asarray(times, dtype=float)
+    spline = BPoly.from_derivatives(times, np.stack([p, v, a], axis=1))
+    t = np.concatenate([np.linspace(t0, t1, per_segment, endpoint=False) for t0, t1 in zip(times[:-1],
+                                                                                             times[1:])])
+    return float(np.abs(spline(t, 1)).max()), float(np.abs(spline(t, 2)).max())

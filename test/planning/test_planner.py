@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scenes  # noqa: E402
 from lxml import etree  # noqa: E402
-from pin_checker import PinChecker  # noqa: E402
+from pin_checker import PinChecker, interpolated_peaks  # noqa: E402
 
 from robot_bridge.bringup import DATA_DIR  # noqa: E402
 from robot_bridge.formats import load  # noqa: E402
@@ -104,6 +104,12 @@ def check_trajectory(robot, planner, checker, plan, start: dict, goal: dict):
         # the samples' own finite differences agree with the limits too (what a controller interpolates)
         fd_v = np.diff(p) / np.diff(times)
         assert np.abs(fd_v).max() <= velocity * 1.01, name
+        # what the controller executes: the quintic through each pair of samples (position, velocity,
+        # acceleration at both ends; joint_trajectory_controller's rule), sampled densely
+        peak_v, peak_a = interpolated_peaks(times, p, v, a)
+        assert peak_v <= velocity * (1 + 1e-6), (name, peak_v, velocity)
+        assert peak_a <= acceleration * (1 + 1e-6), (name, peak_a, acceleration)
+
 
 
 @pytest.mark.parametrize("k", range(0, 20, 2))
@@ -233,6 +239,34 @@ def test_grasp_reaches_handle_on_masked_axes_and_attached_body_follows(fresh):
     placed = planner.detach("ball_0")
     assert np.allclose(placed, expected, atol=1e-9)
     assert np.allclose(planner.body_pose("ball_0"), expected, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_grasp_tries_other_ik_solutions_when_the_first_approach_is_blocked(seed):
+    """A bar under the upper arm: the IK solution found from the start state reaches the pre-grasp pose
+    freely, but its approach drives the upper arm into the bar; the planner tries other seeds."""
+    planner = Planner(scenes.embedded_robot(), seed=seed)
+    checker = PinChecker(planner.urdf, scenes.disabled_pairs(planner.robot))
+    for name, shape, pose in scenes.world_shapes(planner.robot):
+        checker.add_shape(name, shape, pose)
+    pose = _at(BALL_AT)
+    planner.add_body("ball_0", ball_body(), pose)
+    bar = scenes.box_body("bar", (0.19, 0.0, 0.78), (0.04, 0.1, 0.04))
+    planner.add_body("bar", bar)
+    checker.add_shape("bar", bar.links["bar"].collisions[0].shape, bar.links["bar"].collisions[0].origin)
+    handle = side_handle()
+    grasp = planner.plan_grasp(GraspGoal("hand", "ball_0", handle), timeout=5.0)
+    start = planner.positions(planner.state)
+    names = grasp.reach.trajectory.joint_names
+    # the whole motion is free of the bar and the world (the ball itself is meant to be touched at the end)
+    assert checker.path_collisions(names, grasp.reach.trajectory.positions, start, STEP) == []
+    assert checker.path_collisions(names, grasp.approach.trajectory.positions[:-5], start, STEP) == []
+    gripper = planner.semantics.grippers["hand"]
+    end = dict(start, **dict(zip(names, grasp.approach.trajectory.positions[-1])))
+    rel = np.linalg.inv(pose @ handle.pose) @ (pin_frame(checker, end, gripper.link) @ gripper.pose)
+    assert np.abs(rel[:3, 3]).max() < 1e-3
+    # only the rotation about the approach axis (z) is free (mask): z axes within 0.01 rad
+    assert np.arccos(np.clip(rel[2, 2], -1.0, 1.0)) < 0.01
 
 
 def test_grasp_failures_are_typed(fresh):
@@ -435,6 +469,33 @@ def test_planner_from_published_strings_and_world_node_objects():
     assert planner.bodies["ball_0"].robot is body and not planner.in_collision(q)
     planner.set_objects(objects_from_xml('<Environment frame="world"/>', files))
     assert planner.bodies == {}
+
+
+def test_detections_of_a_class_with_an_srdf_are_graspable_by_its_handle(fresh):
+    """Issue 30: the objects file gives the ball class ball.srdf; world_node's document names it, the planner
+    grasps the detected ball by the class's handle name."""
+    from robot_bridge.planning.sync import BodyFiles, objects_from_xml
+    from robot_bridge.world import load_mapping, to_xml
+    from robot_bridge.world.document import PlacedBody
+
+    planner = fresh
+    ball = load_mapping(DATA_DIR / "objects.yaml").classes["ball"]
+    pose = _at(BALL_AT)
+    document = to_xml([PlacedBody("ball_0", "ball", ball.file, pose, ball.srdf)])
+    planner.set_objects(objects_from_xml(document, BodyFiles()))
+    grasp = planner.plan_grasp(GraspGoal("hand", "ball_0", "side_grasp"), timeout=5.0)
+    handle = grasp.handle
+    assert handle.name == "side_grasp" and handle.mask == [True] * 5 + [False]
+    checker = PinChecker(planner.urdf, scenes.disabled_pairs(planner.robot))
+    gripper = planner.semantics.grippers["hand"]
+    end = dict(planner.positions(planner.state),
+               **dict(zip(grasp.approach.trajectory.joint_names, grasp.approach.trajectory.positions[-1])))
+    rel = np.linalg.inv(pose @ handle.pose) @ (pin_frame(checker, end, gripper.link) @ gripper.pose)
+    assert np.abs(rel[:3, 3]).max() < 1e-3
+    assert np.arccos(np.clip(rel[2, 2], -1.0, 1.0)) < 0.01
+    with pytest.raises(errors.InvalidObject, match="no handle 'top'.*side_grasp") as info:
+        planner.plan_grasp(GraspGoal("hand", "ball_0", "top"))
+    assert info.value.code == errors.INVALID_OBJECT_NAME
 
 
 def test_carried_body_checked_against_its_support_once_lifted(fresh):

@@ -130,7 +130,8 @@ def test_every_frame_name_and_path_parameter_is_checked():
     assert {p.name for p in description.PARAMETERS if p.name in widening and p.read_only} == widening
     assert {p.name for p in description.PARAMETERS if p.confined} == {"description_file", "srdf_file",
                                                                        "search_path"}
-    assert {p.name for p in world.PARAMETERS if p.confined} == {"objects_file", "search_path"}
+    assert {p.name for p in world.PARAMETERS if p.confined} == {"objects_file", "description_file",
+                                                                     "search_path"}
 
 
 CONFINED = "at run time only under the folders trusted at launch"

@@ -175,6 +175,39 @@ def test_bad_mapping_files_fail_with_the_file_and_the_key(tmp_path, text, expect
     assert str(path) in str(err.value) and expected in str(err.value)
 
 
+def test_class_srdf_gives_its_bodies_hpp_handles(mapping):
+    """Issue 30: the objects file gives a class an hpp SRDF; its detections carry it into the documents."""
+    ball = mapping.classes["ball"]
+    assert Path(ball.srdf) == DATA / "ball.srdf"
+    handle = ball.body.semantics.handles["side_grasp"]
+    assert handle.link == "ball" and handle.mask == [True] * 5 + [False] and handle.clearance == 0.05
+    # the handle frame at the centre, its z axis (the approach) along the body's +x
+    np.testing.assert_allclose(handle.pose[:3, 3], [0, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(handle.pose[:3, 2], [1, 0, 0], atol=1e-12)
+    assert mapping.classes["can"].srdf == "" and mapping.classes["can"].body.semantics is None
+    world = WorldObjects(mapping)
+    world.update([Detection("ball", pose((1, 0, 0.8))), Detection("can", pose((1, 1, 0.8)))], 0.0)
+    placed = {b.name: b for b in read_xml(to_xml(world.snapshot()))}
+    assert placed["ball_0"].srdf == ball.srdf and placed["can_0"].srdf == ""
+
+
+@pytest.mark.parametrize("srdf, expected", [
+    ("<robot name='b'/>", "names no <handle>"),
+    ("<robot name='b'><handle name='h'><position>0 0 0 1 0 0 0</position><link name='nope'/></handle>"
+     "</robot>", "link 'nope'"),
+    ("<robot name='b'><handle name='h'><link name='ball'/></handle></robot>", "position"),
+])
+def test_bad_class_srdf_fails_with_the_class(tmp_path, srdf, expected):
+    (tmp_path / "objects").symlink_to(DATA / "objects")
+    (tmp_path / "b.srdf").write_text(srdf)
+    path = tmp_path / "m.yaml"
+    path.write_text("classes:\n  ball: {file: objects/ball.kinbody.xml, srdf: b.srdf}\n")
+    with pytest.raises(DescriptionError) as err:
+        load_mapping(path)
+    assert str(path) in str(err.value) and "classes.ball.srdf" in str(err.value)
+    assert expected in str(err.value)
+
+
 def test_numeric_class_ids_are_the_detections_strings(tmp_path):
     (tmp_path / "m.yaml").write_text(f"classes:\n  44: {DATA / 'objects' / 'can.kinbody.xml'}\n")
     world = WorldObjects(load_mapping(tmp_path / "m.yaml"))
