@@ -512,7 +512,7 @@ def test_pickup_by_the_class_handle_of_a_detection(bridge):
     ball[:3, 3] = BALL_AT
     client.detect(("ball", ball))
     assert wait_until(lambda: client.world_has("ball_0"), timeout=60.0)
-    assert wait_until(lambda: node.count_subscribers("/attached_collision_object") >= 1, timeout=60.0)
+    assert wait_until(lambda: node.count_subscribers("/world_node/attach") >= 1, timeout=60.0)
     time.sleep(1.0)
     pickup = ActionClient(node, Pickup, "/pickup")
     assert pickup.wait_for_server(timeout_sec=60.0)
