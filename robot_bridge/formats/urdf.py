@@ -432,7 +432,7 @@ def _check_tree(ctx: _Ctx, robot: Robot) -> None:
         topological_joints(robot)
     except KinematicsError as exc:
         raise exc.with_location(file=ctx.file) from None
-    roots = [name for name in robot.links if robot.parent_joint(name) is None]
+    roots = robot.root_links()
     if len(roots) != 1:
         raise KinematicsError(f"expected one root link, found {len(roots)}: {', '.join(roots)}",
                               file=ctx.file)
