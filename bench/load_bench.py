@@ -135,7 +135,9 @@ def _pycollada_geometry(path: Path) -> int:
     import collada as pycollada   # the COLLADA reader trimesh uses
     mesh = pycollada.Collada(str(path), ignore=[pycollada.common.DaeUnsupportedError,
                                                 pycollada.common.DaeBrokenRefError])
-    return sum(len(prim.triangleset().vertex_index) for geom in mesh.geometries for prim in geom.primitives)
+    # polylists / polygons triangulated (as ours are); a TriangleSet is one already
+    return sum(len((prim.triangleset() if hasattr(prim, "triangleset") else prim).vertex_index)
+               for geom in mesh.geometries for prim in geom.primitives)
 
 
 def collada_generated(repeat: int = 3, sizes: tuple[int, int] = (250, 1000)) -> dict:
