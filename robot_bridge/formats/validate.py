@@ -37,25 +37,26 @@ def _orthonormalize_all(robot: Robot) -> None:
     the nearest rotation (polar decomposition), so FK, TF and the exported URDF use the same exact
     rotation; warn when it was off by more than ORTHO_WARN_TOL (CATIA and hand-written matrices carry few
     digits).  One vectorised pass: the checks and the decompositions of all transforms at once."""
-    targets = [(robot.placement, f"robot {robot.name!r} placement")]
+    # (matrix, what, name): the message is formatted only for a matrix that is repaired with a warning
+    targets = [(robot.placement, "robot {!r} placement", robot.name)]
     for j in robot.joints.values():
-        targets += [(j.origin, f"joint {j.name!r} origin"),
-                    (j.child_offset, f"joint {j.name!r} child offset")]
+        targets += [(j.origin, "joint {!r} origin", j.name),
+                    (j.child_offset, "joint {!r} child offset", j.name)]
     for link in robot.links.values():
-        for kind, geoms in (("visual", link.visuals), ("collision", link.collisions)):
-            targets += [(g.origin, f"link {link.name!r} {kind} origin") for g in geoms]
+        targets += [(g.origin, "link {!r} visual origin", link.name) for g in link.visuals]
+        targets += [(g.origin, "link {!r} collision origin", link.name) for g in link.collisions]
         if link.inertial is not None:
-            targets.append((link.inertial.origin, f"link {link.name!r} inertial origin"))
-    targets += [(s.origin, f"sensor {s.name!r} origin") for s in robot.sensors.values()]
-    targets += [(m.tool, f"manipulator {m.name!r} tool frame") for m in robot.manipulators.values()]
+            targets.append((link.inertial.origin, "link {!r} inertial origin", link.name))
+    targets += [(s.origin, "sensor {!r} origin", s.name) for s in robot.sensors.values()]
+    targets += [(m.tool, "manipulator {!r} tool frame", m.name) for m in robot.manipulators.values()]
     chosen, done = [], set()
-    for t, where in targets:
+    for t, what, name in targets:
         if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f" and id(t) not in done:
             done.add(id(t))         # a geometry is often both a visual and a collision: repaired once
-            chosen.append((t, where))
+            chosen.append((t, what, name))
     if not chosen:
         return
-    stack = np.stack([t for t, _ in chosen])
+    stack = np.stack([t for t, _, _ in chosen])
     rot = stack[:, :3, :3]
     todo = np.flatnonzero(~(rot == _EYE3).all(axis=(1, 2)) & rigid_mask(stack, RIGID_TOL))
     if not todo.size:
@@ -67,9 +68,10 @@ def _orthonormalize_all(robot: Robot) -> None:
     for k, i in enumerate(todo.tolist()):
         if off[k] == 0.0:
             continue
-        t, where = chosen[i]
+        t, what, name = chosen[i]
         if off[k] > ORTHO_WARN_TOL:
-            robot.warn(f"{where}: rotation is not orthonormal (off by {off[k]:.2g}); orthonormalized")
+            robot.warn(f"{what.format(name)}: rotation is not orthonormal (off by {off[k]:.2g}); "
+                       "orthonormalized")
         t[:3, :3] = nearest[k]
         changed = True
     if changed:
