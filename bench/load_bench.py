@@ -10,11 +10,24 @@
 - ``collada_generated``: generated COLLADA robots (test/fixtures/large_collada.py: thousands of
   joints, primitives sharing sources, formulas) at two sizes: best-of-N load time (wall and CPU)
   per MB, the ratio of times beside the ratio of sizes (linear: about equal), the geometry pass
-  alone, and the same geometry through pycollada when it is importable (else ``"pycollada": "not
+  alone (CPU time), and the same geometry through pycollada when it is importable (else ``"pycollada": "not
   installed"``), and a robot of 5 joints and 1,909 primitives on one shared source (the CATIA
   export of issue 33).
 
-``python bench/load_bench.py collada_generated`` runs only the named measurements.
+- ``generated``: generated URDF and OpenRAVE XML robots (test/fixtures/large_files.py) at two sizes:
+  best-of-N wall and CPU time per MB and the CPU-time ratio beside the size ratio (linear: about
+  equal; goal within 1.2x of it).
+- ``urdf_peers``: the PR2 URDF of the corpus and the generated URDF through ``formats.load`` (with the
+  model checks) and ``urdf.read`` (the reader alone) against ``yourdfpy.URDF.load`` (meshes not
+  loaded; with and without its scene graph) and pinocchio's ``buildModelFromUrdf``, least CPU ms of N
+  each, with the ratios (goal: ``load`` within 1.0x of yourdfpy).
+
+Peers (pycollada, yourdfpy) are not dependencies: install them into a folder of their own and pass it,
+``python -m pip install --target /tmp/peers pycollada yourdfpy`` then
+``python bench/load_bench.py --peers /tmp/peers`` (appended to sys.path, so this environment's numpy and
+lxml still win).  A peer that cannot be imported is skipped with the reason in the output.
+
+``python bench/load_bench.py collada_generated urdf_peers`` runs only the named measurements.
 
 One function per measurement, each returning a dict merged into the output; add more
 (e.g. the largest .zae load) to MEASUREMENTS.
@@ -34,7 +47,7 @@ OPENRAVE = CORPUS / "openrave"
 DATA = OPENRAVE / "src"
 
 sys.path.insert(0, str(REPO / "test"))
-from fixtures import large_collada  # noqa: E402
+from fixtures import large_collada, large_files  # noqa: E402
 
 from robot_bridge.formats import load  # noqa: E402
 
@@ -96,6 +109,9 @@ def largest_zae_ms(repeat: int = 3) -> dict:
     return out
 
 
+CPU = time.process_time
+
+
 def _best(fn, repeat: int, clock=time.perf_counter) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -119,7 +135,9 @@ def _pycollada_geometry(path: Path) -> int:
     import collada as pycollada   # the COLLADA reader trimesh uses
     mesh = pycollada.Collada(str(path), ignore=[pycollada.common.DaeUnsupportedError,
                                                 pycollada.common.DaeBrokenRefError])
-    return sum(len(prim.triangleset().vertex_index) for geom in mesh.geometries for prim in geom.primitives)
+    # polylists / polygons triangulated (as ours are); a TriangleSet is one already
+    return sum(len((prim.triangleset() if hasattr(prim, "triangleset") else prim).vertex_index)
+               for geom in mesh.geometries for prim in geom.primitives)
 
 
 def collada_generated(repeat: int = 3, sizes: tuple[int, int] = (250, 1000)) -> dict:
@@ -134,17 +152,18 @@ def collada_generated(repeat: int = 3, sizes: tuple[int, int] = (250, 1000)) -> 
             load(path)                                            # warm (imports)
             seconds = _best(lambda: load(path), repeat)
             cpu = _best(lambda: load(path), repeat, time.process_time)    # what a loaded host cannot skew
-            geometry = _best(lambda: _our_geometry(path), repeat)
+            geometry = _best(lambda: _our_geometry(path), repeat, CPU)       # in-process: CPU time
             run = {"joints": joints, "bytes": size, "load_s": round(seconds, 3),
                    "load_s_per_mb": round(seconds / (size / 1e6), 3), "load_cpu_s": round(cpu, 3),
-                   "load_cpu_s_per_mb": round(cpu / (size / 1e6), 3), "geometry_s": round(geometry, 3)}
+                   "load_cpu_s_per_mb": round(cpu / (size / 1e6), 3), "geometry_cpu_s": round(geometry, 3)}
             try:
                 triangles = _pycollada_geometry(path)
-            except ImportError:
-                out["pycollada"] = "not installed"
+            except ImportError as exc:
+                out["pycollada"] = f"skipped: {exc}"
             else:
-                pyc = _best(lambda: _pycollada_geometry(path), repeat)
-                run.update(pycollada_geometry_s=round(pyc, 3), geometry_vs_pycollada=round(geometry / pyc, 2),
+                pyc = _best(lambda: _pycollada_geometry(path), repeat, CPU)
+                run.update(pycollada_geometry_cpu_s=round(pyc, 3),
+                           geometry_vs_pycollada=round(geometry / pyc, 2),
                            triangles_agree=triangles == _our_geometry(path))
             runs.append(run)
         out["collada_generated"] = runs
@@ -159,13 +178,112 @@ def collada_generated(repeat: int = 3, sizes: tuple[int, int] = (250, 1000)) -> 
     return out
 
 
+def generated(repeat: int = 3, sizes: tuple[int, int] = (250, 1000)) -> dict:
+    """Generated URDF and OpenRAVE XML robots of ``sizes`` joints: time per MB and linearity."""
+    import tempfile
+    out: dict = {}
+    for fmt, suffix in (("urdf", ".urdf"), ("openrave", ".robot.xml")):
+        with tempfile.TemporaryDirectory() as tmp:
+            runs = []
+            for joints in sizes:
+                path = Path(tmp) / f"robot_{joints}{suffix}"
+                size = large_files.write(path, joints, fmt)
+                load(path)                                            # warm (imports)
+                seconds = _best(lambda: load(path), repeat)
+                cpu = _best(lambda: load(path), repeat, time.process_time)
+                runs.append({"joints": joints, "bytes": size, "load_s": round(seconds, 4),
+                             "load_s_per_mb": round(seconds / (size / 1e6), 3), "load_cpu_s": round(cpu, 4),
+                             "load_cpu_s_per_mb": round(cpu / (size / 1e6), 3)})
+        size_ratio = runs[1]["bytes"] / runs[0]["bytes"]
+        cpu_ratio = runs[1]["load_cpu_s"] / runs[0]["load_cpu_s"]
+        out[f"{fmt}_generated"] = {"runs": runs, "size_ratio": round(size_ratio, 2),
+                                   "time_ratio": round(runs[1]["load_s"] / runs[0]["load_s"], 2),
+                                   "cpu_time_ratio": round(cpu_ratio, 2),
+                                   "cpu_ratio_over_size_ratio": round(cpu_ratio / size_ratio, 2)}
+    return out
+
+
+def _peer(name: str):
+    """The module ``name``, or the reason it cannot be used (a string)."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - any import failure: the peer is skipped, the reason kept
+        return f"skipped: {type(exc).__name__}: {exc}"
+
+
+def _pr2_urdf(folder: Path) -> Path | None:
+    """The corpus PR2 URDF without its leading comments before ``<?xml ...?>`` (which our reader and
+    urdfdom tolerate, but yourdfpy's and pinocchio's parsers reject), so every peer reads the same bytes."""
+    src = CORPUS / "collada_urdf" / "collada_urdf" / "test" / "pr2.urdf"
+    if not src.is_file():
+        return None
+    data = src.read_bytes()
+    start = data.find(b"<?xml")
+    path = folder / "pr2.urdf"
+    path.write_bytes(data[start:] if start >= 0 else data)
+    return path
+
+
+def urdf_peers(repeat: int = 15) -> dict:
+    """PR2 and a generated URDF: ours against yourdfpy and pinocchio (least CPU time of ``repeat``: all run
+    in this process, so a loaded host skews them less than wall time)."""
+    import tempfile
+
+    from robot_bridge.formats import urdf
+    yourdfpy, pinocchio = _peer("yourdfpy"), _peer("pinocchio")
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {"pr2": _pr2_urdf(Path(tmp))}
+        generated_path = Path(tmp) / "generated.urdf"
+        large_files.write(generated_path, 250, "urdf")
+        files["generated_250_joints"] = generated_path
+        for label, path in files.items():
+            if path is None:
+                out[f"urdf_{label}"] = "skipped: corpus not found"
+                continue
+            load(path)
+            row = {"bytes": path.stat().st_size,
+                   "load_ms": round(_best(lambda: load(path), repeat, CPU) * 1000, 2),
+                   "read_ms": round(_best(lambda: urdf.read(path), repeat, CPU) * 1000, 2)}
+            if isinstance(yourdfpy, str):
+                row["yourdfpy"] = yourdfpy
+            else:
+                kw = dict(load_meshes=False, load_collision_meshes=False)
+                row["yourdfpy_ms"] = round(_best(lambda: yourdfpy.URDF.load(
+                    str(path), build_scene_graph=False, **kw), repeat, CPU) * 1000, 2)
+                row["yourdfpy_scene_graph_ms"] = round(_best(lambda: yourdfpy.URDF.load(
+                    str(path), **kw), repeat, CPU) * 1000, 2)
+                row["load_over_yourdfpy"] = round(row["load_ms"] / row["yourdfpy_ms"], 2)
+                row["load_over_yourdfpy_scene_graph"] = round(row["load_ms"] / row["yourdfpy_scene_graph_ms"],
+                                                              2)
+                row["read_over_yourdfpy"] = round(row["read_ms"] / row["yourdfpy_ms"], 2)
+            if isinstance(pinocchio, str):
+                row["pinocchio"] = pinocchio
+            else:
+                pin_s = _best(lambda: pinocchio.buildModelFromUrdf(str(path)), repeat, CPU)
+                row["pinocchio_ms"] = round(pin_s * 1000, 2)
+                row["load_over_pinocchio"] = round(row["load_ms"] / row["pinocchio_ms"], 2)
+            out[f"urdf_{label}"] = row
+    return out
+
+
 MEASUREMENTS = [openrave_corpus_rate, largest_openrave_robot_ms, largest_xml_only_robot_ms, largest_zae_ms,
-                collada_generated]
+                collada_generated, generated, urdf_peers]
+NEEDS_NO_CORPUS = {collada_generated, generated}
 
 
 def main() -> int:
-    chosen = [m for m in MEASUREMENTS if m.__name__ in sys.argv[1:]] or MEASUREMENTS
-    if not OPENRAVE.is_dir() and chosen != [collada_generated]:
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("measurements", nargs="*", help="names of measurements to run (default: all)")
+    parser.add_argument("--peers", action="append", default=[],
+                        help="a folder holding pycollada / yourdfpy (pip install --target); appended to "
+                        "sys.path")
+    args = parser.parse_args()
+    sys.path.extend(str(Path(p).resolve()) for p in args.peers)
+    chosen = [m for m in MEASUREMENTS if m.__name__ in args.measurements] or MEASUREMENTS
+    if not OPENRAVE.is_dir() and not set(chosen) <= NEEDS_NO_CORPUS:
         print(json.dumps({"error": f"corpus not found at {CORPUS}"}))
         return 1
     result: dict = {}

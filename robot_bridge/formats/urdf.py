@@ -14,6 +14,7 @@ are kept verbatim in ``robot.extras["urdf_elements"]`` and written back.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ _KEPT_ELEMENTS = ("gazebo", "transmission", "ros2_control")
 _SRDF_TAGS = ("group", "group_state", "virtual_joint", "disable_collisions", "end_effector", "handle",
               "gripper", "contact")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ZERO3 = (0.0, 0.0, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -67,27 +69,32 @@ class _Ctx:
         self.dir = Path(file).resolve().parent if file else Path.cwd()
         self.search_path = search_path
         self.roots = roots
+        self.mesh_paths: dict[str, Optional[str]] = {}     # uri -> resolved path: each uri looked up once
 
     def error(self, cls, message: str, el) -> DescriptionError:
         return cls(message, file=self.file, line=el.sourceline if el is not None else None,
                    element=xmlsafe.element_path(el) if el is not None else None)
 
-    def floats(self, el, attr: str, n: int, default=None) -> Optional[np.ndarray]:
+    def values(self, el, attr: str, n: int, default=None) -> list[float]:
+        """The ``n`` finite numbers of attribute ``attr`` as a list (``default`` when it is absent)."""
         text = el.get(attr)
         if text is None:
             if default is None:
                 raise self.error(SchemaError, f"missing attribute {attr!r}", el)
-            return np.asarray(default, dtype=float)
+            return [float(v) for v in default]
         try:
-            values = np.array([float(v) for v in text.split()])
+            values = [float(v) for v in text.split()]
         except ValueError:
             raise self.error(SchemaError, f"attribute {attr}={text!r}: expected {n} numbers", el) from None
-        if values.size != n or not np.all(np.isfinite(values)):
+        if len(values) != n or not all(map(math.isfinite, values)):
             raise self.error(SchemaError, f"attribute {attr}={text!r}: expected {n} finite numbers", el)
         return values
 
+    def floats(self, el, attr: str, n: int, default=None) -> np.ndarray:
+        return np.array(self.values(el, attr, n, default), dtype=float)
+
     def number(self, el, attr: str, default: Optional[float] = None) -> float:
-        return float(self.floats(el, attr, 1, None if default is None else [default])[0])
+        return self.values(el, attr, 1, None if default is None else (default,))[0]
 
     def name(self, el, what: str) -> str:
         name = el.get("name")
@@ -97,19 +104,24 @@ class _Ctx:
 
 
 def _children(el, tag: str):
-    return [c for c in el if xmlsafe.local_name(c) == tag]
+    """Child elements ``tag`` in any or no namespace (lxml's C-level tag filter)."""
+    return list(el.iterchildren("{*}" + tag))
 
 
 def _child(el, tag: str):
-    found = _children(el, tag)
-    return found[0] if found else None
+    return next(el.iterchildren("{*}" + tag), None)
 
 
 def _origin(ctx: _Ctx, el) -> np.ndarray:
+    t = np.eye(4)
     o = _child(el, "origin")
     if o is None:
-        return np.eye(4)
-    return tf.make(tf.from_rpy(ctx.floats(o, "rpy", 3, [0, 0, 0])), ctx.floats(o, "xyz", 3, [0, 0, 0]))
+        return t
+    rpy = ctx.values(o, "rpy", 3, _ZERO3)
+    if rpy[0] or rpy[1] or rpy[2]:                 # from_rpy of zeros is the identity, exactly
+        t[:3, :3] = tf.from_rpy(rpy)
+    t[:3, 3] = ctx.values(o, "xyz", 3, _ZERO3)
+    return t
 
 
 def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Optional[AllowedRoots] = None,
@@ -195,8 +207,11 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
         uri = s.get("filename")
         if not uri:
             raise ctx.error(SchemaError, "mesh without a filename", s)
-        path = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file, s.sourceline,
-                           xmlsafe.element_path(s))
+        if uri in ctx.mesh_paths:
+            path = ctx.mesh_paths[uri]
+        else:
+            path = ctx.mesh_paths[uri] = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file,
+                                                     s.sourceline, xmlsafe.element_path(s))
         if path is None:
             robot.warn(f"mesh {uri!r} not found")
             if uri not in robot.missing_meshes:
@@ -417,7 +432,7 @@ def _check_tree(ctx: _Ctx, robot: Robot) -> None:
         topological_joints(robot)
     except KinematicsError as exc:
         raise exc.with_location(file=ctx.file) from None
-    roots = [name for name in robot.links if robot.parent_joint(name) is None]
+    roots = robot.root_links()
     if len(roots) != 1:
         raise KinematicsError(f"expected one root link, found {len(roots)}: {', '.join(roots)}",
                               file=ctx.file)

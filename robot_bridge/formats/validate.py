@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import DescriptionError, SchemaError
 from ..model import Robot
-from ..model.transform import is_rigid
+from ..model.transform import is_rigid, rigid_mask
 
 RIGID_TOL = 1e-3      # rounded rotation matrices in real files are off by ~1e-4 at most
 ORTHO_WARN_TOL = 1e-6  # rotations further than this from orthonormal are reported when repaired
@@ -32,50 +32,97 @@ def _fail(robot: Robot, element: str, message: str) -> SchemaError:
     return SchemaError(message, file=robot.source, element=element)
 
 
-def _orthonormalize(robot: Robot, t: np.ndarray, where: str) -> bool:
-    """Replace the rotation of a nearly rigid ``t`` (within RIGID_TOL) in place by the nearest rotation
-    (polar decomposition), so FK, TF and the exported URDF use the same exact rotation; warn when it was
-    off by more than ORTHO_WARN_TOL (CATIA and hand-written matrices carry few digits).  True if changed."""
-    r = t[:3, :3]
-    if (r == _EYE3).all():
-        return False                    # the most common rotation: exact, no decomposition
-    if not is_rigid(t, RIGID_TOL):
-        return False                    # not a rotation at all: the checks below refuse it
-    u, _, vt = np.linalg.svd(r)
-    nearest = u @ vt
-    off = float(np.max(np.abs(r - nearest)))
-    if off == 0.0:
-        return False
-    if off > ORTHO_WARN_TOL:
-        robot.warn(f"{where}: rotation is not orthonormal (off by {off:.2g}); orthonormalized")
-    t[:3, :3] = nearest
-    return True
-
-
 def _orthonormalize_all(robot: Robot) -> None:
-    targets = [(robot.placement, f"robot {robot.name!r} placement")]
+    """Replace the rotation of every nearly rigid transform of the model (within RIGID_TOL) in place by
+    the nearest rotation (polar decomposition), so FK, TF and the exported URDF use the same exact
+    rotation; warn when it was off by more than ORTHO_WARN_TOL (CATIA and hand-written matrices carry few
+    digits).  One vectorised pass: the checks and the decompositions of all transforms at once."""
+    # (matrix, what, name): the message is formatted only for a matrix that is repaired with a warning
+    targets = [(robot.placement, "robot {!r} placement", robot.name)]
     for j in robot.joints.values():
-        targets += [(j.origin, f"joint {j.name!r} origin"),
-                    (j.child_offset, f"joint {j.name!r} child offset")]
+        targets += [(j.origin, "joint {!r} origin", j.name),
+                    (j.child_offset, "joint {!r} child offset", j.name)]
     for link in robot.links.values():
-        for kind, geoms in (("visual", link.visuals), ("collision", link.collisions)):
-            targets += [(g.origin, f"link {link.name!r} {kind} origin") for g in geoms]
+        targets += [(g.origin, "link {!r} visual origin", link.name) for g in link.visuals]
+        targets += [(g.origin, "link {!r} collision origin", link.name) for g in link.collisions]
         if link.inertial is not None:
-            targets.append((link.inertial.origin, f"link {link.name!r} inertial origin"))
-    targets += [(s.origin, f"sensor {s.name!r} origin") for s in robot.sensors.values()]
-    targets += [(m.tool, f"manipulator {m.name!r} tool frame") for m in robot.manipulators.values()]
-    changed, done = False, set()
-    for t, where in targets:
+            targets.append((link.inertial.origin, "link {!r} inertial origin", link.name))
+    targets += [(s.origin, "sensor {!r} origin", s.name) for s in robot.sensors.values()]
+    targets += [(m.tool, "manipulator {!r} tool frame", m.name) for m in robot.manipulators.values()]
+    chosen, done = [], set()
+    for t, what, name in targets:
         if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f" and id(t) not in done:
             done.add(id(t))         # a geometry is often both a visual and a collision: repaired once
-            changed |= _orthonormalize(robot, t, where)
+            chosen.append((t, what, name))
+    if not chosen:
+        return
+    stack = np.stack([t for t, _, _ in chosen])
+    rot = stack[:, :3, :3]
+    todo = np.flatnonzero(~(rot == _EYE3).all(axis=(1, 2)) & rigid_mask(stack, RIGID_TOL))
+    if not todo.size:
+        return                      # identities (the most common rotation) and non-rotations only
+    u, _, vt = np.linalg.svd(rot[todo])
+    nearest = u @ vt
+    off = np.abs(rot[todo] - nearest).max(axis=(1, 2))
+    changed = False
+    for k, i in enumerate(todo.tolist()):
+        if off[k] == 0.0:
+            continue
+        t, what, name = chosen[i]
+        if off[k] > ORTHO_WARN_TOL:
+            robot.warn(f"{what.format(name)}: rotation is not orthonormal (off by {off[k]:.2g}); "
+                       "orthonormalized")
+        t[:3, :3] = nearest[k]
+        changed = True
     if changed:
         robot.__dict__.pop("_kinematic_model", None)      # built from the matrices before the repair
+
+
+def _all_valid(robot: Robot) -> bool:
+    """True when every check of :func:`validate` on this robot's own values passes (vectorised); False
+    when one may fail: then the element-by-element checks run and name the first failure."""
+    try:
+        joints = list(robot.joints.values())
+        rigid = [robot.placement, *(s.origin for s in robot.sensors.values())]
+        rigid += [t for j in joints for t in (j.origin, j.child_offset)]
+        rigid = np.array(rigid, dtype=float)
+        if rigid.shape[1:] != (4, 4) or not rigid_mask(rigid, RIGID_TOL).all():
+            return False
+        axes = [a for j in joints for a in j.axes[:j.dof]]
+        if axes:
+            axes = np.array(axes, dtype=float).reshape(len(axes), -1)
+            if not (np.isfinite(axes).all() and (np.linalg.norm(axes, axis=1) >= 1e-12).all()):
+                return False
+        limits = [np.asarray(getattr(j, a), dtype=float).reshape(-1) for j in joints
+                  for a in ("lower", "upper", "velocity", "effort", "initial", "offset")]
+        if limits and np.isnan(np.concatenate(limits)).any():
+            return False
+        finite = []
+        for link in robot.links.values():
+            geoms = (*link.visuals, *link.collisions)
+            finite += [np.asarray(g.origin, dtype=float).reshape(-1) for g in geoms]
+            if link.inertial is not None:
+                i = link.inertial
+                finite += [np.asarray(v, dtype=float).reshape(-1) for v in (i.origin, i.mass, i.inertia)]
+        return not finite or bool(np.isfinite(np.concatenate(finite)).all())
+    except (TypeError, ValueError):
+        return False
 
 
 def validate(robot: Robot) -> Robot:
     """Raise a DescriptionError subclass for the first invalid value; return ``robot``."""
     _orthonormalize_all(robot)
+    if not _all_valid(robot):
+        _check_values(robot)
+    _check_mimic(robot)
+    for body in robot.environment.values():
+        if body is not robot:
+            validate(body)
+    return robot
+
+
+def _check_values(robot: Robot) -> None:
+    """The checks of :func:`validate` element by element: raise for the first invalid value."""
     if not is_rigid(robot.placement, RIGID_TOL):
         raise _fail(robot, f"robot[@name='{robot.name}']", "placement is not a finite rigid transform")
     for j in robot.joints.values():
@@ -104,11 +151,6 @@ def validate(robot: Robot) -> Robot:
         if not is_rigid(s.origin, RIGID_TOL):
             raise _fail(robot, f"sensor[@name='{s.name}']",
                         f"sensor {s.name!r}: origin is not a finite rigid transform")
-    _check_mimic(robot)
-    for body in robot.environment.values():
-        if body is not robot:
-            validate(body)
-    return robot
 
 
 def _check_mimic(robot: Robot) -> None:

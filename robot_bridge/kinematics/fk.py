@@ -96,7 +96,7 @@ class KinematicModel:
         loaded now, KinematicsError without numba; False: numpy only)."""
         self.robot = robot
         self.order = topological_joints(robot)
-        self.roots = [name for name in robot.links if robot.parent_joint(name) is None]
+        self.roots = robot.root_links()
         self.mimic = MimicEvaluator(robot)
         self._compiled_wanted = compiled
         self._fixed = {j.name: j.origin @ j.child_offset for j in self.order if j.type == "fixed"}

@@ -96,7 +96,7 @@ def urdf_tree(robot: Robot) -> tuple[list[TreeLink], list[TreeJoint]]:
     """URDF links (the root first) and joints (parent before child) of ``robot``."""
     order = topological_joints(robot)
     names = _Names(list(robot.links) + list(robot.joints))
-    roots = [name for name in robot.links if robot.parent_joint(name) is None]
+    roots = robot.root_links()
     links = [TreeLink(name, name) for name in roots + [n for n in robot.links if n not in roots]]
     known = set(robot.links)
     joints: list[TreeJoint] = []

@@ -206,11 +206,15 @@ class Robot:
     missing_meshes: list[str] = field(default_factory=list)  # mesh URIs not found on this host (warned)
 
     # -- tree queries ------------------------------------------------------
+    def root_links(self) -> list[str]:
+        """The links no joint has as child, in link order (one pass: linear in the robot's size)."""
+        children = {j.child for j in self.joints.values()}
+        return [name for name in self.links if name not in children]
+
     @property
     def root(self) -> str:
         """The root link (the one no joint has as child)."""
-        children = {j.child for j in self.joints.values()}
-        roots = [name for name in self.links if name not in children]
+        roots = self.root_links()
         if not roots:
             raise ValueError(f"robot {self.name!r} has no root link")
         return roots[0]

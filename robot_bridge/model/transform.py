@@ -196,6 +196,18 @@ _EYE3 = np.eye(3)
 _LAST_ROW = np.array([0.0, 0.0, 0.0, 1.0])
 
 
+def rigid_mask(ts, tol: float = 1e-6) -> np.ndarray:
+    """:func:`is_rigid` of every transform of an (n, 4, 4) array in one vectorised pass (bool array)."""
+    t = np.asarray(ts, dtype=float).reshape(-1, 4, 4)
+    finite = np.isfinite(t).all(axis=(1, 2))
+    t = np.where(finite[:, None, None], t, np.eye(4))
+    r = t[:, :3, :3]
+    orthonormal = (np.abs(r @ r.transpose(0, 2, 1) - _EYE3) <= tol + 1e-5 * _EYE3).all(axis=(1, 2))
+    proper = np.abs(np.linalg.det(r) - 1.0) < tol
+    bottom = (np.abs(t[:, 3] - _LAST_ROW) <= 1e-8 + 1e-5 * _LAST_ROW).all(axis=1)
+    return finite & orthonormal & proper & bottom
+
+
 ROUNDING_TOL = 1e-6     # rotations written with fewer digits than a double holds (CATIA: ~1e-9 off)
 
 

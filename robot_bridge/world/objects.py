@@ -33,7 +33,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from ..model.transform import is_rigid
+from ..model.transform import is_rigid, rigid_mask
 from .mapping import ObjectMapping
 
 MAX_DETECTIONS = 200          # default: detections of one batch looked at (the rest counted, not examined)
@@ -113,15 +113,9 @@ def pose_problems(poses: np.ndarray, tol: float = 1e-6) -> list[Optional[str]]:
     :func:`robot_bridge.model.transform.is_rigid`)."""
     p = np.asarray(poses, dtype=float).reshape(-1, 4, 4)
     finite = np.isfinite(p).all(axis=(1, 2))
-    p = np.where(finite[:, None, None], p, np.eye(4))
-    r = p[:, :3, :3]
-    eye = np.eye(3)
-    orthonormal = (np.abs(r @ r.transpose(0, 2, 1) - eye) <= tol + 1e-5 * eye).all(axis=(1, 2))
-    proper = np.abs(np.linalg.det(r) - 1.0) < tol
-    last = np.array([0.0, 0.0, 0.0, 1.0])
-    bottom = (np.abs(p[:, 3] - last) <= tol + 1e-5 * last).all(axis=1)
+    rigid = rigid_mask(p, tol)
     return [None if ok else "pose is not a rigid transform" if f else "non-finite pose"
-            for ok, f in zip(finite & orthonormal & proper & bottom, finite)]
+            for ok, f in zip(rigid, finite)]
 
 
 def _limit(value: int, name: str) -> int:

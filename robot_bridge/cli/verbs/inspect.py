@@ -64,7 +64,7 @@ def format_robot(robot: Robot) -> list[str]:
             walk(joint.child, depth + 1)
 
     lines.append("tree:")
-    for root in [n for n in robot.links if robot.parent_joint(n) is None]:
+    for root in robot.root_links():
         walk(root, 1)
     loops = robot.extras.get("closed_loop_joints", {})
     if loops:

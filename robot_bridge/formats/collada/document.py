@@ -11,6 +11,7 @@ from collections import deque
 from typing import Any, Iterable, Optional
 
 import numpy as np
+from lxml import etree
 
 from ...errors import SchemaError
 from ...model import transform as tf
@@ -68,21 +69,20 @@ class Document:
     def __init__(self, tree, file: str):
         self.file = file
         self.root = tree.getroot()
-        for el in self.root.iter():
-            tag = el.tag
-            if isinstance(tag, str) and tag.startswith("{"):
-                el.tag = tag.split("}", 1)[1]
         self.version = self.root.get("version", "")
         self.ids: dict[str, Any] = {}
         self._sids: set[str] = set()          # every sid of the document: a lookup of any other is None
-        for el in self.root.iter():
-            if isinstance(el.tag, str):
-                ident = el.get("id")
-                if ident is not None and ident not in self.ids:
-                    self.ids[ident] = el
-                sid = el.get("sid")
-                if sid is not None:
-                    self._sids.add(sid)
+        ids, sids = self.ids, self._sids
+        for el in self.root.iter(etree.Element):        # elements only (no comments/PIs), one pass
+            tag = el.tag
+            if tag[0] == "{":
+                el.tag = tag[tag.index("}") + 1:]
+            ident = el.get("id")
+            if ident is not None and ident not in ids:
+                ids[ident] = el
+            sid = el.get("sid")
+            if sid is not None:
+                sids.add(sid)
         self.meter = self._unit(self.root)
         # elements holding an <asset> with a unit (keys keep the lxml proxies, so identity holds)
         self._units: dict[Any, float] = {}

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...errors import SchemaError
 from ...model import Box, Cylinder, Geometry, Material, Mesh, Sphere
-from .document import Document, floats
+from .document import _STRICT_FROMSTRING, Document, floats
 
 _PRIMITIVES = ("triangles", "polylist", "polygons", "trifans", "tristrips")
 
@@ -110,13 +110,27 @@ def _int_attr(doc: Document, el, name: str, default: int, low: int, high: int = 
     return value
 
 
+_INT32 = 2 ** 31 - 1
+
+
 def _indices(doc: Document, el) -> np.ndarray:
-    """A <p> or <vcount> list as int64 (whole numbers within int32, else a SchemaError at ``el``)."""
+    """A <p> or <vcount> list as int64 (whole numbers within int32, else a SchemaError at ``el``): one
+    integer parse of the text; what it refuses (``1e3``, ``2.0``, junk) goes through the float parse,
+    which accepts whole numbers in any spelling and names the first bad value."""
+    text = el.text
+    if _STRICT_FROMSTRING and text and not text.isspace():
+        try:
+            values = np.fromstring(text, dtype=np.int64, sep=" ")
+        except ValueError:
+            pass
+        else:
+            if not values.size or (values.max() <= _INT32 and values.min() >= -_INT32):
+                return values
     try:
         values = floats(el.text)
     except ValueError as exc:
         raise doc.error(SchemaError, f"<{el.tag}>: {exc}", el) from None
-    bad = ~np.isfinite(values) | (np.abs(values) > 2 ** 31 - 1) | (values != np.round(values))
+    bad = ~np.isfinite(values) | (np.abs(values) > _INT32) | (values != np.round(values))
     if bad.any():
         raise doc.error(SchemaError, f"<{el.tag}>: expected whole numbers, got {values[bad][0]!r}", el)
     return values.astype(np.int64)

@@ -152,6 +152,7 @@ def apply_prefix(body: BodyState, prefix: str, link0: int, joint0: int, manip0: 
     equations, manipulators and sensors (a KinBody prefix does not)."""
     for link in body.links[link0:]:
         link.name = prefix + link.name
+    body.renamed_links()
     renamed = {}
     for j in body.joints[joint0:]:
         renamed[j.name] = prefix + j.name

@@ -84,11 +84,28 @@ class BodyState:
     extras: dict[str, Any] = field(default_factory=dict)
     source: Optional[str] = None
 
+    _index: dict = field(default_factory=dict, repr=False, compare=False)   # name -> first link of it
+    _indexed: int = field(default=0, repr=False, compare=False)             # links[:_indexed] are in it
+
     def link(self, name: str) -> Optional[LinkState]:
-        for link in self.links:
-            if link.name == name:
-                return link
-        return None
+        """The first link called ``name`` (None if none): a dict lookup, kept up to date with ``links``
+        (appended links are indexed on the next call; who renames links calls :meth:`renamed_links`), so
+        resolving every reference of a file stays linear in its size."""
+        links = self.links
+        if self._indexed > len(links):
+            self.renamed_links()
+        for link in links[self._indexed:]:
+            self._index.setdefault(link.name, link)
+        self._indexed = len(links)
+        hit = self._index.get(name)
+        if hit is not None and hit.name != name:         # renamed without telling: index them again
+            self.renamed_links()
+            return self.link(name)
+        return hit
+
+    def renamed_links(self) -> None:
+        """Forget the name index (after links were renamed, e.g. by a ``prefix``)."""
+        self._index, self._indexed = {}, 0
 
     def link_nocase(self, name: str) -> Optional[LinkState]:
         """``<body>`` references inside ``<joint>`` are case-insensitive upstream."""
