@@ -27,7 +27,7 @@ pytest.importorskip("websockets")
 pytest.importorskip("control_msgs.action")
 pytest.importorskip("vision_msgs.msg")
 
-from browser import Browser, find_browser, save_png  # noqa: E402
+from robot_bridge.view.screenshot import Browser, find_browser, save_png  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECTS = REPO / "robot_bridge" / "data" / "objects.yaml"

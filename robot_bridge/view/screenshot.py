@@ -1,5 +1,6 @@
-"""A real headless browser for the view tests: Debian's chromium driven over the Chrome DevTools protocol
-(the ``websockets`` client viser brings).  :func:`find_browser` says why none can be had."""
+"""Screenshots of the live view in a real headless browser: Debian's chromium driven over the Chrome
+DevTools protocol (the ``websockets`` client viser brings).  Used by the browser test, the view bench and
+``make demo`` (:func:`save_page`); :func:`find_browser` says why no browser can be had."""
 
 from __future__ import annotations
 
@@ -125,3 +126,35 @@ def save_png(image: np.ndarray, path) -> None:
     from PIL import Image
 
     Image.fromarray(image).save(os.fspath(path))
+
+
+def save_page(url: str, path, width: int = 1000, height: int = 700, ready=None, timeout: float = 90.0) -> str:
+    """Open ``url`` in a headless chromium, wait until ``ready(image)`` is true for a screenshot (default:
+    the page shows more than its background), save it as PNG at ``path``; returns "" or why nothing was
+    saved (no browser, nothing drawn in time)."""
+    exe, why = find_browser()
+    if exe is None:
+        return why
+    browser = Browser(exe, width, height)
+    try:
+        browser.open(url)
+        ready = ready or _drawn
+        deadline = time.monotonic() + timeout
+        image = browser.screenshot()
+        while not ready(image):
+            if time.monotonic() > deadline:
+                save_png(image, path)
+                return f"the page did not look ready within {timeout:.0f} s (saved as it was)"
+            time.sleep(0.5)
+            image = browser.screenshot()
+        save_png(image, path)
+        return ""
+    finally:
+        browser.close()
+
+
+def _drawn(image: np.ndarray) -> bool:
+    """Some saturated colour in the scene part (left of viser's panel): something besides grid and sky."""
+    scene = image[:, : int(image.shape[1] * 0.62)].astype(int)
+    saturation = scene.max(axis=2) - scene.min(axis=2)
+    return int((saturation > 80).sum()) > 500
