@@ -153,6 +153,48 @@ def save_page(url: str, path, width: int = 1000, height: int = 700, ready=None, 
         browser.close()
 
 
+def save_view(path, timeout: float = 120.0, extra_args=()) -> str:
+    """Start ``robot-bridge view`` on a free port of 127.0.0.1 (the bridge of this ROS environment), wait
+    until it has loaded the robot and the page shows it, save the page as PNG at ``path``, stop the view.
+    Returns one line: what was saved, or why not (no browser, the view did not load)."""
+    import socket
+    import sys
+    import threading
+
+    exe, why = find_browser()
+    if exe is None:
+        return f"view screenshot: skipped ({why})"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    view = subprocess.Popen([sys.executable, "-m", "robot_bridge.cli.main", "view", "--port", str(port),
+                             *extra_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    loaded = threading.Event()
+    lines: list[str] = []
+
+    def read():
+        for line in view.stdout:
+            lines.append(line)
+            if "[view_node]: robot '" in line:
+                loaded.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        if not loaded.wait(timeout):
+            return "view screenshot: not saved (the view did not load the robot: " + \
+                ("".join(lines[-3:]).strip() or "no output") + ")"
+        why = save_page(f"http://127.0.0.1:{port}/", path, timeout=timeout)
+        return f"view screenshot: {path}" + (f" ({why})" if why else "")
+    finally:
+        if view.poll() is None:
+            view.terminate()
+            try:
+                view.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                view.kill()
+                view.wait()
+
+
 def _drawn(image: np.ndarray) -> bool:
     """Some saturated colour in the scene part (left of viser's panel): something besides grid and sky."""
     scene = image[:, : int(image.shape[1] * 0.62)].astype(int)

@@ -1,10 +1,11 @@
 """The live view in a real headless browser (Debian's chromium over the DevTools protocol).
 
 The bridge (description, sensor bridge, controller, world node: ``robot-bridge run --objects``) runs as its
-own process; the view node runs in this process (so the test can read its TF and press its "Send goal"
-path) and serves the page on a free port of 127.0.0.1.  Truth is independent of the page: where the robot
+own process; the view node runs in this process (so the test can read its TF and call the goal its sliders
+send) and serves the page on a free port of 127.0.0.1.  Truth is independent of the page: where the robot
 must appear is its links' TF positions projected through the page's initial camera; the ball's colour is its
-body file's; the scan's colour is the page's scan colour.  Skipped, with the reason, without a browser."""
+body file's (world_node's ObjectColor); the scan's colour is the page's scan colour; the collision object's
+colour and place are the test's own.  Skipped, with the reason, without a browser."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ WIDTH, HEIGHT = 1000, 700
 PANEL_LEFT = 640                 # the GUI panel covers x >= this (viser's right-hand panel)
 BALL_AT = (0.45, -0.35, 0.05)    # world frame; in view of the initial camera, clear of the arm
 GOAL = {"j2": 1.1, "j4": 1.2}
+BOX_AT = (0.0, -0.7, 0.05)       # world frame; the test's own collision object, clear of the arm and the ball
 
 
 def free_port() -> int:
@@ -90,6 +92,19 @@ def robot_blue(image):       # the arm's links: URDF colour (0.2, 0.4, 0.8), hue
 def ball_yellow(image):      # ball.kinbody.xml: diffuseColor 0.9 0.8 0.1, hue 53
     h, s, v = hsv(image)
     return (abs(h - 53) < 9) & (s > 0.5) & (v > 0.35)
+
+
+def box_magenta(image):      # the test's ObjectColor (1, 0, 1), hue 300
+    h, s, v = hsv(image)
+    return (abs(h - 300) < 15) & (s > 0.5) & (v > 0.35)
+
+
+def near(point, half: int = 50) -> np.ndarray:
+    """Pixels within ``half`` of a world point's projection."""
+    (x, y), = project(np.array([point]))
+    out = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    out[max(0, int(y) - half):int(y) + half, max(0, int(x) - half):int(x) + half] = True
+    return out
 
 
 def scan_red(image):         # robot_bridge.view.page.SCAN_RGB (255, 40, 40), hue 0
@@ -181,8 +196,8 @@ def page(view, browser_path, tmp_path):
 
 
 @pytest.mark.timeout(900)
-def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_and_the_scan(view, page,
-                                                                                             tmp_path):
+def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_the_scan_and_a_body(view, page,
+                                                                                                  tmp_path):
     from geometry_msgs.msg import Pose
     from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose
 
@@ -247,8 +262,7 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_a
 
     # a detected ball appears, in its class colour, where it was detected
     (bx, by), = project(np.array([BALL_AT]))
-    near_ball = np.zeros((HEIGHT, WIDTH), dtype=bool)
-    near_ball[max(0, int(by) - 50):int(by) + 50, max(0, int(bx) - 50):int(bx) + 50] = True
+    near_ball = near(BALL_AT)
     assert (ball_yellow(after) & near_ball).sum() < 20, "yellow where the ball will be, before it is detected"
     publisher = detector.create_publisher(Detection3DArray, "/detections", 10)
 
@@ -278,3 +292,37 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_a
     save_png(image, shots / "ball.png")
     ys, xs = np.nonzero(yellow)
     assert abs(xs.mean() - bx) < 25 and abs(ys.mean() - by) < 25, (xs.mean(), ys.mean(), bx, by)
+
+    # a collision object of the planning scene (/collision_object + its ObjectColor) appears where it was put
+    from moveit_msgs.msg import CollisionObject, ObjectColor, PlanningScene
+    from shape_msgs.msg import SolidPrimitive
+
+    from robot_bridge.ros.planning_scene import moveit_qos, pose_msg
+
+    box_zone = near(BOX_AT)
+    assert (box_magenta(image) & box_zone).sum() < 20, "magenta where the box will be, before it is added"
+    objects = detector.create_publisher(CollisionObject, "/collision_object", moveit_qos())
+    colours = detector.create_publisher(PlanningScene, "/planning_scene", moveit_qos())
+    box = CollisionObject(id="test_box", operation=CollisionObject.ADD,
+                          primitives=[SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[0.12, 0.12, 0.1])],
+                          primitive_poses=[pose_msg(np.eye(4))])
+    box.header.frame_id = "world"
+    box.pose.position.x, box.pose.position.y, box.pose.position.z = BOX_AT
+    box.pose.orientation.w = 1.0
+    colour = PlanningScene(is_diff=True, object_colors=[ObjectColor(id="test_box")])
+    colour.object_colors[0].color.r = colour.object_colors[0].color.b = colour.object_colors[0].color.a = 1.0
+
+    def body():
+        objects.publish(box)
+        colours.publish(colour)
+        image = page.screenshot()
+        magenta = scene_part(box_magenta(image)) & box_zone
+        return (image, magenta) if magenta.sum() > 100 else None
+
+    seen = wait_for(body, 90)
+    assert seen is not None, "the collision object never appeared"
+    image, magenta = seen
+    save_png(image, shots / "body.png")
+    (px, py), = project(np.array([BOX_AT]))
+    ys, xs = np.nonzero(magenta)
+    assert abs(xs.mean() - px) < 25 and abs(ys.mean() - py) < 25, (xs.mean(), ys.mean(), px, py)
