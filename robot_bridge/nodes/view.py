@@ -133,8 +133,10 @@ def _pose(pose) -> np.ndarray:
 def _object_update(obj) -> ObjectUpdate:
     """A moveit_msgs/CollisionObject as plain data for :class:`robot_bridge.view.planning_scene.PlanningScene`
     (subframes, plane shapes and the type field are not drawn)."""
+    op = obj.operation                                   # a ``byte`` field: bytes of length 1 in rclpy
+    op = op[0] if isinstance(op, (bytes, bytearray)) else int(op)
     return ObjectUpdate(
-        obj.id, int(obj.operation), obj.header.frame_id, _pose(obj.pose),
+        obj.id, op, obj.header.frame_id, _pose(obj.pose),
         [(int(p.type), list(p.dimensions), _pose(q)) for p, q in zip(obj.primitives, obj.primitive_poses)],
         [(np.array([[v.x, v.y, v.z] for v in m.vertices], dtype=float).reshape(-1, 3),
           np.array([list(t.vertex_indices) for t in m.triangles], dtype=np.int64).reshape(-1, 3), _pose(q))

@@ -348,7 +348,8 @@ class ViewPage:
                 return
             p = np.asarray(points, dtype=np.float32)
             segments = np.stack([p[:-1], p[1:]], axis=1)
-            self.server.scene.add_line_segments("/path", segments, colors=PATH_RGB, line_width=3.0)
+            self.server.scene.add_line_segments("/path", segments, colors=PATH_RGB, thickness=3.0,
+                                                thickness_units="screen")
 
     # -- the planning scene's bodies ------------------------------------------------------------------
     def draw_bodies(self, scene, changed) -> None:
@@ -361,7 +362,7 @@ class ViewPage:
                 drawn = self._bodies.get(body_id)
                 if body is None:
                     if drawn is not None:
-                        self._remove_body(body_id)
+                        self._remove_drawn(self._bodies.pop(body_id))
                     continue
                 rgba = scene.color(body_id)
                 if drawn is not None and (drawn.frame, drawn.serial, drawn.rgba) == (body.frame,
@@ -369,8 +370,6 @@ class ViewPage:
                     pose = _pose_args(body.pose)
                     drawn.handle.wxyz, drawn.handle.position = pose["wxyz"], pose["position"]
                     continue
-                if drawn is not None:
-                    self._remove_body(body_id)
                 self._serial += 1
                 name = f"/scene/b{self._serial}"
                 self._framed(name, body.frame)
@@ -384,9 +383,10 @@ class ViewPage:
                                                       opacity=None if rgba[3] >= 1.0 else float(rgba[3]),
                                                       side="double")
                 self._bodies[body_id] = _DrawnBody(name, body.frame, body.shape_serial, rgba, handle)
+                if drawn is not None:                  # the new one is drawn first: no gap on the page
+                    self._remove_drawn(drawn)
 
-    def _remove_body(self, body_id: str) -> None:
-        drawn = self._bodies.pop(body_id)
+    def _remove_drawn(self, drawn: _DrawnBody) -> None:
         self._frames.pop(drawn.name, None)
         self.server.scene.remove_by_name(drawn.name)
 

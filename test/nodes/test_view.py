@@ -122,6 +122,10 @@ ARM2 = """<robot name="arm2"><link name="base"/><link name="l1"/><link name="l2"
 <limit lower="-2" upper="2" velocity="1" effort="1"/></joint></robot>"""
 
 
+def drawn_box(node):
+    return node.page._bodies.get("box_1")
+
+
 def test_sliders_follow_joint_states_the_planning_scene_and_the_planned_path_are_drawn(view, monkeypatch):
     moveit = pytest.importorskip("moveit_msgs.msg")
     if not hasattr(moveit, "DisplayTrajectory"):
@@ -177,7 +181,7 @@ def test_sliders_follow_joint_states_the_planning_scene_and_the_planned_path_are
     box.operation = CollisionObject.MOVE
     box.pose.position.x = 0.8
     objects.publish(box)
-    assert wait_until(lambda: np.isclose(node.page._bodies["box_1"].handle.position[0], 0.8))
+    assert wait_until(lambda: np.isclose(drawn_box(node).handle.position[0], 0.8))
 
     tf_l = TransformStamped()
     tf_l.header.frame_id, tf_l.child_frame_id = "base", "l1"
@@ -190,12 +194,12 @@ def test_sliders_follow_joint_states_the_planning_scene_and_the_planned_path_are
     attach = AttachedCollisionObject(link_name="l2", object=CollisionObject(id="box_1",
                                                                            operation=CollisionObject.ADD))
     attached.publish(attach)
-    assert wait_until(lambda: node.page._bodies["box_1"].frame == "l2"), "the body was not attached to l2"
+    assert wait_until(lambda: drawn_box(node).frame == "l2"), "the body was not attached to l2"
     assert np.allclose(node.planning_scene.get("box_1").pose[:3, 3], (0.3, 0.2, 0.0))   # 0.8 - 0.5 in l2
     box.operation = CollisionObject.REMOVE
     attach.object.operation = CollisionObject.REMOVE
     attached.publish(attach)
-    assert wait_until(lambda: node.page._bodies["box_1"].frame == "world")
+    assert wait_until(lambda: drawn_box(node).frame == "world")
     objects.publish(box)
     assert wait_until(lambda: "box_1" not in node.page._bodies), "REMOVE did not remove the body"
 
