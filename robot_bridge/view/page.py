@@ -202,7 +202,7 @@ class ViewPage:
         self._sliders = {}
         self.targets = JointTargets()
         gui = self.server.gui
-        self._slider_folder = gui.add_folder("Joints (where they are; move one: FollowJointTrajectory goal)")
+        self._slider_folder = gui.add_folder("Joints (move one: goal to the controller)")
         with self._slider_folder:
             for s in sliders:
                 lo, hi = (s.lower, s.upper) if s.upper > s.lower else (-math.pi, math.pi)
