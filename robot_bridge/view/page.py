@@ -32,7 +32,7 @@ IMU_RGB = (40, 220, 40)
 IMU_METRES_PER_MS2 = 0.03            # arrow length per m/s^2 of linear acceleration
 MAX_SCAN_POINTS = 100_000
 MAX_MARKERS = 10_000
-SLIDER_PERIOD = 0.2                  # s between slider updates from /joint_states
+SLIDER_PERIOD = 0.5                  # s between slider updates from /joint_states (a slider update costs ms)
 GOAL_PERIOD = 0.25                   # s between joint goals while a slider is dragged
 TARGET_TOLERANCE = 1e-3              # rad / m: a joint this close to its slider's target has reached it
 
@@ -227,7 +227,9 @@ class ViewPage:
             for name, value in values.items():
                 h = self._sliders.get(name)
                 if h is not None:
-                    h.value = float(min(max(value, h.min), h.max))
+                    value = float(min(max(value, h.min), h.max))
+                    if abs(value - h.value) >= h.step / 2:      # a move the slider can show
+                        h.value = value
 
     def follow_joints(self, positions: dict[str, float], now: float) -> None:
         """Sliders show where the joints are (at most every SLIDER_PERIOD), a moved one its target."""
