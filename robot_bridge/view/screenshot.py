@@ -128,10 +128,12 @@ def save_png(image: np.ndarray, path) -> None:
     Image.fromarray(image).save(os.fspath(path))
 
 
-def save_page(url: str, path, width: int = 1000, height: int = 700, ready=None, timeout: float = 90.0) -> str:
-    """Open ``url`` in a headless chromium, wait until ``ready(image)`` is true for a screenshot (default:
-    the page shows more than its background), save it as PNG at ``path``; returns "" or why nothing was
-    saved (no browser, nothing drawn in time)."""
+def save_page(url: str, path, width: int = 1000, height: int = 700, ready=None, text: str = "",
+              timeout: float = 90.0) -> str:
+    """Open ``url`` in a headless chromium, wait until the page's text contains ``text`` (viser's GUI
+    arrives over the WebSocket once connected) and ``ready(image)`` is true for a screenshot (default:
+    something coloured is drawn in the scene), then save it as PNG at ``path``; returns "" or why nothing
+    was saved (no browser) or what was not seen in time (the page is saved as it was)."""
     exe, why = find_browser()
     if exe is None:
         return why
@@ -140,6 +142,12 @@ def save_page(url: str, path, width: int = 1000, height: int = 700, ready=None, 
         browser.open(url)
         ready = ready or _drawn
         deadline = time.monotonic() + timeout
+        while text and text not in (browser.evaluate("document.body.innerText") or ""):
+            if time.monotonic() > deadline:
+                save_png(browser.screenshot(), path)
+                return f"{text!r} not on the page within {timeout:.0f} s (saved as it was)"
+            time.sleep(0.5)
+        time.sleep(1.0)                    # the scene's first frames
         image = browser.screenshot()
         while not ready(image):
             if time.monotonic() > deadline:
@@ -161,6 +169,7 @@ def save_view(path, timeout: float = 120.0, extra_args=()) -> str:
     import sys
     import threading
 
+    started = time.monotonic()
     exe, why = find_browser()
     if exe is None:
         return f"view screenshot: skipped ({why})"
@@ -183,8 +192,8 @@ def save_view(path, timeout: float = 120.0, extra_args=()) -> str:
         if not loaded.wait(timeout):
             return "view screenshot: not saved (the view did not load the robot: " + \
                 ("".join(lines[-3:]).strip() or "no output") + ")"
-        why = save_page(f"http://127.0.0.1:{port}/", path, timeout=timeout)
-        return f"view screenshot: {path}" + (f" ({why})" if why else "")
+        why = save_page(f"http://127.0.0.1:{port}/", path, text=" links, ", timeout=timeout)
+        return f"view screenshot: {path} ({time.monotonic() - started:.0f} s" + (f"; {why})" if why else ")")
     finally:
         if view.poll() is None:
             view.terminate()
@@ -196,7 +205,9 @@ def save_view(path, timeout: float = 120.0, extra_args=()) -> str:
 
 
 def _drawn(image: np.ndarray) -> bool:
-    """Some saturated colour in the scene part (left of viser's panel): something besides grid and sky."""
-    scene = image[:, : int(image.shape[1] * 0.62)].astype(int)
+    """Some saturated colour in the scene part (below viser's notices, left of its panel, above the axes
+    icon): something besides grid and sky."""
+    h, w = image.shape[:2]
+    scene = image[int(h * 0.25): int(h * 0.88), : int(w * 0.62)].astype(int)
     saturation = scene.max(axis=2) - scene.min(axis=2)
     return int((saturation > 80).sum()) > 500
