@@ -5,8 +5,8 @@ The node turns each moveit_msgs message into plain data (:class:`ObjectUpdate`) 
 changed comes back as body ids for the page to redraw.  Semantics are MoveIt's planning scene's:
 
 - ``/collision_object``: ADD creates or replaces a body (its shapes posed in the object's frame, the object
-  posed in its header frame); APPEND adds shapes (creates the body when new); MOVE changes the pose only;
-  REMOVE deletes it (an empty id: every world body).
+  posed in its header frame); APPEND adds shapes (creates the body when new); MOVE changes the pose only
+  (not of an attached body: its link moves it); REMOVE deletes it (an empty id: every world body).
 - ``/attached_collision_object``: ADD attaches to ``link_name``: a world body of that id (no shapes in the
   message: the planner's and move_group's way) keeps where it is now and follows the link from then on; an
   object with shapes is created on the link.  REMOVE detaches: the body stays in the world where the link
@@ -127,6 +127,8 @@ class PlanningScene:
         if u.operation == MOVE:
             if body is None:
                 self._note(f"object {u.id!r}: MOVE of an unknown object: ignored")
+                return set()
+            if body.attached_to:                  # MoveIt: no world object of that id while attached
                 return set()
             body.frame, body.pose = u.frame, u.pose
             return {u.id}

@@ -82,6 +82,9 @@ def test_an_attached_world_body_follows_its_link_and_stays_where_it_is_put_down(
     # the hand moves: the body's world pose is the link's times the same offset
     link["hand"] = at(0.0, 0.4, 0.6) @ turned(180)
     assert np.allclose((link["hand"] @ body.pose)[:3, 3], [0.0, 0.4, 0.5])
+    # a MOVE in the world does not move a carried body: its link does
+    assert ps.apply_object(ObjectUpdate("block_0", MOVE, "world", at(9, 9, 9))) == set()
+    assert body.frame == "hand"
     # a world REMOVE of every body leaves the carried one
     ps.apply_object(ObjectUpdate("", REMOVE, "world", np.eye(4)))
     assert "block_0" in ps.bodies
