@@ -25,7 +25,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "test" / "view"))
 
 import rclpy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -100,7 +99,7 @@ def run(robot: str, rate: float, duration: float, use_browser: bool, screenshot:
             k += 1
             time.sleep(0.01)
         if use_browser:
-            from browser import Browser, find_browser
+            from robot_bridge.view.screenshot import Browser, find_browser
 
             path, why = find_browser()
             if path is None:
@@ -126,7 +125,7 @@ def run(robot: str, rate: float, duration: float, use_browser: bool, screenshot:
         last_ns = time.time_ns()
         achieved = (count - warm) / (time.perf_counter() - start - WARMUP)
         if browser is not None and screenshot:
-            from browser import save_png
+            from robot_bridge.view.screenshot import save_png
 
             save_png(browser.screenshot(), screenshot)
         time.sleep(1.0)

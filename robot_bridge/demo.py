@@ -463,6 +463,8 @@ def main(argv=None) -> int:
         except BaseException:
             stop(bridge)
             raise
+        from .view.screenshot import save_view
+        view_line = save_view(out / "view.png")      # the live view of the demo scene, while the bridge runs
         status = stop(bridge)
     numbers = evaluate(result)
     picture = draw(result, numbers, out)
@@ -471,6 +473,7 @@ def main(argv=None) -> int:
     save_numbers(numbers, out)
     print(text)
     print("  " + draw_mesh_robot(out))
+    print("  " + view_line)
     print(f"robot_bridge demo: bridge stopped (exit status {status}); "
           f"total {time.monotonic() - started:.1f} s")
     if status != 0:

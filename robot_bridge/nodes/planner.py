@@ -39,7 +39,8 @@ from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import Point
 from moveit_msgs.action import MoveGroup, Pickup, Place
-from moveit_msgs.msg import AttachedCollisionObject, CollisionObject, MoveItErrorCodes, RobotTrajectory
+from moveit_msgs.msg import (AttachedCollisionObject, CollisionObject, DisplayTrajectory, MoveItErrorCodes,
+                             RobotTrajectory)
 from moveit_msgs.srv import GetMotionPlan
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -202,6 +203,8 @@ class PlannerNode(ContainedNode):
         self.attached_pub = self.create_publisher(
             AttachedCollisionObject, attach_topic(self.params.get("objects_topic") or "world_node/objects"),
             attached_qos())
+        self.display_pub = self.create_publisher(DisplayTrajectory, "/display_planned_path",
+                                                 qos.description_qos())
         self.trajectory_client = ActionClient(self, FollowJointTrajectory,
                                               self.params.get("trajectory_action"))
         self.gripper_client = ActionClient(self, GripperCommand, self.params.get("gripper_action"))
@@ -545,7 +548,14 @@ class PlannerNode(ContainedNode):
         velocity = velocity if math.isfinite(velocity) and 0.0 < velocity <= 1.0 else 1.0
         acceleration = acceleration if math.isfinite(acceleration) and 0.0 < acceleration <= 1.0 else 1.0
         plan.trajectory = scale_trajectory(plan.trajectory, velocity * keep, acceleration * keep)
+        self.display(plan)
         return plan, elapsed
+
+    def display(self, plan) -> None:
+        """Every plan on /display_planned_path (latched, as move_group: rviz and the live view draw it)."""
+        self.display_pub.publish(DisplayTrajectory(model_id=self.model.planner.robot.name,
+                                                   trajectory=[self._robot_trajectory(plan)],
+                                                   trajectory_start=self._start_msg(plan)))
 
     def _robot_trajectory(self, plan) -> RobotTrajectory:
         return RobotTrajectory(joint_trajectory=trajectory_msg(plan.trajectory))

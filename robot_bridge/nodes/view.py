@@ -7,14 +7,20 @@ first, an older message with the same frames skipped undecoded (latest pose wins
 :class:`robot_bridge.view.tf_cdr.LatestTF`).  Shows:
 
 - the robot of ``robot_description`` (meshes and colours as its URDF names them), posed from /tf + /tf_static;
-- world bodies from ``markers_topics`` (world_node's ``~/markers``: CUBE, SPHERE, CYLINDER, MESH_RESOURCE,
+- the planning scene, as MoveIt's planning scene monitor follows it: the bodies of ``/collision_object``
+  (ADD, APPEND, MOVE, REMOVE; primitives and meshes: world_node's detections and environment), the bodies
+  attached to a link on ``/attached_collision_object`` (the planner's pick: the body follows the gripper
+  until detached) and their class colours from ``/planning_scene`` ObjectColor
+  (:mod:`robot_bridge.view.planning_scene`);
+- bodies from ``markers_topics`` (MarkerArray, none by default: CUBE, SPHERE, CYLINDER, MESH_RESOURCE,
   TRIANGLE_LIST; other marker types are reported once and not drawn);
 - every LaserScan topic as points, every Image topic in a panel (depth encodings as grey levels), every Imu
   as an arrow of its linear acceleration (topics found by type, re-discovered every ``discover_period``);
-- the planned path: trajectory_msgs/JointTrajectory on ``path_topic`` (default ``/display_planned_path``), the
-  tip link's positions along it as a polyline;
-- joint sliders: "Send goal" sends a control_msgs/FollowJointTrajectory goal to each trajectory controller of
-  ``controller`` (found by its ``.../controller_state`` topics: their joint_names say which joints it drives);
+- the planned path: moveit_msgs/DisplayTrajectory on ``path_topic`` (default ``/display_planned_path``, what
+  planner_node and move_group publish for each plan), the tip link's positions along it as a polyline;
+- joint sliders that follow /joint_states (where the robot is); moving one sends a
+  control_msgs/FollowJointTrajectory goal to each trajectory controller of ``controller`` (found by its
+  ``.../controller_state`` topics: their joint_names say which joints it drives);
 - a table of topics with the age of their last message, **STALE** after ``stale_after`` seconds.
 
 The page is served by viser on ``host``:``port`` (127.0.0.1:8080 by default: this host only).
@@ -35,7 +41,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from sensor_msgs.msg import Image, Imu, JointState, LaserScan
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ..errors import DescriptionError
@@ -43,6 +49,7 @@ from ..ros import params, qos
 from ..ros.guard import ContainedNode
 from ..ros.logs import Throttle
 from ..view.page import DEFAULT_HOST, DEFAULT_PORT, MarkerShape, ViewPage, depth_to_rgb, scan_points
+from ..view.planning_scene import ObjectUpdate, PlanningScene
 from ..view.scene import RobotScene, robot_scene
 from ..view.status import TopicStatus
 from ..view.tf_cdr import LatestTF, quat_matrices
@@ -64,9 +71,10 @@ PARAMETERS = params.schema(
                                          "topics",
                  range=(0.1, 3600.0), read_only=True),
     params.Param("description_topic", "robot_description", "std_msgs/String URDF (latched)", read_only=True),
-    params.Param("markers_topics", ["/world_node/markers"], "MarkerArray topics of world bodies",
+    params.Param("markers_topics", params.STRING_ARRAY, "MarkerArray topics drawn besides the planning scene "
+                 "(world_node's bodies come on /collision_object; its ~/markers would draw them twice)",
                  read_only=True),
-    params.Param("path_topic", "/display_planned_path", "trajectory_msgs/JointTrajectory of the planned path",
+    params.Param("path_topic", "/display_planned_path", "moveit_msgs/DisplayTrajectory of the planned path",
                  read_only=True),
     params.Param("controller", "/controller_node", "Namespace of the FollowJointTrajectory controllers",
                  read_only=True),
@@ -122,6 +130,19 @@ def _pose(pose) -> np.ndarray:
     return quat_matrices(np.array([[p.x, p.y, p.z, q.x, q.y, q.z, q.w]]))[0]
 
 
+def _object_update(obj) -> ObjectUpdate:
+    """A moveit_msgs/CollisionObject as plain data for :class:`robot_bridge.view.planning_scene.PlanningScene`
+    (subframes, plane shapes and the type field are not drawn)."""
+    op = obj.operation                                   # a ``byte`` field: bytes of length 1 in rclpy
+    op = op[0] if isinstance(op, (bytes, bytearray)) else int(op)
+    return ObjectUpdate(
+        obj.id, op, obj.header.frame_id, _pose(obj.pose),
+        [(int(p.type), list(p.dimensions), _pose(q)) for p, q in zip(obj.primitives, obj.primitive_poses)],
+        [(np.array([[v.x, v.y, v.z] for v in m.vertices], dtype=float).reshape(-1, 3),
+          np.array([list(t.vertex_indices) for t in m.triangles], dtype=np.int64).reshape(-1, 3), _pose(q))
+         for m, q in zip(obj.meshes, obj.mesh_poses)])
+
+
 def image_array(msg: Image) -> tuple[Optional[np.ndarray], str]:
     """(RGB uint8 array, "") or (None, why not) of a sensor_msgs/Image; depth encodings as grey levels."""
     h, w, enc = int(msg.height), int(msg.width), msg.encoding.lower()
@@ -167,7 +188,6 @@ class ViewNode(ContainedNode):
         self._throttle = Throttle()
         self._scene: Optional[RobotScene] = None
         self._joint_positions: dict[str, float] = {}
-        self._sliders_set = False
         self._controllers: dict[str, list[str]] = {}           # action name -> joints (its state topic's)
         self._driven: dict[str, list[str]] = {}                # action name -> joints a refusal named
         self._goal_clients: dict[str, ActionClient] = {}
@@ -183,12 +203,17 @@ class ViewNode(ContainedNode):
         self._description = _Taken(n, String, str(p("description_topic")), qos.description_qos())
         self._markers = [_Taken(n, MarkerArray, t, _latched(100)) for t in p("markers_topics")]
         self._joint_states = _Taken(n, JointState, "joint_states", qos.sensor_data_qos(1))
-        self._path = _Taken(n, JointTrajectory, str(p("path_topic")), _latched(1))
+        self.planning_scene = PlanningScene(str(p("fixed_frame")))
+        self._scene_subs = self._subscribe_planning_scene(n)
+        self._path = (_Taken(n, self._moveit.DisplayTrajectory, str(p("path_topic")), _latched(1))
+                      if self._moveit else None)
         self._sensors: dict[str, _Taken] = {}
         self._controller_states: dict[str, _Taken] = {}
+        watched = [m.sub for m in self._markers] + [s.sub for s in self._scene_subs.values()] + \
+            ([self._path.sub] if self._path else [])
         for name, latched in ((self._tf_sub.topic, False), (self._tf_static_sub.topic, True),
-                              (self._description.sub.topic_name, True), (self._path.sub.topic_name, True),
-                              *((m.sub.topic_name, True) for m in self._markers)):
+                              (self._description.sub.topic_name, True),
+                              *((sub.topic_name, True) for sub in watched)):
             self.status.watch(name, latched=latched, stale_after=self.stale_after)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="view_page", daemon=True)
@@ -200,6 +225,23 @@ class ViewNode(ContainedNode):
 
         return Node(self.get_name() + "_topics", namespace=self.get_namespace(), context=self.context,
                     enable_rosout=False, start_parameter_services=False)
+
+    def _subscribe_planning_scene(self, n) -> dict:
+        """/collision_object, /attached_collision_object and /planning_scene with MoveIt's planning scene
+        monitor's QoS (depth 1024, reliable, volatile: world_node sends every body again when one matches)."""
+        try:
+            import moveit_msgs.msg as moveit
+
+            from ..ros.planning_scene import moveit_qos
+        except ImportError:
+            self._moveit = None
+            self.get_logger().info("moveit_msgs is not installed: no planning scene, no planned path")
+            return {}
+        self._moveit = moveit
+        profile = moveit_qos()
+        return {"objects": _Taken(n, moveit.CollisionObject, "/collision_object", profile),
+                "attached": _Taken(n, moveit.AttachedCollisionObject, "/attached_collision_object", profile),
+                "scene": _Taken(n, moveit.PlanningScene, "/planning_scene", profile)}
 
     # -- the page thread ----------------------------------------------------------------------------
     def _run(self) -> None:
@@ -237,14 +279,14 @@ class ViewNode(ContainedNode):
                 self.status.heard(m.sub.topic_name, now, len(arrays))
                 for array in arrays:
                     self._apply_markers(array)
+        self._update_planning_scene(now)
         js = self._joint_states.take()
         if js:
             for msg in js:
                 self._joint_positions.update(zip(msg.name, (float(v) for v in msg.position)))
-            if not self._sliders_set and self._scene is not None:
-                self.page.set_slider_values(self._joint_positions)
-                self._sliders_set = True
-        path = self._path.latest()
+            if self._scene is not None:
+                self.page.follow_joints(self._joint_positions, now)
+        path = self._path.latest() if self._path else None
         if path is not None:
             self.status.heard(self._path.sub.topic_name, now)
             self._show_path(path)
@@ -295,10 +337,8 @@ class ViewNode(ContainedNode):
             self._report_once(note)
         self._scene = scene
         self.page.set_robot(scene, scene.sliders)
-        self._sliders_set = False
         if self._joint_positions:
-            self.page.set_slider_values(self._joint_positions)
-            self._sliders_set = True
+            self.page.follow_joints(self._joint_positions, time.monotonic())
         self.get_logger().info(f"robot {scene.name!r}: {len(scene.links)} links, {len(scene.parts)} visuals, "
                                f"{scene.triangles} triangles")
 
@@ -334,6 +374,33 @@ class ViewNode(ContainedNode):
         except DescriptionError as exc:
             self._report_once(f"marker not drawn: {exc}")
 
+    def _update_planning_scene(self, now: float) -> None:
+        subs = self._scene_subs
+        if not subs:
+            return
+        changed: set[str] = set()
+        ps = self.planning_scene
+        for key in ("objects", "attached", "scene"):       # ADDs before attaching, colours after both
+            msgs = subs[key].take()
+            if not msgs:
+                continue
+            self.status.heard(subs[key].sub.topic_name, now, len(msgs))
+            for msg in msgs:
+                if key == "objects":
+                    changed |= ps.apply_object(_object_update(msg))
+                elif key == "attached":
+                    changed |= ps.apply_attached(msg.link_name, _object_update(msg.object), self.tf.poses)
+                else:
+                    for obj in msg.world.collision_objects:
+                        changed |= ps.apply_object(_object_update(obj))
+                    changed |= ps.apply_colors({c.id: (c.color.r, c.color.g, c.color.b, c.color.a)
+                                                for c in msg.object_colors})
+        for note in ps.notes:
+            self._report_once(note)
+        ps.notes.clear()
+        if changed:
+            self.page.draw_bodies(ps, changed)
+
     def _show_sensor(self, topic: str, msg, now: float) -> None:
         if isinstance(msg, LaserScan):
             points = scan_points(msg.ranges, msg.angle_min, msg.angle_increment, msg.range_min, msg.range_max)
@@ -351,15 +418,24 @@ class ViewNode(ContainedNode):
                 return
             self.page.set_image(topic, image)
 
-    def _show_path(self, msg: JointTrajectory) -> None:
+    def _show_path(self, msg) -> None:
+        """A DisplayTrajectory: its trajectories one after the other, joints they do not name at
+        trajectory_start's positions (else 0)."""
         scene = self._scene
-        if scene is None or not msg.points:
+        start = dict(zip(msg.trajectory_start.joint_state.name,
+                         (float(v) for v in msg.trajectory_start.joint_state.position)))
+        rows: list[dict] = []
+        for part in msg.trajectory:
+            jt = part.joint_trajectory
+            for point in jt.points[: max(0, 10000 - len(rows))]:
+                rows.append({**(rows[-1] if rows else start), **dict(zip(jt.joint_names, point.positions))})
+        if scene is None or not rows:
             self.page.set_path(None)
             return
-        tip, in_root = scene.tip_path(list(msg.joint_names), [list(p.positions) for p in msg.points[:10000]])
+        names = sorted({n for row in rows for n in row})
+        tip, in_root = scene.tip_path(names, [[float(row.get(n, 0.0)) for n in names] for row in rows])
         if not tip:
-            self._report_once(f"planned path of joints {list(msg.joint_names)[:5]} moves no link of the "
-                              "robot")
+            self._report_once(f"planned path of joints {names[:5]} moves no link of the robot")
             return
         root = self.tf.poses(self.page.fixed_frame, [scene.root]).get(scene.root)
         if root is None:
@@ -426,6 +502,7 @@ class ViewNode(ContainedNode):
             return
         outcome = "reached" if result.error_code == 0 else f"error_code {result.error_code} {text}"
         self.page.set_goal_result(f"{action}: {outcome}")
+        self.page.targets.ended(values)
 
     def destroy_node(self):
         self._stop.set()

@@ -4,7 +4,9 @@
 - :mod:`.tf_cdr`: /tf and /tf_static as serialized TFMessages, latest pose per frame (older samples of
   the same frames are skipped without being decoded);
 - :mod:`.status`: when each topic was last heard from, and which are stale;
-- :mod:`.page`: the page itself (viser: three.js in the browser over a WebSocket), updated at its own rate.
+- :mod:`.planning_scene`: MoveIt's planning scene as drawn (collision objects, attached bodies, colours);
+- :mod:`.page`: the page itself (viser: three.js in the browser over a WebSocket), updated at its own rate;
+- :mod:`.screenshot`: the page in a headless chromium (the browser test, the bench, ``make demo``).
 
 The ROS side (subscriptions, the joint-goal action client) is ``robot_bridge.nodes.view``.
 """

@@ -32,6 +32,9 @@ IMU_RGB = (40, 220, 40)
 IMU_METRES_PER_MS2 = 0.03            # arrow length per m/s^2 of linear acceleration
 MAX_SCAN_POINTS = 100_000
 MAX_MARKERS = 10_000
+SLIDER_PERIOD = 0.5                  # s between slider updates from /joint_states (a slider update costs ms)
+GOAL_PERIOD = 0.25                   # s between joint goals while a slider is dragged
+TARGET_TOLERANCE = 1e-3              # rad / m: a joint this close to its slider's target has reached it
 
 
 @dataclass
@@ -86,6 +89,54 @@ class _Framed:
     children: list = field(default_factory=list)
 
 
+class JointTargets:
+    """The joints a person moved on the page and where to: a slider shows its target (not where the joint
+    is) until the joint gets there or a goal for it ends; goals go out at most every ``period`` s while a
+    slider is dragged (each newer goal replaces the one in flight)."""
+
+    def __init__(self, period: float = GOAL_PERIOD, tolerance: float = TARGET_TOLERANCE):
+        self.period, self.tolerance = period, tolerance
+        self.targets: dict[str, float] = {}
+        self._pending = False
+        self._due = 0.0
+
+    def moved(self, name: str, value: float) -> None:
+        self.targets[name] = float(value)
+        self._pending = True
+
+    def goal_due(self, now: float) -> Optional[dict[str, float]]:
+        """Every target, when one changed since the last goal and the last goal is ``period`` s old."""
+        if not self._pending or now < self._due:
+            return None
+        self._pending, self._due = False, now + self.period
+        return dict(self.targets)
+
+    def shown(self, positions: dict[str, float]) -> dict[str, float]:
+        return {**positions, **self.targets}
+
+    def reached(self, positions: dict[str, float]) -> None:
+        if not self._pending:
+            for name in [n for n, t in self.targets.items()
+                         if n in positions and abs(positions[n] - t) <= self.tolerance]:
+                del self.targets[name]
+
+    def ended(self, goal: dict[str, float]) -> None:
+        """A goal ended (reached, refused or replaced): its joints show where they are again, unless moved
+        since."""
+        for name, value in goal.items():
+            if self.targets.get(name) == value and not self._pending:
+                del self.targets[name]
+
+
+@dataclass
+class _DrawnBody:
+    name: str
+    frame: str
+    serial: int
+    rgba: tuple
+    handle: object                   # the body's pose in its frame node
+
+
 class ViewPage:
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, fixed_frame: str = "world",
                  on_joint_goal: Optional[Callable[[dict], str]] = None, label: str = "robot_bridge"):
@@ -98,6 +149,7 @@ class ViewPage:
         self._frames: dict[str, _Framed] = {}          # scene name -> framed node
         self._robot_nodes: list[str] = []
         self._markers: dict[tuple[str, int], str] = {}
+        self._bodies: dict[str, _DrawnBody] = {}
         self._sliders: dict[str, object] = {}
         self._slider_folder = None
         self._images: dict[str, object] = {}
@@ -115,6 +167,8 @@ class ViewPage:
             self._status = gui.add_markdown("")
         self._notes = gui.add_markdown("")
         self._goal_result = None
+        self.targets = JointTargets()
+        self._sliders_due = 0.0
 
     # -- the robot ------------------------------------------------------------------------------------
     def set_robot(self, scene: RobotScene, sliders: list[JointSlider]) -> None:
@@ -146,19 +200,23 @@ class ViewPage:
         if self._slider_folder is not None:
             self._slider_folder.remove()
         self._sliders = {}
+        self.targets = JointTargets()
         gui = self.server.gui
-        self._slider_folder = gui.add_folder("Joints (goal via FollowJointTrajectory)")
+        self._slider_folder = gui.add_folder("Joints (move one: goal to the controller)")
         with self._slider_folder:
             for s in sliders:
                 lo, hi = (s.lower, s.upper) if s.upper > s.lower else (-math.pi, math.pi)
-                self._sliders[s.name] = gui.add_slider(s.name, min=lo, max=hi, step=(hi - lo) / 1000.0,
-                                                       initial_value=min(max(0.0, lo), hi))
-            button = gui.add_button("Send goal")
+                handle = self._sliders[s.name] = gui.add_slider(
+                    s.name, min=lo, max=hi, step=(hi - lo) / 1000.0, initial_value=min(max(0.0, lo), hi))
+                handle.on_update(lambda event, name=s.name: self._slider_moved(name, event))
             self._goal_result = gui.add_markdown("")
 
-            @button.on_click
-            def _(_event) -> None:
-                self.send_goal()
+    def _slider_moved(self, name: str, event) -> None:
+        """A person moved a slider (the page's own updates, client None, are not goals)."""
+        if event.client is None:
+            return
+        with self._lock:
+            self.targets.moved(name, float(event.target.value))
 
     def slider_values(self) -> dict[str, float]:
         with self._lock:
@@ -169,11 +227,22 @@ class ViewPage:
             for name, value in values.items():
                 h = self._sliders.get(name)
                 if h is not None:
-                    h.value = float(min(max(value, h.min), h.max))
+                    value = float(min(max(value, h.min), h.max))
+                    if abs(value - h.value) >= h.step / 2:      # a move the slider can show
+                        h.value = value
+
+    def follow_joints(self, positions: dict[str, float], now: float) -> None:
+        """Sliders show where the joints are (at most every SLIDER_PERIOD), a moved one its target."""
+        with self._lock:
+            self.targets.reached(positions)
+            if now < self._sliders_due:
+                return
+            self._sliders_due = now + SLIDER_PERIOD
+            self.set_slider_values(self.targets.shown(positions))
 
     def send_goal(self, values: Optional[dict[str, float]] = None) -> str:
-        """Ask ``on_joint_goal`` to move the joints to the sliders' values (or ``values``)."""
-        goal = self.slider_values() if values is None else dict(values)
+        """Ask ``on_joint_goal`` to move the joints to the sliders' targets (or ``values``)."""
+        goal = dict(self.targets.targets) if values is None else dict(values)
         text = self.on_joint_goal(goal) if self.on_joint_goal else "no controller connected"
         if self._goal_result is not None:
             self._goal_result.content = text
@@ -192,7 +261,12 @@ class ViewPage:
         return framed
 
     def tick(self, tf: LatestTF, status: Optional[TopicStatus] = None, now: float = 0.0) -> int:
-        """Pose every frame node from the latest TF; returns how many poses were sent."""
+        """Pose every frame node from the latest TF (and send a slider goal when one is due); returns how many
+        poses were sent."""
+        with self._lock:
+            goal = self.targets.goal_due(now)
+        if goal:
+            self.send_goal(goal)
         with self._lock:
             framed_nodes = list(self._frames.values())
             poses = tf.poses(self.fixed_frame, {f.tf_frame for f in framed_nodes})
@@ -276,7 +350,47 @@ class ViewPage:
                 return
             p = np.asarray(points, dtype=np.float32)
             segments = np.stack([p[:-1], p[1:]], axis=1)
-            self.server.scene.add_line_segments("/path", segments, colors=PATH_RGB, line_width=3.0)
+            self.server.scene.add_line_segments("/path", segments, colors=PATH_RGB, thickness=3.0,
+                                                thickness_units="screen")
+
+    # -- the planning scene's bodies ------------------------------------------------------------------
+    def draw_bodies(self, scene, changed) -> None:
+        """Redraw the bodies ``changed`` (ids) of a :class:`robot_bridge.view.planning_scene.PlanningScene`:
+        a moved body only has its pose sent; a new frame, shape or colour re-sends its mesh; a gone id is
+        removed."""
+        with self._lock:
+            for body_id in changed:
+                body = scene.get(body_id)
+                drawn = self._bodies.get(body_id)
+                if body is None:
+                    if drawn is not None:
+                        self._remove_drawn(self._bodies.pop(body_id))
+                    continue
+                rgba = scene.color(body_id)
+                if drawn is not None and (drawn.frame, drawn.serial, drawn.rgba) == (body.frame,
+                                                                                     body.shape_serial, rgba):
+                    pose = _pose_args(body.pose)
+                    drawn.handle.wxyz, drawn.handle.position = pose["wxyz"], pose["position"]
+                    continue
+                self._serial += 1
+                name = f"/scene/b{self._serial}"
+                self._framed(name, body.frame)
+                handle = self.server.scene.add_frame(name + "/o", show_axes=False, **_pose_args(body.pose))
+                if body.parts:
+                    offsets = np.cumsum([0] + [len(p.vertices) for p in body.parts[:-1]])
+                    vertices = np.concatenate([p.vertices for p in body.parts]).astype(np.float32)
+                    faces = np.concatenate([p.faces + o for p, o in zip(body.parts, offsets)])
+                    faces = faces.astype(np.uint32)
+                    self.server.scene.add_mesh_simple(name + "/o/mesh", vertices, faces, color=_rgb255(rgba),
+                                                      opacity=None if rgba[3] >= 1.0 else float(rgba[3]),
+                                                      side="double")
+                self._bodies[body_id] = _DrawnBody(name, body.frame, body.shape_serial, rgba, handle)
+                if drawn is not None:                  # the new one is drawn first: no gap on the page
+                    self._remove_drawn(drawn)
+
+    def _remove_drawn(self, drawn: _DrawnBody) -> None:
+        self._frames.pop(drawn.name, None)
+        self.server.scene.remove_by_name(drawn.name)
 
     # -- world bodies (markers) --------------------------------------------------------------------------
     def apply_markers(self, add: list[MarkerShape], delete: list[tuple[str, int]], delete_all: bool = False

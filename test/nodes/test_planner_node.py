@@ -72,6 +72,10 @@ class Client:
         node.create_subscription(JointState, "/joint_states", self._on_joints, 10)
         node.create_subscription(String, "/robot_description", self._on_urdf, latched)
         node.create_subscription(String, "/world_node/objects", self._on_objects, latched)
+        self.displayed: list = []
+        from moveit_msgs.msg import DisplayTrajectory
+
+        node.create_subscription(DisplayTrajectory, "/display_planned_path", self._on_display, latched)
         self.detections = node.create_publisher(Detection3DArray, "/detections", 10)
         self.move = ActionClient(node, MoveGroup, "/move_action")
         node.create_timer(0.1, self._detect)
@@ -80,6 +84,10 @@ class Client:
         with self.lock:
             self.joints.update(zip(msg.name, msg.position))
             self.joint_stamps += 1
+
+    def _on_display(self, msg) -> None:
+        with self.lock:
+            self.displayed.append(msg)
 
     def _on_urdf(self, msg: String) -> None:
         with self.lock:
@@ -283,6 +291,11 @@ def planned(result) -> tuple[list, np.ndarray]:
     return list(traj.joint_names), np.array([p.positions for p in traj.points])
 
 
+def planned_of(display) -> tuple[list, list]:
+    traj = display.trajectory[0].joint_trajectory
+    return list(traj.joint_names), [list(p.positions) for p in traj.points]
+
+
 def test_detected_box_is_avoided_and_the_goal_reached_through_the_controller(bridge):
     client = bridge
     move_to(client, START)
@@ -307,6 +320,13 @@ def test_detected_box_is_avoided_and_the_goal_reached_through_the_controller(bri
     assert checker.path_collisions(names, positions, base, STEP) == []
     assert result.planning_time > 0.0
     assert "PLANNING" in phases and "MONITOR" in phases
+    # the plan was shown on /display_planned_path (rviz, the live view): the same trajectory and start
+    expected = (names, positions.tolist())
+    shown_plan = lambda: client.displayed and planned_of(client.displayed[-1]) == expected    # noqa: E731
+    assert wait_until(shown_plan, timeout=10.0), "the plan was not published on /display_planned_path"
+    shown = client.displayed[-1]
+    assert shown.model_id == "lwa3_gripper" and len(shown.trajectory) == 1
+    assert list(shown.trajectory_start.joint_state.name) == list(result.trajectory_start.joint_state.name)
     assert settled(client, GOAL)
 
 

@@ -112,3 +112,105 @@ def test_a_topic_that_stops_is_stale(view):
     assert wait_until(live), "the scan topic was not discovered"
     assert wait_until(lambda: node.status.state("/test_scan", time.monotonic()) == "stale")
     assert "/test_scan` **STALE**" in node.status.report(time.monotonic())
+
+
+ARM2 = """<robot name="arm2"><link name="base"/><link name="l1"/><link name="l2"/>
+<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+<limit lower="-2" upper="2" velocity="1" effort="1"/></joint>
+<joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.5 0 0"/>
+<axis xyz="0 0 1"/>
+<limit lower="-2" upper="2" velocity="1" effort="1"/></joint></robot>"""
+
+
+def drawn_box(node):
+    return node.page._bodies.get("box_1")
+
+
+def test_sliders_follow_joint_states_the_planning_scene_and_the_planned_path_are_drawn(view, monkeypatch):
+    moveit = pytest.importorskip("moveit_msgs.msg")
+    if not hasattr(moveit, "DisplayTrajectory"):
+        pytest.skip("moveit_msgs without DisplayTrajectory (rebuild the venv: make setup)")
+    from moveit_msgs.msg import (AttachedCollisionObject, CollisionObject, DisplayTrajectory, ObjectColor,
+                                 PlanningScene, RobotTrajectory)
+    from sensor_msgs.msg import JointState
+    from shape_msgs.msg import SolidPrimitive
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from robot_bridge.ros.planning_scene import moveit_qos, pose_msg
+
+    node, peer = view
+    paths = []
+    draw_path = node.page.set_path
+    monkeypatch.setattr(node.page, "set_path", lambda points: (paths.append(points), draw_path(points)))
+    peer.create_publisher(String, "robot_description", qos.description_qos()).publish(String(data=ARM2))
+    static = peer.create_publisher(TFMessage, "/tf_static", qos.tf_static_qos())
+    tf = peer.create_publisher(TFMessage, "/tf", qos.tf_qos())
+    t = TransformStamped()
+    t.header.frame_id, t.child_frame_id = "world", "base"
+    t.transform.rotation.w = 1.0
+    static.publish(TFMessage(transforms=[t]))
+    assert wait_until(lambda: node._scene is not None and node._scene.name == "arm2")
+
+    # the sliders show where the joints are, as they move
+    joints = peer.create_publisher(JointState, "/joint_states", qos.sensor_data_qos())
+    for j1 in (0.3, -0.7):
+        assert wait_until(lambda: joints.publish(JointState(name=["j1", "j2"], position=[j1, 0.1])) or
+                          abs(node.page.slider_values()["j1"] - j1) < 0.01), f"slider j1 not at {j1}"
+
+    # a body on /collision_object, its colour on /planning_scene, then MOVE, attach to l2, REMOVE
+    objects = peer.create_publisher(CollisionObject, "/collision_object", moveit_qos())
+    scene = peer.create_publisher(PlanningScene, "/planning_scene", moveit_qos())
+    attached = peer.create_publisher(AttachedCollisionObject, "/attached_collision_object", moveit_qos())
+    box = CollisionObject(id="box_1", operation=CollisionObject.ADD,
+                          primitives=[SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[0.1, 0.2, 0.3])],
+                          primitive_poses=[pose_msg(np.eye(4))])
+    box.header.frame_id = "world"
+    box.pose = pose_msg(np.array([[1, 0, 0, 0.5], [0, 1, 0, 0.2], [0, 0, 1, 0], [0, 0, 0, 1.0]]))
+    colour = PlanningScene(is_diff=True, object_colors=[ObjectColor(id="box_1")])
+    c = colour.object_colors[0].color
+    c.r, c.b, c.a = 1.0, 1.0, 1.0
+
+    def drawn(rgba=(1.0, 0.0, 1.0, 1.0)):
+        objects.publish(box)
+        scene.publish(colour)
+        d = node.page._bodies.get("box_1")
+        return d is not None and d.rgba == rgba
+
+    assert wait_until(drawn), "the collision object was not drawn in its colour"
+    assert np.allclose(node.planning_scene.get("box_1").pose[:3, 3], (0.5, 0.2, 0.0))
+    box.operation = CollisionObject.MOVE
+    box.pose.position.x = 0.8
+    objects.publish(box)
+    assert wait_until(lambda: np.isclose(drawn_box(node).handle.position[0], 0.8))
+
+    tf_l = TransformStamped()
+    tf_l.header.frame_id, tf_l.child_frame_id = "base", "l1"
+    tf_l.transform.rotation.w = 1.0
+    tf_2 = TransformStamped()
+    tf_2.header.frame_id, tf_2.child_frame_id = "l1", "l2"
+    tf_2.transform.translation.x, tf_2.transform.rotation.w = 0.5, 1.0
+    tf.publish(TFMessage(transforms=[tf_l, tf_2]))
+    assert wait_until(lambda: "l2" in node.tf.poses("world", ["l2"]))
+    attach = AttachedCollisionObject(link_name="l2", object=CollisionObject(id="box_1",
+                                                                           operation=CollisionObject.ADD))
+    attached.publish(attach)
+    assert wait_until(lambda: drawn_box(node).frame == "l2"), "the body was not attached to l2"
+    assert np.allclose(node.planning_scene.get("box_1").pose[:3, 3], (0.3, 0.2, 0.0))   # 0.8 - 0.5 in l2
+    box.operation = CollisionObject.REMOVE
+    attach.object.operation = CollisionObject.REMOVE
+    attached.publish(attach)
+    assert wait_until(lambda: drawn_box(node).frame == "world")
+    objects.publish(box)
+    assert wait_until(lambda: "box_1" not in node.page._bodies), "REMOVE did not remove the body"
+
+    # the planned path: j1 0 -> pi/2; j2 only in trajectory_start, so the path's tip is l2 (j2's child), whose
+    # origin is 0.5 m out along l1
+    display = peer.create_publisher(DisplayTrajectory, "/display_planned_path", qos.description_qos())
+    points = [JointTrajectoryPoint(positions=[a]) for a in np.linspace(0.0, np.pi / 2, 5)]
+    msg = DisplayTrajectory(trajectory=[RobotTrajectory(joint_trajectory=JointTrajectory(joint_names=["j1"],
+                                                                                         points=points))])
+    msg.trajectory_start.joint_state = JointState(name=["j2"], position=[0.4])
+    display.publish(msg)
+    assert wait_until(lambda: paths and paths[-1] is not None), "the planned path was not drawn"
+    angles = np.linspace(0.0, np.pi / 2, 5)
+    assert np.allclose(paths[-1], np.stack([0.5 * np.cos(angles), 0.5 * np.sin(angles), 0 * angles], axis=1))

@@ -89,3 +89,25 @@ def test_static_frames_are_not_moved_by_tf_and_loops_and_nan_are_refused():
                             ("world", "bad", (np.nan, 0, 0), (0, 0, 0, 1))])])
     assert np.allclose(tf.poses("world", ["table"])["table"][:3, 3], (0, 0, 1))
     assert tf.rejected == 2 and "bad" not in tf.frames()
+
+
+def test_a_newer_message_with_the_same_frames_is_read_through_the_remembered_layout():
+    tf = LatestTF()
+    rng = np.random.default_rng(5)
+    names = [("world", "base"), ("base", "arm_a"), ("arm_a", "tool")]
+    for k in range(4):                      # batch after batch: the layout of the first is reused
+        qs = Rotation.random(3, random_state=k).as_quat()
+        xyz = rng.normal(size=(3, 3))
+        tf.add_batch([tf_bytes([(p, c, xyz[i], qs[i]) for i, (p, c) in enumerate(names)], stamp=(k, 9))])
+        want = np.eye(4)
+        for i in range(3):
+            m = np.eye(4)
+            m[:3, :3], m[:3, 3] = Rotation.from_quat(qs[i]).as_matrix(), xyz[i]
+            want = want @ m
+        assert np.allclose(tf.poses("world", ["tool"])["tool"], want)
+        assert np.isclose(tf.stamp("tool"), k + 9e-9, rtol=0, atol=1e-12)
+    # same length, another frame name: parsed again, the new frame appears
+    still = (0, 0, 0, 1)
+    tf.add_batch([tf_bytes([("world", "base", (0, 0, 0), still), ("base", "arm_b", (1, 0, 0), still),
+                            ("arm_a", "tool", (0, 0, 0), still)])])
+    assert np.allclose(tf.poses("world", ["arm_b"])["arm_b"][:3, 3], (1, 0, 0))

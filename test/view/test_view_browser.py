@@ -1,10 +1,11 @@
 """The live view in a real headless browser (Debian's chromium over the DevTools protocol).
 
 The bridge (description, sensor bridge, controller, world node: ``robot-bridge run --objects``) runs as its
-own process; the view node runs in this process (so the test can read its TF and press its "Send goal"
-path) and serves the page on a free port of 127.0.0.1.  Truth is independent of the page: where the robot
+own process; the view node runs in this process (so the test can read its TF and call the goal its sliders
+send) and serves the page on a free port of 127.0.0.1.  Truth is independent of the page: where the robot
 must appear is its links' TF positions projected through the page's initial camera; the ball's colour is its
-body file's; the scan's colour is the page's scan colour.  Skipped, with the reason, without a browser."""
+body file's (world_node's ObjectColor); the scan's colour is the page's scan colour; the collision object's
+colour and place are the test's own.  Skipped, with the reason, without a browser."""
 
 from __future__ import annotations
 
@@ -27,14 +28,15 @@ pytest.importorskip("websockets")
 pytest.importorskip("control_msgs.action")
 pytest.importorskip("vision_msgs.msg")
 
-from browser import Browser, find_browser, save_png  # noqa: E402
+from robot_bridge.view.screenshot import Browser, find_browser, save_png  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECTS = REPO / "robot_bridge" / "data" / "objects.yaml"
 WIDTH, HEIGHT = 1000, 700
 PANEL_LEFT = 640                 # the GUI panel covers x >= this (viser's right-hand panel)
-BALL_AT = (0.45, -0.35, 0.05)    # world frame; in view of the initial camera, clear of the arm
+BALL_AT = (0.1, -1.0, 0.05)      # world frame; in view of the initial camera, clear of the arm and the world
 GOAL = {"j2": 1.1, "j4": 1.2}
+BOX_AT = (-0.5, -0.5, 0.05)      # world frame; the test's own collision object, clear of the arm and the ball
 
 
 def free_port() -> int:
@@ -92,14 +94,45 @@ def ball_yellow(image):      # ball.kinbody.xml: diffuseColor 0.9 0.8 0.1, hue 5
     return (abs(h - 53) < 9) & (s > 0.5) & (v > 0.35)
 
 
+def box_magenta(image):      # the test's ObjectColor (1, 0, 1), hue 300
+    h, s, v = hsv(image)
+    return (abs(h - 300) < 15) & (s > 0.5) & (v > 0.35)
+
+
+def near(point, half: int = 50) -> np.ndarray:
+    """Pixels within ``half`` of a world point's projection."""
+    (x, y), = project(np.array([point]))
+    out = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    out[max(0, int(y) - half):int(y) + half, max(0, int(x) - half):int(x) + half] = True
+    return out
+
+
 def scan_red(image):         # robot_bridge.view.page.SCAN_RGB (255, 40, 40), hue 0
     h, s, v = hsv(image)
     return ((h < 8) | (h > 352)) & (s > 0.6) & (v > 0.5)
 
 
 def scene_part(mask):
+    """The 3D scene: without viser's panel (right) and its axes gizmo (bottom left, a blue z arm)."""
     out = mask.copy()
     out[:, PANEL_LEFT:] = False
+    out[HEIGHT - 80:, :80] = False
+    return out
+
+
+def world_bodies(node) -> np.ndarray:
+    """Pixels within the projected bounds of the world's bodies (world_node's environment: a blue block
+    has the robot's hue): left out of the robot's checks."""
+    out = np.zeros((HEIGHT, WIDTH), dtype=bool)
+    for body in list(node.planning_scene.bodies.values()):
+        frame = node.tf.poses("world", [body.frame]).get(body.frame.lstrip("/"))
+        if frame is None or not body.parts:
+            continue
+        corners = np.concatenate([p.vertices for p in body.parts]).astype(float)
+        px = project(corners @ (frame @ body.pose)[:3, :3].T + (frame @ body.pose)[:3, 3])
+        x0, y0 = np.clip(px.min(axis=0) - 10, 0, None).astype(int)
+        x1, y1 = (px.max(axis=0) + 10).astype(int)
+        out[y0:max(y0, y1), x0:max(x0, x1)] = True
     return out
 
 
@@ -181,8 +214,8 @@ def page(view, browser_path, tmp_path):
 
 
 @pytest.mark.timeout(900)
-def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_and_the_scan(view, page,
-                                                                                             tmp_path):
+def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_the_scan_and_a_body(view, page,
+                                                                                                  tmp_path):
     from geometry_msgs.msg import Pose
     from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose
 
@@ -206,20 +239,29 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_a
 
     def drawn():
         image = page.screenshot()
-        blue = scene_part(robot_blue(image))
+        blue = scene_part(robot_blue(image)) & ~world_bodies(node)
         return image if blue.sum() > 300 else None
 
     before = wait_for(drawn, 180)
     assert before is not None, "the robot's blue never appeared on the page"
     save_png(before, shots / "robot.png")
-    blue = scene_part(robot_blue(before))
+    blue = scene_part(robot_blue(before)) & ~world_bodies(node)
     ys, xs = np.nonzero(blue)
     x0, x1, y0, y1 = region
     inside = (xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1)
     assert inside.mean() > 0.95, f"robot pixels outside the projected region {region}: {inside.mean():.2f}"
     assert x0 < xs.mean() < x1 and y0 < ys.mean() < y1
 
-    # the scan: the simulated base laser's points are drawn in the page's scan colour
+    # the scan: the simulated base laser's points are drawn in the page's scan colour.  The laser hits the
+    # world's crate on its far side, which the camera sees through the crate's translucent faces: the world's
+    # bodies are taken off the page first (a planning-scene REMOVE of every world body)
+    from moveit_msgs.msg import CollisionObject
+
+    from robot_bridge.ros.planning_scene import moveit_qos
+
+    objects = detector.create_publisher(CollisionObject, "/collision_object", moveit_qos())
+    assert wait_for(lambda: objects.publish(CollisionObject(operation=CollisionObject.REMOVE)) or
+                    not node.planning_scene.bodies, 30), "the world's bodies were not removed"
     assert wait_for(lambda: scene_part(scan_red(page.screenshot())).sum() > 30, 60), "no scan points drawn"
 
     # a joint goal through FollowJointTrajectory (what "Send goal" calls): the arm moves on the page
@@ -231,13 +273,13 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_a
 
     def moved():
         image = page.screenshot()
-        now_blue = scene_part(robot_blue(image))
+        now_blue = scene_part(robot_blue(image)) & ~world_bodies(node)
         return image if (now_blue ^ blue).sum() > 1500 else None
 
     after = wait_for(moved, 60)
     assert after is not None, "the arm did not move on the page"
     save_png(after, shots / "moved.png")
-    changed = np.nonzero(scene_part(robot_blue(after)) ^ blue)
+    changed = np.nonzero((scene_part(robot_blue(after)) & ~world_bodies(node)) ^ blue)
     moved_poses = node.tf.poses("world", arm)
     px = project(np.array([p[:3, 3] for p in moved_poses.values()]))
     lo_x, hi_x = min(x0, px[:, 0].min() - 60), max(x1, px[:, 0].max() + 60)
@@ -247,8 +289,7 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_a
 
     # a detected ball appears, in its class colour, where it was detected
     (bx, by), = project(np.array([BALL_AT]))
-    near_ball = np.zeros((HEIGHT, WIDTH), dtype=bool)
-    near_ball[max(0, int(by) - 50):int(by) + 50, max(0, int(bx) - 50):int(bx) + 50] = True
+    near_ball = near(BALL_AT)
     assert (ball_yellow(after) & near_ball).sum() < 20, "yellow where the ball will be, before it is detected"
     publisher = detector.create_publisher(Detection3DArray, "/detections", 10)
 
@@ -278,3 +319,36 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_a
     save_png(image, shots / "ball.png")
     ys, xs = np.nonzero(yellow)
     assert abs(xs.mean() - bx) < 25 and abs(ys.mean() - by) < 25, (xs.mean(), ys.mean(), bx, by)
+
+    # a collision object of the planning scene (/collision_object + its ObjectColor) appears where it was put
+    from moveit_msgs.msg import ObjectColor, PlanningScene
+    from shape_msgs.msg import SolidPrimitive
+
+    from robot_bridge.ros.planning_scene import pose_msg
+
+    box_zone = near(BOX_AT)
+    assert (box_magenta(image) & box_zone).sum() < 20, "magenta where the box will be, before it is added"
+    colours = detector.create_publisher(PlanningScene, "/planning_scene", moveit_qos())
+    box = CollisionObject(id="test_box", operation=CollisionObject.ADD,
+                          primitives=[SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[0.12, 0.12, 0.1])],
+                          primitive_poses=[pose_msg(np.eye(4))])
+    box.header.frame_id = "world"
+    box.pose.position.x, box.pose.position.y, box.pose.position.z = BOX_AT
+    box.pose.orientation.w = 1.0
+    colour = PlanningScene(is_diff=True, object_colors=[ObjectColor(id="test_box")])
+    colour.object_colors[0].color.r = colour.object_colors[0].color.b = colour.object_colors[0].color.a = 1.0
+
+    def body():
+        objects.publish(box)
+        colours.publish(colour)
+        image = page.screenshot()
+        magenta = scene_part(box_magenta(image)) & box_zone
+        return (image, magenta) if magenta.sum() > 100 else None
+
+    seen = wait_for(body, 90)
+    assert seen is not None, "the collision object never appeared"
+    image, magenta = seen
+    save_png(image, shots / "body.png")
+    (px, py), = project(np.array([BOX_AT]))
+    ys, xs = np.nonzero(magenta)
+    assert abs(xs.mean() - px) < 25 and abs(ys.mean() - py) < 25, (xs.mean(), ys.mean(), px, py)

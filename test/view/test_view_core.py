@@ -102,3 +102,22 @@ def test_topics_turn_stale_after_their_limit_and_latched_ones_never():
     assert status.state("/scan", 11.9) == "live" and status.state("/scan", 12.1) == "stale"
     assert status.stale(100.0) == ["/scan"]
     assert "**STALE**" in status.report(100.0) and "/robot_description` live" in status.report(100.0)
+
+
+def test_sliders_show_where_joints_are_except_a_moved_one_until_it_gets_there():
+    from robot_bridge.view.page import JointTargets
+
+    t = JointTargets(period=0.25, tolerance=1e-3)
+    assert t.shown({"a": 0.1, "b": 0.2}) == {"a": 0.1, "b": 0.2} and t.goal_due(0.0) is None
+    t.moved("a", 1.0)
+    t.moved("a", 1.2)                                   # dragged: one goal with the latest value
+    assert t.goal_due(0.0) == {"a": 1.2}
+    assert t.shown({"a": 0.3, "b": 0.2}) == {"a": 1.2, "b": 0.2}
+    t.moved("b", -0.5)
+    assert t.goal_due(0.1) is None                      # at most one goal every period
+    assert t.goal_due(0.25) == {"a": 1.2, "b": -0.5}   # every target: the new goal replaces the last
+    assert t.goal_due(1.0) is None                      # nothing moved since
+    t.reached({"a": 1.2004, "b": 0.0})
+    assert t.shown({"a": 1.2004, "b": 0.0}) == {"a": 1.2004, "b": -0.5}
+    t.ended({"b": -0.5})                                # its goal ended (e.g. refused): where it is again
+    assert t.shown({"a": 1.2, "b": 0.0}) == {"a": 1.2, "b": 0.0}

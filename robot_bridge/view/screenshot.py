@@ -1,5 +1,6 @@
-"""A real headless browser for the view tests: Debian's chromium driven over the Chrome DevTools protocol
-(the ``websockets`` client viser brings).  :func:`find_browser` says why none can be had."""
+"""Screenshots of the live view in a real headless browser: Debian's chromium driven over the Chrome
+DevTools protocol (the ``websockets`` client viser brings).  Used by the browser test, the view bench and
+``make demo`` (:func:`save_page`); :func:`find_browser` says why no browser can be had."""
 
 from __future__ import annotations
 
@@ -125,3 +126,88 @@ def save_png(image: np.ndarray, path) -> None:
     from PIL import Image
 
     Image.fromarray(image).save(os.fspath(path))
+
+
+def save_page(url: str, path, width: int = 1000, height: int = 700, ready=None, text: str = "",
+              timeout: float = 90.0) -> str:
+    """Open ``url`` in a headless chromium, wait until the page's text contains ``text`` (viser's GUI
+    arrives over the WebSocket once connected) and ``ready(image)`` is true for a screenshot (default:
+    something coloured is drawn in the scene), then save it as PNG at ``path``; returns "" or why nothing
+    was saved (no browser) or what was not seen in time (the page is saved as it was)."""
+    exe, why = find_browser()
+    if exe is None:
+        return why
+    browser = Browser(exe, width, height)
+    try:
+        browser.open(url)
+        ready = ready or _drawn
+        deadline = time.monotonic() + timeout
+        while text and text not in (browser.evaluate("document.body.innerText") or ""):
+            if time.monotonic() > deadline:
+                save_png(browser.screenshot(), path)
+                return f"{text!r} not on the page within {timeout:.0f} s (saved as it was)"
+            time.sleep(0.5)
+        time.sleep(1.0)                    # the scene's first frames
+        image = browser.screenshot()
+        while not ready(image):
+            if time.monotonic() > deadline:
+                save_png(image, path)
+                return f"the page did not look ready within {timeout:.0f} s (saved as it was)"
+            time.sleep(0.5)
+            image = browser.screenshot()
+        save_png(image, path)
+        return ""
+    finally:
+        browser.close()
+
+
+def save_view(path, timeout: float = 120.0, extra_args=()) -> str:
+    """Start ``robot-bridge view`` on a free port of 127.0.0.1 (the bridge of this ROS environment), wait
+    until it has loaded the robot and the page shows it, save the page as PNG at ``path``, stop the view.
+    Returns one line: what was saved, or why not (no browser, the view did not load)."""
+    import socket
+    import sys
+    import threading
+
+    started = time.monotonic()
+    exe, why = find_browser()
+    if exe is None:
+        return f"view screenshot: skipped ({why})"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    view = subprocess.Popen([sys.executable, "-m", "robot_bridge.cli.main", "view", "--port", str(port),
+                             *extra_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    loaded = threading.Event()
+    lines: list[str] = []
+
+    def read():
+        for line in view.stdout:
+            lines.append(line)
+            if "[view_node]: robot '" in line:
+                loaded.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        if not loaded.wait(timeout):
+            return "view screenshot: not saved (the view did not load the robot: " + \
+                ("".join(lines[-3:]).strip() or "no output") + ")"
+        why = save_page(f"http://127.0.0.1:{port}/", path, text=" links, ", timeout=timeout)
+        return f"view screenshot: {path} ({time.monotonic() - started:.0f} s" + (f"; {why})" if why else ")")
+    finally:
+        if view.poll() is None:
+            view.terminate()
+            try:
+                view.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                view.kill()
+                view.wait()
+
+
+def _drawn(image: np.ndarray) -> bool:
+    """Some saturated colour in the scene part (below viser's notices, left of its panel, above the axes
+    icon): something besides grid and sky."""
+    h, w = image.shape[:2]
+    scene = image[int(h * 0.25): int(h * 0.88), : int(w * 0.62)].astype(int)
+    saturation = scene.max(axis=2) - scene.min(axis=2)
+    return int((saturation > 80).sum()) > 500
