@@ -103,6 +103,25 @@ class TFBuffer:
         except LookupError:
             return False
 
+    def latest_time(self, target: str, source: str) -> float:
+        """The newest time at which every dynamic edge between ``target`` and ``source`` (up to their
+        common ancestor) has a sample at or after it (tf2's latest common time): a lookup at or before
+        it interpolates, none extrapolates; ``inf`` when only static edges join them.  LookupError as
+        :meth:`lookup`."""
+        target, source = _strip(target), _strip(source)
+        with self._lock:
+            known = set(self._edges) | {e.parent for e in self._edges.values()}
+            for frame in (target, source):
+                if frame not in known:
+                    raise FrameLookupError(f"frame {frame!r} does not exist in TF")
+            paths = [[f for f, _ in self._chain(frame, None)] for frame in (target, source)]
+            if paths[0][-1] != paths[1][-1]:
+                raise FrameLookupError(f"frames {target!r} and {source!r} are not connected (trees rooted "
+                                       f"at {paths[0][-1]!r} and {paths[1][-1]!r})")
+            common = next(f for f in paths[0] if f in paths[1])
+            edges = [self._edges[f] for path in paths for f in path[:path.index(common)]]
+            return min((e.stamps[-1] for e in edges if not e.static), default=float("inf"))
+
     def _chain(self, frame: str, time: Optional[float]) -> list[tuple[str, np.ndarray]]:
         """[(frame, pose of frame in the chain's root)] from ``frame`` up to its root (last item)."""
         path = [frame]

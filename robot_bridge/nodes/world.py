@@ -29,7 +29,10 @@ once on ``/attached_collision_object`` (a second one, e.g. the planner's after t
 repeated), its REMOVE once, followed by the body's put-down pose as an ADD on ``/collision_object``.  A
 detected body a robot carries is re-parented on TF under the carrying link, at the pose it had when
 attached, until its REMOVE (then it stays where it was put down); while carried, detections neither move
-it nor let it time out.
+it nor let it time out.  An ADD or REMOVE is judged at its ``object.header.stamp`` (the grasp's or
+release's time; 0: now): it waits until this node's /tf holds the link at or after that stamp (under load
+/tf arrives late) and takes the link's pose at the stamp; a link whose TF makes no progress for 2 s (or
+10 s in all) is taken at its latest TF, with a warning (:mod:`robot_bridge.world.attach`).
 
 ``~/reload`` (std_srvs/Trigger) re-reads the mapping; a mapping that fails to load leaves the previous one
 in service.  Unknown class ids, unresolvable frames and non-finite poses are dropped with throttled
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from collections import Counter
 from typing import Optional
 
@@ -63,6 +67,7 @@ from ..ros.params import Param
 from ..ros.conversions import detection_array_count, pose_matrix, truncate_detection_array
 from ..ros.tf import transform_stamped
 from ..world import Changes, Detection, ObjectMapping, WorldObjects, load_mapping, to_xml, to_yaml
+from ..world.attach import AttachQueue
 from ..world.objects import MAX_BODIES, MAX_DETECTIONS
 
 RELOADS = "re-reads the mapping when set; refused (old mapping kept) if it does not load"
@@ -149,6 +154,7 @@ class WorldNode(ContainedNode):
         self.create_reload_service(self.reload, lambda: self._p("objects_file"), "mapping")
         self.timer = self.create_timer(1.0 / float(self._p("publish_rate")), self._tick)
         self._attached: dict[str, tuple[str, np.ndarray]] = {}      # body -> (link frame, link -> body)
+        self._attach_queue = AttachQueue()          # ~/attach requests waiting for the TF at their stamp
         self._subscribe_attach()
         # the description node's switches of the robot file (ros2 param set /description_node ...)
         self.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event, 10)
@@ -281,6 +287,8 @@ class WorldNode(ContainedNode):
             if not np.isfinite(m).all():
                 continue
             self.tf.set_transform(t.header.frame_id, t.child_frame_id, m, stamp, static)
+        if len(self._attach_queue):
+            self._run_attach()
 
     def _on_detections(self, data: bytes) -> None:
         """One serialized Detection3DArray: its first ``max_detections`` detections deserialized and
@@ -377,6 +385,8 @@ class WorldNode(ContainedNode):
 
     # -- output ----------------------------------------------------------------------------------
     def _tick(self) -> None:
+        if len(self._attach_queue):
+            self._run_attach()                      # a request whose TF does not come: its bound
         world = self.world
         if world is None:
             return
@@ -468,8 +478,24 @@ class WorldNode(ContainedNode):
         return None if obj is None else obj.pose
 
     def _on_attach(self, msg) -> None:
-        """ADD: the body is held by ``link_name`` (at its current world pose) and MoveIt is told once;
-        REMOVE: put down where the link holds it now (an empty object id: every held body)."""
+        """Queued until the TF of its link reaches the message's stamp (the grasp's or release's time; 0:
+        now), or the queue's bound (:class:`robot_bridge.world.attach.AttachQueue`)."""
+        stamp = msg.object.header.stamp
+        self._attach_queue.push(msg.link_name.lstrip("/"), stamp.sec + stamp.nanosec * 1e-9, msg,
+                                time.monotonic())
+        self._run_attach()
+
+    def _run_attach(self) -> None:
+        for due in self._attach_queue.due(self.tf, self.world_frame, time.monotonic()):
+            if due.late:
+                self._warn("attach:late", f"attach/detach of {due.payload.object.id!r} at the latest TF: "
+                                          f"{due.late}")
+            self._apply_attach(due.payload, due.time)
+
+    def _apply_attach(self, msg, at: Optional[float]) -> None:
+        """ADD: the body is held by ``link_name`` (at its current world pose, the link's at ``at``) and
+        MoveIt is told once; REMOVE: put down where the link holds it at ``at`` (an empty object id: every
+        held body).  ``at``: seconds, None: the latest TF."""
         from moveit_msgs.msg import CollisionObject
 
         if self.world is None and not self.environment:
@@ -483,7 +509,7 @@ class WorldNode(ContainedNode):
                 self._warn(f"attach:{name}", f"attached object {name!r} is not a world body: ignored")
                 return
             try:
-                link_pose = self.tf.lookup(self.world_frame, link)
+                link_pose = self.tf.lookup(self.world_frame, link, at)
             except LookupError as exc:
                 self._warn(f"attach:{link}", f"cannot attach {name!r} to {link!r}: {exc}")
                 return
@@ -496,15 +522,15 @@ class WorldNode(ContainedNode):
             self._publish_tf()
         elif operation == CollisionObject.REMOVE:
             for body in [name] if name else list(self._attached):
-                self._detach(body)
+                self._detach(body, at)
 
-    def _detach(self, name: str) -> None:
+    def _detach(self, name: str, at: Optional[float] = None) -> None:
         entry = self._attached.pop(name, None)
         if entry is None:
             return
         link, offset = entry
         try:
-            pose = self.tf.lookup(self.world_frame, link) @ offset
+            pose = self.tf.lookup(self.world_frame, link, at) @ offset
         except LookupError as exc:
             self._warn(f"attach:{link}", f"{name!r} detached from {link!r} at its last known pose: {exc}")
             pose = self._body_pose(name)

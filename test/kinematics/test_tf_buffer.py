@@ -67,3 +67,24 @@ def test_samples_arrive_out_of_order_and_old_ones_expire():
     # a new parent replaces the edge
     buf.set_transform("base", "link", pose((0, 1, 0)), stamp=0.2)
     assert not buf.can_transform("world", "link")
+
+
+def test_latest_time_is_the_oldest_newest_sample_between_the_frames():
+    buf = TFBuffer()
+    buf.set_transform("world", "base", pose((1, 0, 0)), static=True)
+    assert buf.latest_time("world", "base") == float("inf")                # static only: any time
+    buf.set_transform("base", "j1", pose((0, 0, 1)), stamp=1.0)
+    buf.set_transform("base", "j1", pose((0, 0, 2)), stamp=3.0)
+    buf.set_transform("j1", "hand", pose((0, 1, 0)), stamp=2.5)
+    buf.set_transform("j1", "cam", pose((1, 1, 0)), stamp=9.0)
+    assert buf.latest_time("world", "hand") == 2.5
+    assert buf.latest_time("hand", "world") == 2.5
+    assert buf.latest_time("world", "j1") == 3.0
+    assert buf.latest_time("hand", "cam") == 2.5            # base -> j1 is above their common ancestor j1
+    buf.set_transform("j1", "hand", pose((0, 1, 0)), stamp=4.0)
+    assert buf.latest_time("world", "hand") == 3.0
+    with pytest.raises(LookupError, match="does not exist"):
+        buf.latest_time("world", "nowhere")
+    buf.set_transform("other_root", "thing", pose((0, 0, 0)))
+    with pytest.raises(LookupError, match="not connected"):
+        buf.latest_time("world", "thing")
