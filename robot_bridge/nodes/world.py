@@ -481,8 +481,10 @@ class WorldNode(ContainedNode):
         """Queued until the TF of its link reaches the message's stamp (the grasp's or release's time; 0:
         now), or the queue's bound (:class:`robot_bridge.world.attach.AttachQueue`)."""
         stamp = msg.object.header.stamp
-        self._attach_queue.push(msg.link_name.lstrip("/"), stamp.sec + stamp.nanosec * 1e-9, msg,
-                                time.monotonic())
+        if not self._attach_queue.push(msg.link_name.lstrip("/"), stamp.sec + stamp.nanosec * 1e-9, msg,
+                                       time.monotonic()):
+            self._warn("attach:full", f"attach/detach of {msg.object.id!r} refused: "
+                                      f"{self._attach_queue.max_items} requests already wait for their TF")
         self._run_attach()
 
     def _run_attach(self) -> None:

@@ -44,19 +44,24 @@ class _Pending:
 class AttachQueue:
     """FIFO of attach / detach requests, each released once TF covers its stamp (see the module)."""
 
-    def __init__(self, patience: float = 2.0, max_wait: float = 10.0):
+    def __init__(self, patience: float = 2.0, max_wait: float = 10.0, max_items: int = 256):
         self.patience = float(patience)
         self.max_wait = float(max_wait)
+        self.max_items = int(max_items)           # a peer's flood of requests is refused, not kept
         self._items: deque[_Pending] = deque()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def push(self, link: str, stamp: Optional[float], payload: object, now: float) -> None:
-        """Queue a request for ``link`` at ``stamp`` (seconds; None or 0: the latest TF)."""
+    def push(self, link: str, stamp: Optional[float], payload: object, now: float) -> bool:
+        """Queue a request for ``link`` at ``stamp`` (seconds; None or 0: the latest TF); False (not
+        queued) when ``max_items`` requests are already waiting."""
         with self._lock:
+            if len(self._items) >= self.max_items:
+                return False
             self._items.append(_Pending(link, stamp or None, payload, now, now))
+            return True
 
     def due(self, tf: TFBuffer, world_frame: str, now: float) -> list[Due]:
         """Pop the requests (from the head, in order) that may be done now."""

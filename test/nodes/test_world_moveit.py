@@ -300,3 +300,58 @@ def test_a_sim_gripper_closing_on_a_body_attaches_it_and_opening_puts_it_down(tm
         assert rec.objects("grasp_box_0", CollisionObject.ADD)[-1].primitives      # with its shape
     finally:
         stop_all(procs)
+
+
+@pytest.mark.timeout(180)
+def test_an_attach_and_a_detach_take_the_link_at_their_stamp_not_the_latest_tf(detector_node):
+    """/tf lags or runs ahead of ~/attach (under load world_node works through a queue of /tf): the grasp's
+    offset and the put-down pose are the link's TF at the message's stamp, interpolated between samples."""
+    from builtin_interfaces.msg import Time
+    from tf2_msgs.msg import TFMessage
+
+    from robot_bridge.ros.qos import tf_qos
+    from robot_bridge.ros.tf import transform_stamped
+    from robot_bridge.nodes.planner import attached_qos
+
+    procs = [start("world", f"description_file:={WORLD}")]
+    try:
+        rec = MoveItRecorder(detector_node)
+        assert wait_until(lambda: "ball" in rec.current(), timeout=60.0)
+        ball = pose_of(rec.current()["ball"].pose)
+        tf_pub = detector_node.create_publisher(TFMessage, "/tf", tf_qos())
+        attach_pub = detector_node.create_publisher(AttachedCollisionObject, "/world_node/attach",
+                                                    attached_qos())
+        assert wait_until(lambda: tf_pub.get_subscription_count() > 0 and
+                          attach_pub.get_subscription_count() > 0, timeout=60.0)
+
+        def hand(t: float, x: float) -> None:          # world -> test_hand at stamp t: x along the x axis
+            tf_pub.publish(TFMessage(transforms=[transform_stamped(
+                "world", "test_hand", make(np.eye(3), (x, 0.0, 0.0)), Time(sec=int(t)))]))
+
+        def attach(t: int, operation: bytes) -> None:
+            msg = AttachedCollisionObject(link_name="test_hand", touch_links=["test_hand"])
+            msg.object.id, msg.object.operation = "ball", operation
+            msg.object.header.frame_id, msg.object.header.stamp = "test_hand", Time(sec=t)
+            attach_pub.publish(msg)
+
+        hand(10, 0.0)
+        hand(12, 0.2)                 # already newer than the grasp: the offset is taken at 10 (x = 0)
+        attach(10, CollisionObject.ADD)
+        assert wait_until(lambda: rec.attached("ball"), timeout=60.0), "no AttachedCollisionObject"
+        hand(14, 0.4)
+        attach(15, CollisionObject.REMOVE)        # released at 15: its TF comes after the REMOVE
+        hand(16, 0.6)
+
+        def after_remove() -> list:
+            with rec.lock:
+                ops = [(type(m), m.object.operation if isinstance(m, AttachedCollisionObject)
+                        else m.operation) for m in rec.messages]
+                removed = (AttachedCollisionObject, CollisionObject.REMOVE)
+                return rec.messages[ops.index(removed) + 1:] if removed in ops else []
+        put_downs = lambda: [m for m in after_remove() if isinstance(m, CollisionObject) and m.id == "ball"]  # noqa: E731
+        assert wait_until(lambda: put_downs(), timeout=60.0), "no put-down"
+        put_down = pose_of(put_downs()[0].pose)
+        # the link moved from x = 0 (grasp, stamp 10) to x = 0.5 (release, stamp 15: halfway from 14 to 16)
+        np.testing.assert_allclose(put_down, make(np.eye(3), (0.5, 0.0, 0.0)) @ ball, atol=1e-9)
+    finally:
+        stop_all(procs)

@@ -78,3 +78,12 @@ def test_a_stamp_of_another_clock_and_an_unknown_link():
     assert queue.due(tf, "world", 1.0) == []
     (due,) = queue.due(tf, "world", 2.0)
     assert due.time is None and "no TF of 'nowhere'" in due.late
+
+
+def test_the_queue_is_bounded_a_flood_is_refused_not_kept():
+    tf, queue = arm(1.0), AttachQueue(max_items=3)
+    assert all(queue.push("hand", 5.0 + i, i, now=0.0) for i in range(3))
+    assert queue.push("hand", 9.0, "one too many", now=0.0) is False and len(queue) == 3
+    tf.set_transform("base", "hand", pose(1.0), stamp=10.0)
+    assert [d.payload for d in queue.due(tf, "world", 0.1)] == [0, 1, 2]
+    assert queue.push("hand", 9.0, "room again", now=0.2)
