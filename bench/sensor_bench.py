@@ -66,6 +66,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from robot_bridge.bringup import dds_profile_environment  # noqa: E402
 from robot_bridge.model import AttachedSensor, Geometry, Link, Mesh, Robot, Sphere  # noqa: E402
 from robot_bridge.model.transform import make, rotation_axis_angle  # noqa: E402
 from robot_bridge.ros.memory import tune_allocator_for_large_messages  # noqa: E402
@@ -316,8 +317,9 @@ def bench_relay(seconds: float, profile: Path | None, fast_path: bool, tune_peer
     """One relay run in a fresh process: Fast DDS reads its profile once per process."""
     env = dict(os.environ)
     env.pop("FASTDDS_DEFAULT_PROFILES_FILE", None)
-    if profile:
-        env["FASTDDS_DEFAULT_PROFILES_FILE"] = str(profile)
+    env.pop("FASTRTPS_DEFAULT_PROFILES_FILE", None)
+    if profile:                                   # under the name(s) this Fast DDS reads (2.x: the old one)
+        env.update(dds_profile_environment(profile))
     out = subprocess.run(
         [sys.executable, __file__, "--role", "relay", "--relay-seconds", str(seconds),
          "--fast-path", str(fast_path).lower(), *(["--tune-peers"] if tune_peers else []),

@@ -27,7 +27,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CORPUS_DATA = REPO.parent / "shared" / "corpus" / "openrave" / "src"
 DEFAULT_ROBOT = CORPUS_DATA / "data" / "testwamcamera.env.xml"
-PROFILE = REPO / "config" / "fastdds_large_messages.xml"
 SENSOR_TYPES = {"sensor_msgs/msg/LaserScan", "sensor_msgs/msg/Image", "sensor_msgs/msg/CameraInfo",
                 "sensor_msgs/msg/Imu", "sensor_msgs/msg/PointCloud2", "geometry_msgs/msg/WrenchStamped"}
 READY_TIMEOUT = 120.0
@@ -40,8 +39,10 @@ def cpu_seconds(pid: int) -> float:
 
 def start_bridge(robot: Path, search_path: list[str], namespace: str, whole_bringup: bool,
                  overrides: list[str]) -> subprocess.Popen:
+    from robot_bridge import bringup
+
     env = dict(os.environ)
-    env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(PROFILE))
+    env.update(bringup.dds_environment(env))          # the shipped profile, named as this Fast DDS reads it
     env["OPENBLAS_NUM_THREADS"] = "1"
     if search_path:
         given = [env["OPENRAVE_DATA"]] if env.get("OPENRAVE_DATA") else []

@@ -305,19 +305,41 @@ def planner_unavailable() -> str | None:
     return None
 
 
-def dds_environment(base: Mapping[str, str] | None = None) -> dict:
-    """Environment additions for large messages: the Fast DDS profile shipped in config/, unless the caller
-    chose one.  Fast DDS 3 warns about the old variable name, Fast DDS 2 knows no other."""
+def dds_profile_variables(base: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The environment variables that make Fast DDS read a profiles file, by the Fast DDS installed here:
+    3.x (Kilted and later) reads ``FASTDDS_DEFAULT_PROFILES_FILE`` and warns about the old name, 2.x
+    (Humble, Jazzy) reads ``FASTRTPS_DEFAULT_PROFILES_FILE`` only.  A venv exports no ROS_DISTRO, so the
+    version decides; ROS_DISTRO only when no Fast DDS version is found."""
+    from .ros import rcl_layout                      # rclpy-free: package metadata only
+
     env = os.environ if base is None else base
-    if env.get("FASTDDS_DEFAULT_PROFILES_FILE") or env.get("FASTRTPS_DEFAULT_PROFILES_FILE"):
-        return {}
+    major = rcl_layout.fastdds_major()
+    if major is None:
+        fastdds2 = env.get("ROS_DISTRO") in FASTDDS2_DISTROS
+    else:
+        fastdds2 = major < 3
+    if fastdds2:
+        return ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
+    return ("FASTDDS_DEFAULT_PROFILES_FILE",)
+
+
+def dds_profile_environment(profile: Path | str, base: Mapping[str, str] | None = None) -> dict:
+    """``profile`` as the Fast DDS profiles file of the processes started with these additions."""
+    return {name: str(profile) for name in dds_profile_variables(base)}
+
+
+def dds_environment(base: Mapping[str, str] | None = None) -> dict:
+    """Environment additions for large messages: the Fast DDS profile shipped in config/, under the variable
+    names the installed Fast DDS reads (``dds_profile_variables``).  A profile the caller chose wins; chosen
+    under the other name only, it is passed on under the one this Fast DDS reads too."""
+    env = os.environ if base is None else base
+    chosen = env.get("FASTDDS_DEFAULT_PROFILES_FILE") or env.get("FASTRTPS_DEFAULT_PROFILES_FILE")
+    if chosen:
+        return {name: chosen for name in dds_profile_variables(env) if not env.get(name)}
     try:
         profile = config_file(FASTDDS_PROFILE)
     except FileNotFoundError:
         return {}
     if not profile.is_file():
         return {}
-    extra = {"FASTDDS_DEFAULT_PROFILES_FILE": str(profile)}        # Fast DDS 3 (Kilted and later)
-    if env.get("ROS_DISTRO") in FASTDDS2_DISTROS:                   # Fast DDS 2 reads the older name only
-        extra["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(profile)
-    return extra
+    return dds_profile_environment(profile, env)

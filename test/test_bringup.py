@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from robot_bridge import bringup
+from robot_bridge.ros import rcl_layout
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -179,10 +180,21 @@ def test_fast_dds_profile_environment():
     profile = bringup.config_file(bringup.FASTDDS_PROFILE)
     if not profile.is_file():
         pytest.skip("no Fast DDS profile shipped")
-    assert bringup.dds_environment({}) == {"FASTDDS_DEFAULT_PROFILES_FILE": str(profile)}
-    assert bringup.dds_environment({"ROS_DISTRO": "humble"}) == {
-        "FASTDDS_DEFAULT_PROFILES_FILE": str(profile), "FASTRTPS_DEFAULT_PROFILES_FILE": str(profile)}
-    assert bringup.dds_environment({"FASTRTPS_DEFAULT_PROFILES_FILE": "/mine.xml"}) == {}
+    new, old = "FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE"
+    with pytest.MonkeyPatch.context() as patch:
+        # the installed Fast DDS decides (a venv exports no ROS_DISTRO): 3.x reads the new name, 2.x the old
+        patch.setattr(rcl_layout, "fastdds_major", lambda: 3)
+        assert bringup.dds_environment({"ROS_DISTRO": "jazzy"}) == {new: str(profile)}
+        assert bringup.dds_environment({old: "/mine.xml"}) == {new: "/mine.xml"}
+        assert bringup.dds_environment({new: "/mine.xml"}) == {}
+        patch.setattr(rcl_layout, "fastdds_major", lambda: 2)
+        assert bringup.dds_environment({}) == {new: str(profile), old: str(profile)}
+        assert bringup.dds_environment({new: "/mine.xml"}) == {old: "/mine.xml"}
+        assert bringup.dds_environment({new: "/mine.xml", old: "/other.xml"}) == {}
+        # no Fast DDS version found (a custom install): ROS_DISTRO
+        patch.setattr(rcl_layout, "fastdds_major", lambda: None)
+        assert bringup.dds_environment({}) == {new: str(profile)}
+        assert bringup.dds_environment({"ROS_DISTRO": "humble"}) == {new: str(profile), old: str(profile)}
 
 
 def test_create_node_applies_name_namespace_parameters_and_remaps():

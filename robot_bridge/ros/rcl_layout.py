@@ -57,6 +57,12 @@ def rclpy_version() -> Optional[str]:
     return _package_version("ros-rclpy", "rclpy")
 
 
+def fastdds_version() -> Optional[str]:
+    """The version of the Fast DDS this process loads: ``fastdds`` 3.x (Kilted and later) or ``fastrtps``
+    2.x (Humble, Jazzy), as a wheel or in the ament index."""
+    return _package_version("ros-fastdds", "fastdds") or _package_version("ros-fastrtps", "fastrtps")
+
+
 def _major(version: Optional[str]) -> Optional[int]:
     try:
         return int(version.split(".")[0]) if version else None
@@ -68,6 +74,10 @@ def distro() -> str:
     """The ROS 2 distribution of the rclpy this process imports ("jazzy", "kilted", ...)."""
     name = RCLPY_DISTROS.get(_major(rclpy_version()))
     return name or os.environ.get("ROS_DISTRO") or "unknown"
+
+
+def fastdds_major() -> Optional[int]:
+    return _major(fastdds_version())
 
 
 def version_problem(version: Optional[str]) -> Optional[str]:

@@ -176,10 +176,13 @@ def test_fast_dds_profile_is_exported_unless_one_is_chosen(monkeypatch):
     _, environment, _ = visit({})
     profile = bringup.config_file(bringup.FASTDDS_PROFILE)
     assert profile.is_file()
-    assert environment == {"FASTDDS_DEFAULT_PROFILES_FILE": str(profile)}
+    # under the name(s) the installed Fast DDS reads (Kilted's 3.x: the new one; Jazzy's 2.x: the old one too)
+    assert environment == bringup.dds_profile_environment(profile)
+    assert environment
     monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", "/mine.xml")
     _, environment, _ = visit({})
-    assert environment == {}
+    assert environment == {name: "/mine.xml" for name in bringup.dds_profile_variables()
+                           if name != "FASTDDS_DEFAULT_PROFILES_FILE"}
 
 
 def test_bad_argument_values_fail_the_launch():

@@ -18,6 +18,8 @@ import pytest
 pytest.importorskip("rclpy")
 pytest.importorskip("tf2_msgs.msg")
 
+from robot_bridge.bringup import dds_profile_environment  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 ROBOT = REPO / "test" / "fixtures" / "description" / "two_link.robot.xml"
 TIMEOUT = 60.0
@@ -171,14 +173,14 @@ def test_description_and_tf_cross_namespaces(two_hosts, tmp_path):
     node = subprocess.Popen(
         ["ip", "netns", "exec", ns_a, sys.executable, "-m", "robot_bridge.nodes.description", "--ros-args",
          "-p", f"description_file:={ROBOT}", "-p", "publish_default_joint_states:=true"],
-        env={**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["a"])}, cwd=REPO, stdout=subprocess.PIPE,
+        env={**env, **dds_profile_environment(profiles["a"])}, cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
     try:
         # the listener starts once the node is up (its first log line)
         ready = node.stdout.readline()
         assert "links" in ready, f"description_node did not start: {ready}"
         listener = subprocess.run(["ip", "netns", "exec", ns_b, sys.executable, str(script), str(TIMEOUT)],
-                                  env={**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["b"])}, cwd=REPO,
+                                  env={**env, **dds_profile_environment(profiles["b"])}, cwd=REPO,
                                   capture_output=True, text=True, timeout=TIMEOUT + 30)
     finally:
         node_out = _stop(node, timeout=10)
@@ -239,9 +241,9 @@ def test_meshes_over_http_across_namespaces(two_hosts, tmp_path):
          "-p", f"description_file:={robot}", "-p", f"search_path:=[{openrave}]",
          "-p", f"mesh_cache_dir:={tmp_path / 'cache'}", "-p", "mesh_uri:=http",
          "-p", f"mesh_http_host:={ip_a}", "-p", "mesh_http_port:=8642"],
-        env={**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["a"])}, cwd=REPO, stdout=subprocess.PIPE,
+        env={**env, **dds_profile_environment(profiles["a"])}, cwd=REPO, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
-    b_env = {**env, "FASTDDS_DEFAULT_PROFILES_FILE": str(profiles["b"])}
+    b_env = {**env, **dds_profile_environment(profiles["b"])}
     try:
         started = [node.stdout.readline()]
         while started[-1] and "meshes:" not in started[-1]:      # loaded and serving
