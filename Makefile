@@ -23,14 +23,18 @@ else
 $(error ROS_DISTRO=$(WHEELS_DISTRO): the wheels setup knows kilted (default) and jazzy; for another distribution source its ROS 2 install and run `make setup` without ROS_DISTRO)
 endif
 VPY := $(VENV)/bin/python
-export PYTHON CMAKE CC CXX VENV REQUIREMENTS
+# VENV_INTERFACES: the tools/venv_interfaces packages to build (space-separated, their local dependencies come
+# along; default: all), e.g. a CI subset.  TESTS: what `make test` runs (pytest paths or node ids; default: test).
+VENV_INTERFACES ?=
+TESTS ?= test
+export PYTHON CMAKE CC CXX VENV REQUIREMENTS VENV_INTERFACES
 
 # The setup is redone only when one of its inputs changes (the stamp name carries their hash).
 # ../shared/ros2-tools/install.sh keeps its own stamp.
 SETUP_INPUTS := setup.py setup.cfg $(REQUIREMENTS) tools/setup_venv.sh tools/venv_ros_prefix.py \
 	$(shell find tools/venv_interfaces -type f 2>/dev/null | LC_ALL=C sort) \
 	$(wildcard ../shared/ros2-tools/install.sh)
-SETUP_HASH := $(shell cat $(SETUP_INPUTS) | sha256sum | cut -c1-16)
+SETUP_HASH := $(shell { cat $(SETUP_INPUTS); echo "$(VENV_INTERFACES)"; } | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.setup-stamp-$(SETUP_HASH)
 LINT_PATHS := $(wildcard robot_bridge test bench)
 
@@ -40,6 +44,7 @@ help:
 	@echo "make setup      create/update $(VENV): ROS 2 wheels (or the sourced ROS 2), tools/venv_interfaces, robot_bridge"
 	@echo "make test       ruff + the whole pytest suite on a fresh ROS_DOMAIN_ID (runs setup if needed)"
 	@echo "                add ROS_DISTRO=jazzy to any target (or: make setup-jazzy, make test-jazzy) for ROS 2 Jazzy in .venv-jazzy"
+	@echo "                TESTS='test/ros test/nodes' runs a part; VENV_INTERFACES='tf2_msgs control_msgs' builds a subset"
 	@echo "make demo       run the bridge in sim mode with a small master client (report + demo_out/demo.png)"
 	@echo "make lint       ruff only"
 	@echo "make clean      remove build and test caches (keeps $(VENV))"
@@ -68,7 +73,7 @@ test-jazzy:
 test: setup
 	@status=0; \
 	$(VPY) -m ruff check $(LINT_PATHS) || status=$$?; \
-	ROS_DOMAIN_ID=$$(( RANDOM % 100 + 1 )) $(VPY) -m pytest test || status=$$?; \
+	ROS_DOMAIN_ID=$$(( RANDOM % 100 + 1 )) $(VPY) -m pytest $(TESTS) || status=$$?; \
 	exit $$status
 
 # The bridge in sim mode on the embedded robot and world, a master client, a report and demo_out/demo.png.

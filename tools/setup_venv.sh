@@ -14,6 +14,7 @@ CMAKE=${CMAKE:-cmake}
 CC=${CC:-cc}
 CXX=${CXX:-c++}
 REQUIREMENTS=${REQUIREMENTS:-requirements-ros.txt}
+VENV_INTERFACES=${VENV_INTERFACES:-}      # empty: every package of tools/venv_interfaces
 IFACE_SRC=tools/venv_interfaces
 start=$SECONDS
 
@@ -56,7 +57,8 @@ if [[ $mode == wheels ]]; then
     note "installing ROS 2 wheels ($REQUIREMENTS)"
     "$VPY" -m pip install -q -r "$REQUIREMENTS"
 
-    # Every interface package in tools/venv_interfaces (tf2_msgs, control_msgs, vision_msgs, ...), each rebuilt
+    # Every interface package in tools/venv_interfaces (tf2_msgs, control_msgs, vision_msgs, ...), or those named
+    # in VENV_INTERFACES (space-separated; their local dependencies come along), each rebuilt
     # only when its own files, the shared cmake or the wheels change.  The wheels provide every dependency they have.
     # In dependency order (moveit_msgs after octomap_msgs and object_recognition_msgs); a package's hash covers
     # the local packages it depends on, so a changed dependency rebuilds its dependents.
@@ -85,7 +87,7 @@ if [[ $mode == wheels ]]; then
             die "building $pkg failed (full log: $build_dir/build.log)"
         fi
         echo "$iface_hash" >"$build_dir.stamp"
-    done < <("$VPY" tools/venv_interfaces/build_order.py "$IFACE_SRC")
+    done < <("$VPY" tools/venv_interfaces/build_order.py "$IFACE_SRC" $VENV_INTERFACES)
 fi
 
 note "installing robot_bridge (editable) with the test, raycast and planning extras"

@@ -1,5 +1,8 @@
 """Print the interface packages of a folder in build order, one per line: `name dep dep ...` (the local
-packages it depends on, transitively), dependencies first.  Used by tools/setup_venv.sh."""
+packages it depends on, transitively), dependencies first.  Used by tools/setup_venv.sh.
+
+    build_order.py FOLDER [NAME ...]     only the named packages and their local dependencies
+"""
 
 import sys
 import xml.etree.ElementTree as ET
@@ -35,6 +38,20 @@ def build_order(direct: dict[str, set[str]]) -> list[tuple[str, list[str]]]:
     return [(name, sorted(closure[name])) for name in order]
 
 
+def selected(order: list[tuple[str, list[str]]], names: list[str]) -> list[tuple[str, list[str]]]:
+    """The entries of ``order`` that ``names`` need (each named package and its dependencies), in order."""
+    known = {name for name, _ in order}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        sys.exit(f"build_order: no interface package {', '.join(unknown)} "
+                 f"(known: {', '.join(sorted(known))})")
+    wanted = set(names).union(*(deps for name, deps in order if name in names))
+    return [(name, deps) for name, deps in order if name in wanted]
+
+
 if __name__ == "__main__":
-    for name, deps in build_order(local_packages(Path(sys.argv[1]))):
+    order = build_order(local_packages(Path(sys.argv[1])))
+    if len(sys.argv) > 2:
+        order = selected(order, sys.argv[2:])
+    for name, deps in order:
         print(" ".join([name, *deps]))
