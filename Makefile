@@ -31,7 +31,7 @@ export PYTHON CMAKE CC CXX VENV REQUIREMENTS VENV_INTERFACES
 
 # The setup is redone only when one of its inputs changes (the stamp name carries their hash).
 # ../shared/ros2-tools/install.sh keeps its own stamp.
-SETUP_INPUTS := setup.py setup.cfg $(REQUIREMENTS) tools/setup_venv.sh tools/venv_ros_prefix.py \
+SETUP_INPUTS := setup.py setup.cfg $(REQUIREMENTS) tools/setup_venv.sh tools/venv_ros_prefix.py tools/ros2_tools_compat.py \
 	$(shell find tools/venv_interfaces -type f 2>/dev/null | LC_ALL=C sort) \
 	$(wildcard ../shared/ros2-tools/install.sh)
 SETUP_HASH := $(shell { cat $(SETUP_INPUTS); echo "$(VENV_INTERFACES)"; } | sha256sum | cut -c1-16)

@@ -109,6 +109,8 @@ ROS2_TOOLS=${ROS2_TOOLS:-../shared/ros2-tools}
 if [[ $mode == wheels && -x "$ROS2_TOOLS/install.sh" ]]; then
     note "installing the ROS 2 launch and CLI tools from $ROS2_TOOLS"
     "$ROS2_TOOLS/install.sh" "$VENV" || die "$ROS2_TOOLS/install.sh failed"
+    # Kilted-era sources: adapted where this venv's rclpy differs (Jazzy); a no-op on Kilted
+    "$VPY" tools/ros2_tools_compat.py || die "adapting the ROS 2 tools to this rclpy failed"
 elif [[ $mode == wheels ]]; then
     note "no $ROS2_TOOLS: no ros2 / launch in $VENV (the tests that need them skip)"
 fi
