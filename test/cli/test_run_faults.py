@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,7 @@ def test_injected_timer_fault_under_ros2_launch_halts_the_controller_only(probe)
     import subprocess
 
     ros2 = ros2_launch_executable()
-    venv = str(REPO / ".venv")
+    venv = sys.prefix                                  # this venv (Kilted .venv or .venv-jazzy)
     env = {**os.environ, INJECT_ENV: "controller_node", "AMENT_PREFIX_PATH": venv,
            "PATH": f"{venv}/bin:{os.environ.get('PATH', '')}"}
     process = subprocess.Popen([ros2, "launch", "robot_bridge", "bridge.launch.py"], stdout=subprocess.PIPE,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -35,7 +36,7 @@ def test_ros2_launch_with_objects_turns_detections_into_bodies_the_sim_sees(tmp_
     from robot_bridge.ros.tf import matrix
 
     ros2 = ros2_launch_executable()
-    venv = str(REPO / ".venv")
+    venv = sys.prefix                                  # this venv (Kilted .venv or .venv-jazzy)
     env = {**os.environ, "AMENT_PREFIX_PATH": venv, "PATH": f"{venv}/bin:{os.environ.get('PATH', '')}"}
     log = open(tmp_path / "launch.log", "w+", encoding="utf-8")
     process = subprocess.Popen([ros2, "launch", "robot_bridge", "bridge.launch.py", f"objects:={MAPPING}"],

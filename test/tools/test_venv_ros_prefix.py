@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-VENV = REPO / ".venv"
+VENVS = (REPO / ".venv", REPO / ".venv-jazzy")        # make setup: Kilted, ROS_DISTRO=jazzy
 SCRIPTS = sorted(ep.name for ep in metadata.distribution("robot_bridge").entry_points
                  if ep.group == "console_scripts")
 
@@ -37,9 +37,10 @@ def data_files() -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def venv() -> Path:
-    if Path(sys.prefix).resolve() != VENV.resolve():
-        pytest.skip(f"not running from the repo's venv ({sys.prefix}), so no prefix made by make setup")
-    return VENV
+    here = Path(sys.prefix).resolve()
+    if here not in {v.resolve() for v in VENVS}:
+        pytest.skip(f"not running from a repo venv ({sys.prefix}), so no prefix made by make setup")
+    return here
 
 
 def test_the_venv_holds_the_package_like_a_colcon_install(venv):
