@@ -17,8 +17,8 @@ from fixtures.ros2_cli import (BASE_NODES, Ros2Process, assert_stopped_cleanly, 
                                ros2_executable, stop_daemon)
 
 REPO = Path(__file__).resolve().parents[2]
-NOT_COPIED = shutil.ignore_patterns(".venv", ".git", "build", "install", "log", "__pycache__", "*.egg-info",
-                                    ".pytest_cache", ".ruff_cache", ".hypothesis", "demo_out")
+NOT_COPIED = shutil.ignore_patterns(".venv", ".venv-*", ".git", "build", "install", "log", "__pycache__",
+                                    "*.egg-info", ".pytest_cache", ".ruff_cache", ".hypothesis", "demo_out")
 
 
 @pytest.fixture(scope="module")
