@@ -257,6 +257,7 @@ class ControllerNode(ContainedNode):
             self._state_templates()                # compiled (or loaded) now, not on the first tick
             if self.joints and list(self._param("joints")) != self.joints:
                 self.params.hold("joints", list(self.joints))     # `ros2 param get ... joints`: those driven
+            self._hold_controllers()
         except Exception as exc:  # bad description or parameters: keep the node up (diagnostics), report
             self.load_error = f"controller not set up: {type(exc).__name__}: {exc}"
             self.get_logger().error(self.load_error)
@@ -429,6 +430,11 @@ class ControllerNode(ContainedNode):
             self.hardware.enable(True)
             self.control.hold_here()
         self.params.hold("joints", list(self.joints))
+        self._hold_controllers()
+
+    def _hold_controllers(self) -> None:
+        """`ros2 param get ... controllers`: the named trajectory controllers in use ([]: the one at ~/)."""
+        self.params.hold("controllers", [c.name for c in self.controllers if c.prefix != "~/"])
 
     def _joint_control(self, hardware: Hardware, limits=None) -> JointControl:
         stamper = MonotonicStamper(self.get_clock(), self._now_ns)

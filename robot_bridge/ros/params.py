@@ -299,9 +299,15 @@ class NodeParameters:
         ``ros2 param get`` shows the value in use."""
         from rclpy.parameter import Parameter
 
+        spec = self.specs.get(name)
+        if isinstance(value, (list, tuple)) and not value and spec is not None \
+                and isinstance(spec.default, EmptyArray):       # [] has no type of its own
+            parameter = Parameter(name, Parameter.Type[spec.default.name], [])
+        else:
+            parameter = Parameter(name, value=value)
         self._declaring = True
         try:
-            self.node._set_parameters_atomically_common([Parameter(name, value=value)],
+            self.node._set_parameters_atomically_common([parameter],
                                                         {name: self.node.describe_parameter(name)})
         finally:
             self._declaring = False

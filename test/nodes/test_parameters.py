@@ -337,3 +337,6 @@ def test_read_only_parameters_describing_the_robot_hold_their_values(bridge):
     assert got.type == ParameterType.PARAMETER_STRING_ARRAY
     assert list(got.string_array_value) == controller.joints and len(controller.joints) > 1
     assert not bridge.set("controller_node", "joints", ["x"]).successful        # still read-only
+    got = bridge.call("controller_node", lambda c: c.get_parameters(["controllers"])).values[0]
+    assert got.type == ParameterType.PARAMETER_STRING_ARRAY                     # not "Parameter not set"
+    assert list(got.string_array_value) == []          # none named: the one controller at ~/ (config default)
