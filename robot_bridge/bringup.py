@@ -248,7 +248,7 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
         # the controller publishes /joint_states: keep it next to its listeners in the namespace
         NodeSpec(PACKAGE, "controller_node", "controller_node", ns,
                  params("controller_node", "controller.yaml", description_file=o.robot_file,
-                        srdf_file=o.srdf_file, hardware=o.hardware_kind),
+                        srdf_file=o.srdf_file, hardware=o.hardware_kind, frame_prefix=o.frame_prefix),
                  remappings=(("/joint_states", "joint_states"),),
                  factory="robot_bridge.nodes.controller:ControllerNode"),
     ]

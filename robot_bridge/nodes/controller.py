@@ -74,6 +74,8 @@ PARAMETERS = params.schema(
           "driven joint but the grippers' at ~/follow_joint_trajectory", read_only=True,
           rule=lambda v: "duplicate controller names" if len(set(v)) != len(v) else None,
           rule_text="distinct SRDF groups / manipulators sharing no joint", string="name"),
+    Param("frame_prefix", "", "Prefix of the robot's TF frames (as the description node's): the sim gripper "
+                              "names its links so on world_node/attach", read_only=True, string="frame"),
     Param("state_rate", 50.0, "Hz of /joint_states, the controller states and the action feedback",
           range=RATE),
     Param("control_rate", 100.0, "Hz of the control loop (trajectory sampling, hardware read/write, goal "
@@ -784,9 +786,11 @@ class ControllerNode(ContainedNode):
             current = todo.pop()
             touch.append(current)
             todo += [j.child for j in self.robot.child_joints(current)]
-        msg = AttachedCollisionObject(link_name=link, touch_links=touch if add else [])
+        prefix = str(self._param("frame_prefix"))
+        msg = AttachedCollisionObject(link_name=prefix + link,
+                                      touch_links=[prefix + t for t in touch] if add else [])
         msg.object.id = grip.holding
-        msg.object.header.frame_id = link
+        msg.object.header.frame_id = prefix + link
         msg.object.header.stamp = self.get_clock().now().to_msg()
         msg.object.operation = CollisionObject.ADD if add else CollisionObject.REMOVE
         self.attach_pub.publish(msg)

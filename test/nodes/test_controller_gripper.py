@@ -50,8 +50,10 @@ def embedded_robot(box: bool, static: bool = False) -> Robot:
 
 @pytest.fixture
 def gripper(request):
-    box, static = request.param if isinstance(request.param, tuple) else (request.param, False)
-    h = Harness(embedded_robot(box=box, static=static), state_rate=50.0)
+    box, static, prefix = (request.param + ("",))[:3] if isinstance(request.param, tuple) else \
+        (request.param, False, "")
+    h = Harness(embedded_robot(box=box, static=static), state_rate=50.0, frame_prefix=prefix)
+    h.prefix = prefix
     clients = []
 
     def command(position, max_effort=0.0):
@@ -95,11 +97,13 @@ def test_closing_on_a_world_object_stalls(gripper):
     assert min(positions) >= BOX_HALF_WIDTH - contact - 1e-9  # never through the box
 
 
-@pytest.mark.parametrize("gripper", [(True, False), (True, True)], indirect=True, ids=["dynamic", "static"])
+@pytest.mark.parametrize("gripper", [(True, False), (True, True), (True, False, "r1/")], indirect=True,
+                         ids=["dynamic", "static", "frame_prefix"])
 def test_fingers_stalled_on_a_movable_body_attach_it_at_world_node_and_opening_detaches(gripper):
     """world_node owns what the gripper holds: the controller says it on world_node/attach (ADD on the
     gripper joint's parent link, the fingers as touch links; REMOVE when opening).  A body of static links
-    only (OpenRAVE type="static", a table) stops the fingers but is not carried."""
+    only (OpenRAVE type="static", a table) stops the fingers but is not carried.  Links are named as on TF
+    (with the bridge's frame_prefix, as world_node looks them up)."""
     from moveit_msgs.msg import AttachedCollisionObject, CollisionObject
 
     h = gripper
@@ -118,9 +122,11 @@ def test_fingers_stalled_on_a_movable_body_attach_it_at_world_node_and_opening_d
         return
     h.wait_for(lambda: len(h.snapshot(said)) >= 2, 30.0, "ADD and REMOVE on world_node/attach")
     add, remove = h.snapshot(said)
+    p = h.prefix
     assert (add.object.id, add.object.operation, add.link_name) == ("grasp_box", CollisionObject.ADD,
-                                                                     "gripper_base")
-    assert set(add.touch_links) == {"gripper_base", "finger_left", "finger_right"}
+                                                                     p + "gripper_base")
+    assert add.object.header.frame_id == p + "gripper_base"
+    assert set(add.touch_links) == {p + "gripper_base", p + "finger_left", p + "finger_right"}
     assert (remove.object.id, remove.object.operation) == ("grasp_box", CollisionObject.REMOVE)
 
 

@@ -117,7 +117,8 @@ def test_every_frame_name_and_path_parameter_is_checked():
     frames = {(node, p.name) for node, schema in SCHEMAS.items() for p in schema if p.string == "frame"}
     assert frames == {("description_node", "frame_prefix"), ("description_node", "world_frame"),
                       ("description_node", "environment_prefix"), ("world_node", "frame_prefix"),
-                      ("world_node", "world_frame"), ("sensor_bridge", "frame_prefix")}
+                      ("world_node", "world_frame"), ("sensor_bridge", "frame_prefix"),
+                      ("controller_node", "frame_prefix")}
     for node, schema in SCHEMAS.items():
         for p in schema:
             if p.name.endswith(("_topic", "_namespace")) or p.name == "controllers":
