@@ -139,7 +139,7 @@ def to_pose(m: np.ndarray) -> Pose:
     return p
 
 
-def wait_until(predicate, action=None, timeout: float = 30.0) -> bool:
+def wait_until(predicate, action=None, timeout: float = 60.0) -> bool:
     """Poll ``predicate``, doing ``action`` (e.g. publish) each round; the deadline only guards hangs."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
