@@ -72,8 +72,9 @@ from ..world.objects import MAX_BODIES, MAX_DETECTIONS
 
 RELOADS = "re-reads the mapping when set; refused (old mapping kept) if it does not load"
 PARAMETERS = params.schema(
-    Param("objects_file", "", "Object mapping YAML: detection class ids -> body files (see docs/nodes.md); "
-                              "empty: wait for a parameter change", rule_text=RELOADS, string="text",
+    Param("objects_file", "", "Object mapping YAML: detection class ids -> body files (see "
+                              "docs/world_node.md); empty: wait for a parameter change", rule_text=RELOADS,
+          string="text",
           confined=True),
     Param("search_path", params.STRING_ARRAY, "Directories searched for the body files' includes and "
                                               "meshes (before $OPENRAVE_DATA)", rule_text=RELOADS,

@@ -375,7 +375,8 @@ def _markdown_value(param: Param) -> str:
 
 
 def markdown_table(params: Iterable[Param], prefix: str = "") -> str:
-    """The docs/nodes.md table of a schema (``python -m robot_bridge.ros.params`` prints every node's)."""
+    """The markdown table of a schema (the node pages in docs/:
+    :mod:`robot_bridge.nodes.parameter_tables`)."""
     rows = ["| name | default | constraints | meaning |", "|---|---|---|---|"]
     for p in params:
         limits = [f"[{p.range[0]}, {p.range[1]}]"] if p.range is not None and not p.is_array else []

@@ -297,7 +297,7 @@ def test_each_sensor_declares_only_what_its_type_reads(bridge):
     assert {"mode", "rate", "noise_std", "angle_increment", "rep117"} <= laser
     assert {"gyro_bias", "accel_noise_std", "orientation_covariance"} <= imu and "encoding" not in imu
     assert {"encoding", "width", "height", "depth_topic"} <= camera and "gyro_bias" not in camera
-    # the docs/nodes.md table still lists every sensor parameter: each declared by some type
+    # the docs/sensor_bridge_node.md table still lists every sensor parameter: each declared by some type
     from robot_bridge.nodes import sensor_bridge
 
     assert {p.name for p in sensor_bridge.SENSOR_PARAMETERS} == laser | imu | camera | {"input_info_topic"} \

@@ -58,14 +58,24 @@ def test_bare_tuples_become_params():
 
 
 def test_docs_parameter_tables_match_the_schemas():
+    """Each node's page carries its own tables (and no other page any), as the schemas generate them."""
+    import re
     from pathlib import Path
 
-    page = (Path(__file__).resolve().parents[2] / "docs" / "nodes.md").read_text()
-    assert page.count("<!-- parameters: ") == 5
-    from robot_bridge.nodes.parameter_tables import update_readme
+    from robot_bridge.nodes.parameter_tables import PAGES, tables, update_page
 
-    assert update_readme(page) == page, \
-        "docs/nodes.md parameter tables are stale: python -m robot_bridge.nodes.parameter_tables"
+    root = Path(__file__).resolve().parents[2]
+    found = {}
+    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        keys = tuple(re.findall(r"<!-- parameters: (\S+) -->", page.read_text(encoding="utf-8")))
+        if keys:
+            found[page.relative_to(root).as_posix()] = keys
+    assert found == PAGES
+    assert sorted(k for keys in PAGES.values() for k in keys) == sorted(tables())
+    for name in PAGES:
+        page = (root / name).read_text(encoding="utf-8")
+        assert update_page(page) == page, \
+            f"{name}: parameter tables are stale: python -m robot_bridge.nodes.parameter_tables"
 
 
 def test_the_schema_module_knows_no_node():
