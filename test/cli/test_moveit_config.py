@@ -145,7 +145,11 @@ def test_corpus_openrave_robot(openrave_data, tmp_path):
     manager = check_names_match(files, running)
     arm = manager["controller_node/arm"]["joints"]
     assert len(arm) == 7 and not set(arm) & {"JF1", "JF2", "JF3", "JF4"}
-    assert manager["controller_node"]["type"] == "GripperCommand"
+    # the one manipulator's gripper: its first gripper joint (barrettwam.robot.xml <joints>JF1 JF2 JF3 JF4)
+    assert manager["controller_node"] == {"type": "GripperCommand", "action_ns": "gripper_cmd",
+                                          "default": True, "joints": ["JF1"]}
+    assert [n for n, e in manager.items() if isinstance(e, dict) and e.get("type") == "GripperCommand"] == \
+        ["controller_node"]
     # generated semantics: the arm chain ends at the tool link
     assert files["semantics"].groups["arm"].chains == [("wam0", "arm_tool")]
     assert {s.name for s in files["semantics"].group_states if s.group == "arm"} == {"home"}
