@@ -145,7 +145,11 @@ def test_corpus_openrave_robot(openrave_data, tmp_path):
     manager = check_names_match(files, running)
     arm = manager["controller_node/arm"]["joints"]
     assert len(arm) == 7 and not set(arm) & {"JF1", "JF2", "JF3", "JF4"}
-    assert manager["controller_node"]["type"] == "GripperCommand"
+    # the one manipulator's gripper: its first gripper joint (barrettwam.robot.xml <joints>JF1 JF2 JF3 JF4)
+    assert manager["controller_node"] == {"type": "GripperCommand", "action_ns": "gripper_cmd",
+                                          "default": True, "joints": ["JF1"]}
+    assert [n for n, e in manager.items() if isinstance(e, dict) and e.get("type") == "GripperCommand"] == \
+        ["controller_node"]
     # generated semantics: the arm chain ends at the tool link
     assert files["semantics"].groups["arm"].chains == [("wam0", "arm_tool")]
     assert {s.name for s in files["semantics"].group_states if s.group == "arm"} == {"home"}
@@ -214,7 +218,10 @@ def test_nothing_to_plan_for_exits_nonzero_with_the_reason(corpus, tmp_path, cap
 
 
 def corpus_robot_files(corpus: Path) -> list[Path]:
-    return sorted(p for pattern in ("*.robot.xml", "*.urdf", "*.zae") for p in corpus.rglob(pattern))
+    """Every robot description of the corpus: OpenRAVE robots and environments (a whole scene read as one
+    robot), URDF, COLLADA (mesh-only .dae documents do not read: skipped as broken) and zipped COLLADA."""
+    return sorted(p for pattern in ("*.robot.xml", "*.env.xml", "*.urdf", "*.dae", "*.zae")
+                  for p in corpus.rglob(pattern))
 
 
 @pytest.mark.timeout(900)
@@ -248,11 +255,18 @@ def test_every_corpus_robot_gets_groups_controllers_and_kinematics(corpus):
         assert arms and all(e["joints"] and set(e["joints"]) <= set(driven) - gripper
                             for e in arms.values()), path
         assert {n.split("/", 1)[1] for n in arms} <= set(plan.semantics.groups), path
-        served_grippers = sorted(e["joints"][0] for e in controllers.values()
-                                 if e["type"] == "GripperCommand")
-        expected = sorted(m.gripper_joints[0] for m in robot.manipulators.values()
-                          if m.gripper_joints and m.gripper_joints[0] in driven)
-        assert served_grippers[:len(expected)] == expected or set(expected) <= set(served_grippers), path
+        # one GripperCommand per manipulator whose first gripper joint is driven, on that joint: named
+        # controller_node alone, else controller_node/<manipulator>_gripper (no SRDF: nothing else is one)
+        grippers = {n: e for n, e in controllers.items() if e["type"] == "GripperCommand"}
+        expected = {m.name: m.gripper_joints[0] for m in robot.manipulators.values()
+                    if m.gripper_joints and m.gripper_joints[0] in driven}
+        if robot.semantics is None:
+            names = {m: "controller_node" if len(expected) == 1 else f"controller_node/{m}_gripper"
+                     for m in expected}
+            assert grippers == {names[m]: {"type": "GripperCommand", "action_ns": "gripper_cmd",
+                                           "default": True, "joints": [j]} for m, j in expected.items()}, path
+        else:
+            assert {e["joints"][0] for e in grippers.values()} >= set(expected.values()), path
         if not robot.manipulators and robot.semantics is None:
             assert any("longest serial chain" in g for g in plan.guesses), path
         planned.append(path.name)

@@ -418,23 +418,35 @@ def reachable_grasp():
 def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
     from geometry_msgs.msg import PoseStamped
     from moveit_msgs.action import Pickup, Place
-    from moveit_msgs.msg import Grasp, PlaceLocation
+    from moveit_msgs.msg import AttachedCollisionObject, CollisionObject, Grasp, PlaceLocation
     from tf2_msgs.msg import TFMessage
 
     from robot_bridge.ros import qos
+    from robot_bridge.ros.planning_scene import moveit_qos
     from robot_bridge.ros.tf import matrix as tf_matrix
 
     client = bridge
     node = client.node
     tf_lock = threading.Lock()
     ball_tf: list = []
+    held: list = []                # /attached_collision_object as MoveIt's planning scene monitor reads it
 
     def on_tf(msg):
         with tf_lock:
             ball_tf.extend((t.header.frame_id, tf_matrix(t)) for t in msg.transforms
                            if t.child_frame_id == "ball_0")
 
+    def on_attached(msg):
+        with tf_lock:
+            if msg.object.id == "ball_0":
+                held.append(msg)
+
+    def attached_ops() -> list:
+        with tf_lock:
+            return [m.object.operation for m in held]
+
     node.create_subscription(TFMessage, "/tf", on_tf, qos.tf_qos())
+    node.create_subscription(AttachedCollisionObject, "/attached_collision_object", on_attached, moveit_qos())
     move_to(client, START)
     ball = np.eye(4)
     ball[:3, 3] = BALL_AT
@@ -479,6 +491,13 @@ def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
         offset = ball_tf[-1][1]
     carried = pin_frame(client.checker, client.state(), gripper.link) @ offset
     assert np.linalg.norm(carried[:3, 3] - (np.array(BALL_AT) + [0.0, 0.0, 0.05])) < 0.01, carried[:3, 3]
+    # MoveIt is told once (the planner's attach and the sim gripper's are one grasp): the ball on the
+    # gripper link, free to touch that link and every link below it (the fingers, from the robot file)
+    assert wait_until(lambda: attached_ops(), timeout=30.0), "no AttachedCollisionObject"
+    assert attached_ops() == [CollisionObject.ADD]
+    [add] = held
+    assert add.link_name == gripper.link
+    assert sorted(add.touch_links) == sorted(link_subtree(scenes.embedded_robot(), gripper.link))
 
     # place it back 1 cm higher: detached, world_node's TF puts it in the world where it was put down
     location = PlaceLocation(id="back")
@@ -500,6 +519,17 @@ def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
     with tf_lock:
         down = ball_tf[-1][1]
     assert np.linalg.norm(down[:3, 3] - placed[:3, 3]) < 0.01, down[:3, 3]
+    # and MoveIt is told once that it is released
+    assert wait_until(lambda: len(attached_ops()) >= 2, timeout=30.0), "no detach"
+    assert attached_ops() == [CollisionObject.ADD, CollisionObject.REMOVE]
+
+
+def link_subtree(robot, link: str) -> list[str]:
+    """``link`` and every link below it, from the robot file's joints."""
+    out = [link]
+    for joint in robot.child_joints(link):
+        out += link_subtree(robot, joint.child)
+    return out
 
 
 def test_pickup_by_the_class_handle_of_a_detection(bridge):

@@ -355,3 +355,64 @@ def test_an_attach_and_a_detach_take_the_link_at_their_stamp_not_the_latest_tf(d
         np.testing.assert_allclose(put_down, make(np.eye(3), (0.5, 0.0, 0.0)) @ ball, atol=1e-9)
     finally:
         stop_all(procs)
+
+
+def link_subtree(robot, link: str) -> list[str]:
+    """``link`` and every link below it (the gripper's fingers), from the robot file's joints."""
+    out = [link]
+    for joint in robot.child_joints(link):
+        out += link_subtree(robot, joint.child)
+    return out
+
+
+@pytest.mark.timeout(180)
+def test_the_planners_attach_message_attaches_with_its_link_and_touch_links(detector_node):
+    """The AttachedCollisionObject planner_node sends on a Pickup / Place (``PlannerNode.publish_attached``,
+    its own code on a stand-in node: the planner node's model build is slow), on its own -- without the sim
+    gripper's, which world_node would take first -- reaches MoveIt as one ADD on the gripper link with the
+    gripper's links as touch links, and one REMOVE."""
+    from types import SimpleNamespace
+
+    from robot_bridge.nodes.planner import PlannerNode, attached_qos
+
+    procs = [start("description", f"description_file:={WORLD}"), start("world", f"description_file:={WORLD}")]
+    try:
+        obs, rec = Observer(detector_node), MoveItRecorder(detector_node)
+        assert wait_until(lambda: "ball" in rec.current(), obs.publish_joints, timeout=60.0)
+        ball = pose_of(rec.current()["ball"].pose)
+        pub = detector_node.create_publisher(AttachedCollisionObject, "/world_node/attach", attached_qos())
+        planner = SimpleNamespace(frame_prefix="", attached_pub=pub, get_clock=detector_node.get_clock)
+        assert wait_until(lambda: pub.get_subscription_count() > 0, obs.publish_joints, timeout=60.0)
+        touch = link_subtree(load(WORLD), "gripper_base")
+        assert set(touch) == {"gripper_base", "finger_left", "finger_right"}
+
+        PlannerNode.publish_attached(planner, "ball", "gripper_base", touch, True)
+        # its stamp is now: world_node takes the link's TF at it (the joint states keep /tf coming)
+        assert wait_until(lambda: rec.attached("ball"), obs.publish_joints, timeout=60.0), \
+            "no AttachedCollisionObject"
+        add = rec.attached("ball")[0]
+        assert add.object.operation == CollisionObject.ADD and add.object.id == "ball"
+        assert add.link_name == "gripper_base" and add.object.header.frame_id == "gripper_base"
+        assert sorted(add.touch_links) == sorted(touch)
+
+        PlannerNode.publish_attached(planner, "ball", "gripper_base", [], False)
+        assert wait_until(lambda: rec.attached("ball")[-1].object.operation == CollisionObject.REMOVE,
+                          obs.publish_joints, timeout=60.0), "no detach"
+        # (the ADD may come again before it: world_node's republish for the recorder's subscriptions, if
+        # they matched late, sends what is held -- the same message)
+        ops = [m.object.operation for m in rec.attached("ball")]
+        assert ops[-1] == CollisionObject.REMOVE and ops.count(CollisionObject.REMOVE) == 1, ops
+        assert all((m.link_name, sorted(m.touch_links)) == ("gripper_base", sorted(touch))
+                   for m in rec.attached("ball")[:-1])
+        assert rec.attached("ball")[-1].link_name == "gripper_base"
+        # the arm did not move: put down where it was, sent again to MoveIt's world
+        def put_downs() -> list:
+            remove = rec.attached("ball")[-1]
+            with rec.lock:
+                after = rec.messages[rec.messages.index(remove) + 1:]
+            return [m for m in after if isinstance(m, CollisionObject) and m.id == "ball"
+                    and m.operation == CollisionObject.ADD]
+        assert wait_until(put_downs, timeout=60.0), "no put-down"
+        np.testing.assert_allclose(pose_of(put_downs()[0].pose), ball, atol=1e-6)
+    finally:
+        stop_all(procs)

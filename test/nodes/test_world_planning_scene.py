@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+import trimesh
 
 pytest.importorskip("moveit_msgs.msg")
 
@@ -20,16 +21,22 @@ from moveit_msgs.msg import CollisionObject, PlanningScene  # noqa: E402
 from shape_msgs.msg import SolidPrimitive  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from robot_bridge.model.transform import from_quat_xyzw  # noqa: E402
+from robot_bridge.model.transform import from_quat_xyzw, from_rpy  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 from robot_bridge.ros.planning_scene import moveit_qos  # noqa: E402
 from robot_bridge.ros.tf import matrix as tf_matrix  # noqa: E402
 import test_world  # noqa: E402
-from test_world import CAMERA_LOCAL, DATA, WORLD, Observer, expected_camera_pose, start, stop, wait_until  # noqa: E402
+from test_world import (CAMERA_LOCAL, DATA, TIMEOUT, WORLD, Observer, expected_camera_pose, start, stop,  # noqa: E402
+                        wait_until)
+from robot_bridge.model.transform import make  # noqa: E402
 
 detector_node = test_world.detector_node          # the fixture: the test's node in its own context
 
+STARTUP = 90.0           # s: description_node and world_node start on loaded cores (a guard against hangs)
 CAN_RGBA = (0.8, 0.1, 0.1, 1.0)          # can.kinbody.xml diffuseColor, opaque
+CRATE_EXTENTS = (0.2, 0.1, 0.4)          # the crate: a mesh box (trimesh), its geom 20 cm up the body's z
+CRATE_GEOM = make(translation=(0.0, 0.0, 0.2))
+CRATE_LOCAL = make(from_rpy((0.0, 0.1, 0.4)), (-0.1, 0.05, 0.6))      # the crate in the optical frame
 
 
 def pose_of(msg_pose) -> np.ndarray:
@@ -92,12 +99,19 @@ class SceneRecorder:
 
 
 def run_bridge(tmp_path, timeout: float):
+    trimesh.creation.box(extents=CRATE_EXTENTS).export(tmp_path / "crate.stl")
+    x, y, z = CRATE_GEOM[:3, 3]
+    (tmp_path / "crate.kinbody.xml").write_text(
+        '<KinBody name="crate"><Body name="crate" type="dynamic"><Geom type="trimesh"><data>crate.stl</data>'
+        f'<translation>{x} {y} {z}</translation><diffuseColor>0.2 0.6 0.2</diffuseColor></Geom></Body>'
+        '</KinBody>')
     mapping = tmp_path / "objects.yaml"
     mapping.write_text(f"""
 defaults: {{timeout: {timeout}, jitter: 0.005, jitter_angle: 0.02, match_distance: 0.15}}
 classes:
   can: {{file: {DATA / 'objects' / 'can.kinbody.xml'}}}
   block: {{file: {DATA / 'objects' / 'block.kinbody.xml'}, static: true}}
+  crate: {{file: {tmp_path / 'crate.kinbody.xml'}}}
 """)
     return [start("description", f"description_file:={WORLD}"),
             start("world", f"objects_file:={mapping}", "publish_rate:=20.0")]
@@ -110,20 +124,22 @@ def stop_all(procs) -> None:
     print(*outputs, sep="\n")                 # shown when the test fails
 
 
-@pytest.mark.timeout(120)
-def test_detection_becomes_add_with_pose_and_shape_within_100ms_of_its_tf_and_expiry_a_remove(
+@pytest.mark.timeout(240)
+def test_detection_becomes_add_with_pose_and_shape_within_100ms_of_its_tf_a_move_a_move_and_expiry_a_remove(
         tmp_path, detector_node):
-    procs = run_bridge(tmp_path, timeout=1.0)
+    procs = run_bridge(tmp_path, timeout=TIMEOUT)
     try:
         obs, rec = Observer(detector_node), SceneRecorder(detector_node)
         camera = expected_camera_pose()
 
         def publish():
             obs.publish_joints()
-            obs.detect(("can", CAMERA_LOCAL, "wrist_camera_optical_frame"))
+            obs.detect(("can", CAMERA_LOCAL, "wrist_camera_optical_frame"),
+                       ("crate", CRATE_LOCAL, "wrist_camera_optical_frame"))
 
-        assert wait_until(lambda: rec.ops("can_0", CollisionObject.ADD) and rec.first_tf("can_0"), publish), \
-            "no ADD of can_0 on /collision_object"
+        assert wait_until(lambda: rec.ops("can_0", CollisionObject.ADD) and rec.first_tf("can_0") and
+                          rec.ops("crate_0", CollisionObject.ADD), publish, timeout=STARTUP), \
+            "no ADD of can_0 and crate_0 on /collision_object"
         _, add = rec.ops("can_0", CollisionObject.ADD)[0]
         _, tf_stamp, _, tf_pose = rec.first_tf("can_0")
         # world_node publishes the body's /tf and its ADD in one callback: their stamps (world_node's clock,
@@ -146,7 +162,31 @@ def test_detection_becomes_add_with_pose_and_shape_within_100ms_of_its_tf_and_ex
         assert wait_until(lambda: "can_0" in rec.colors())
         assert rec.colors()["can_0"] == pytest.approx(CAN_RGBA)
 
-        # no more detections: the can expires (timeout 1 s) and MoveIt is told to remove it: the last word
+        # a body from a mesh: the ADD carries the mesh itself (12 triangles of the box, its extents as
+        # written), posed where the body file puts the geom; no primitives
+        [(_, crate)] = rec.ops("crate_0", CollisionObject.ADD)
+        assert crate.header.frame_id == "world" and not crate.primitives
+        np.testing.assert_allclose(pose_of(crate.pose), camera @ CRATE_LOCAL, rtol=0, atol=1e-6)
+        assert len(crate.meshes) == 1 and len(crate.mesh_poses) == 1
+        mesh = crate.meshes[0]
+        assert len(mesh.triangles) == 12
+        vertices = np.array([(v.x, v.y, v.z) for v in mesh.vertices])
+        corners = np.array([t.vertex_indices for t in mesh.triangles])
+        assert corners.min() >= 0 and corners.max() < len(vertices)
+        np.testing.assert_allclose(vertices.max(axis=0) - vertices.min(axis=0), CRATE_EXTENTS, atol=1e-6)
+        np.testing.assert_allclose((vertices.max(axis=0) + vertices.min(axis=0)) / 2, 0.0, atol=1e-6)
+        np.testing.assert_allclose(pose_of(crate.mesh_poses[0]), CRATE_GEOM, rtol=0, atol=1e-9)
+        assert wait_until(lambda: "crate_0" in rec.colors())
+        assert rec.colors()["crate_0"] == pytest.approx((0.2, 0.6, 0.2, 1.0))
+
+        # the can seen again 8 mm away (beyond the 5 mm jitter): one MOVE with the new pose and, as
+        # MoveIt's MOVE, no shapes; the crate, seen where it was, does not move
+        moved_8mm = make(translation=(0.0, 0.008, 0.0)) @ CAMERA_LOCAL
+        assert wait_until(lambda: rec.ops("can_0", CollisionObject.MOVE), lambda: obs.detect(
+            ("can", moved_8mm, "wrist_camera_optical_frame"),
+            ("crate", CRATE_LOCAL, "wrist_camera_optical_frame"))), "no MOVE of can_0"
+
+        # no more detections: the can expires and MoveIt is told to remove it: the last word
         # on can_0 is a REMOVE, and world_node's own document agrees
         def last_is_remove():
             with rec.lock:
@@ -155,11 +195,23 @@ def test_detection_becomes_add_with_pose_and_shape_within_100ms_of_its_tf_and_ex
         assert wait_until(last_is_remove, timeout=30.0), "no REMOVE"
         _, remove = rec.ops("can_0", CollisionObject.REMOVE)[-1]
         assert remove.header.frame_id == "world" and not remove.primitives
+        # by then every message on can_0 is in: exactly one MOVE, to the new pose, between ADD and REMOVE
+        # (an ADD may come twice: a republish for the recorder's subscriptions matching late)
+        with rec.lock:
+            ops = [m.operation for _, m in rec.objects if m.id == "can_0"]
+        assert ops[0] == CollisionObject.ADD, ops
+        not_add = [o for o in ops if o != CollisionObject.ADD]
+        assert not_add == [CollisionObject.MOVE, CollisionObject.REMOVE], ops
+        [(_, move)] = rec.ops("can_0", CollisionObject.MOVE)
+        assert move.header.frame_id == "world"
+        np.testing.assert_allclose(pose_of(move.pose), camera @ moved_8mm, rtol=0, atol=1e-6)
+        assert not move.primitives and not move.primitive_poses and not move.meshes and not move.mesh_poses
+        assert not rec.ops("crate_0", CollisionObject.MOVE)
     finally:
         stop_all(procs)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)
 def test_a_late_subscriber_with_moveit_qos_gets_every_current_body(tmp_path, detector_node):
     """Bodies added before a subscription existed reach it when it joins (volatile: nothing is latched)."""
     import rclpy
@@ -175,11 +227,13 @@ def test_a_late_subscriber_with_moveit_qos_gets_every_current_body(tmp_path, det
         def publish():
             obs.publish_joints()
             obs.detect(("can", CAMERA_LOCAL, "wrist_camera_optical_frame"),
-                       ("block", block_local, "wrist_camera_optical_frame"))
+                       ("block", block_local, "wrist_camera_optical_frame"),
+                       ("crate", CRATE_LOCAL, "wrist_camera_optical_frame"))
 
         assert wait_until(lambda: rec.ops("can_0", CollisionObject.ADD) and
-                          rec.ops("block_0", CollisionObject.ADD), publish)
-        assert wait_until(lambda: {"can_0", "block_0"} <= set(obs.latest_objects()))
+                          rec.ops("block_0", CollisionObject.ADD) and rec.ops("crate_0", CollisionObject.ADD),
+                          publish, timeout=STARTUP)
+        assert wait_until(lambda: {"can_0", "block_0", "crate_0"} <= set(obs.latest_objects()))
         current = set(obs.latest_objects())
 
         # a new process-like participant (own context) joins late, as move_group would
@@ -202,6 +256,7 @@ def test_a_late_subscriber_with_moveit_qos_gets_every_current_body(tmp_path, det
         with late.lock:
             adds = {m.id: m for _, m in late.objects if m.operation == CollisionObject.ADD}
         assert adds["can_0"].primitives and adds["block_0"].primitives
+        assert len(adds["crate_0"].meshes) == 1 and len(adds["crate_0"].meshes[0].triangles) == 12
         np.testing.assert_allclose(pose_of(adds["can_0"].pose), expected_camera_pose() @ CAMERA_LOCAL,
                                    rtol=0, atol=1e-6)
         assert wait_until(lambda: {"can_0", "block_0"} <= set(late.colors()), spin_once)
