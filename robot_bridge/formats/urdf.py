@@ -70,6 +70,7 @@ class _Ctx:
         self.search_path = search_path
         self.roots = roots
         self.mesh_paths: dict[str, Optional[str]] = {}     # uri -> resolved path: each uri looked up once
+        self.packages: dict = {}                            # package -> its folders (resolve_uri)
 
     def error(self, cls, message: str, el) -> DescriptionError:
         return cls(message, file=self.file, line=el.sourceline if el is not None else None,
@@ -126,26 +127,25 @@ def _origin(ctx: _Ctx, el) -> np.ndarray:
 
 def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Optional[AllowedRoots] = None,
                 file: Optional[str] = None, line: Optional[int] = None,
-                element: Optional[str] = None) -> Optional[str]:
+                element: Optional[str] = None, packages: Optional[dict] = None) -> Optional[str]:
     """Absolute path for a mesh ``uri`` (package://, file://, relative or absolute), or None.
-    With ``allowed``, only files inside those roots are probed (UnsafeInputError if none could be)."""
+    With ``allowed``, only files inside those roots are probed (UnsafeInputError if none could be).
+    ``packages``: a dict kept for one load (same ``base_dir`` and ``allowed``), where each package's
+    folders are looked up once rather than for every URI naming it."""
     candidates: list[Path] = []
     if uri.startswith("package://"):
         pkg, _, rest = uri[len("package://"):].partition("/")
         candidates += [Path(r) / pkg / rest for r in search_path]
-        share = package_share(pkg)       # only where the package exists; its share folder is trusted
+        found = packages.get(pkg) if packages is not None else None
+        if found is None:
+            found = _package_folders(pkg, base_dir, allowed)
+            if packages is not None:
+                packages[pkg] = found
+        share, own, allowed = found
         if share is not None:
             candidates.append(share / rest)
-            if allowed is not None:
-                allowed = AllowedRoots([*allowed.roots, share])
-        for ancestor in [base_dir, *base_dir.parents]:          # the package the file lives in
-            if allowed is not None and not allowed.contains(ancestor):
-                break
-            xml = ancestor / "package.xml"
-            named = xml.is_file() and f"<name>{pkg}</name>" in _package_xml(xml).decode(errors="replace")
-            if ancestor.name.replace("-", "_") == pkg.replace("-", "_") or named:
-                candidates.append(ancestor / rest)
-                break
+        if own is not None:
+            candidates.append(own / rest)
     elif uri.startswith("file://"):
         candidates.append(Path(uri[len("file://"):]))
     elif "://" not in uri:
@@ -158,6 +158,24 @@ def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Opti
         if c.is_file():
             return str(c.resolve())
     return None
+
+
+def _package_folders(pkg: str, base_dir: Path, allowed: Optional[AllowedRoots]
+                     ) -> tuple[Optional[Path], Optional[Path], Optional[AllowedRoots]]:
+    """(share folder, the folder above ``base_dir`` that is package ``pkg``, the allowed roots widened by
+    the share folder) of a ``package://pkg/`` URI: the share folder only where the package exists (and
+    then trusted); the file's own package by folder name or its package.xml's <name>."""
+    share = package_share(pkg)
+    if share is not None and allowed is not None:
+        allowed = AllowedRoots([*allowed.roots, share])
+    for ancestor in [base_dir, *base_dir.parents]:          # the package the file lives in
+        if allowed is not None and not allowed.contains(ancestor):
+            break
+        xml = ancestor / "package.xml"
+        named = xml.is_file() and f"<name>{pkg}</name>" in _package_xml(xml).decode(errors="replace")
+        if ancestor.name.replace("-", "_") == pkg.replace("-", "_") or named:
+            return share, ancestor, allowed
+    return share, None, allowed
 
 
 def _package_xml(xml: Path) -> bytes:
@@ -211,7 +229,7 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
             path = ctx.mesh_paths[uri]
         else:
             path = ctx.mesh_paths[uri] = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file,
-                                                     s.sourceline, xmlsafe.element_path(s))
+                                                     s.sourceline, xmlsafe.element_path(s), ctx.packages)
         if path is None:
             robot.warn(f"mesh {uri!r} not found")
             if uri not in robot.missing_meshes:
