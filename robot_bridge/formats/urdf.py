@@ -40,6 +40,7 @@ _SRDF_TAGS = ("group", "group_state", "virtual_joint", "disable_collisions", "en
               "gripper", "contact")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ZERO3 = (0.0, 0.0, 0.0)
+_EYE4 = np.eye(4)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -70,23 +71,32 @@ class _Ctx:
         self.search_path = search_path
         self.roots = roots
         self.mesh_paths: dict[str, Optional[str]] = {}     # uri -> resolved path: each uri looked up once
+        self.packages: dict = {}                            # package -> its folders (resolve_uri)
+        self.parsed: dict[str, tuple[float, ...]] = {}      # attribute text -> its finite numbers
 
     def error(self, cls, message: str, el) -> DescriptionError:
         return cls(message, file=self.file, line=el.sourceline if el is not None else None,
                    element=xmlsafe.element_path(el) if el is not None else None)
 
-    def values(self, el, attr: str, n: int, default=None) -> list[float]:
-        """The ``n`` finite numbers of attribute ``attr`` as a list (``default`` when it is absent)."""
+    def values(self, el, attr: str, n: int, default=None) -> tuple[float, ...]:
+        """The ``n`` finite numbers of attribute ``attr`` (``default`` when it is absent).  Each distinct
+        text is parsed once per load (``0 0 0`` and the like recur hundreds of times)."""
         text = el.get(attr)
         if text is None:
             if default is None:
                 raise self.error(SchemaError, f"missing attribute {attr!r}", el)
-            return [float(v) for v in default]
-        try:
-            values = [float(v) for v in text.split()]
-        except ValueError:
-            raise self.error(SchemaError, f"attribute {attr}={text!r}: expected {n} numbers", el) from None
-        if len(values) != n or not all(map(math.isfinite, values)):
+            return tuple(float(v) for v in default)
+        values = self.parsed.get(text)
+        if values is None:
+            try:
+                values = tuple([float(v) for v in text.split()])
+            except ValueError:
+                raise self.error(SchemaError, f"attribute {attr}={text!r}: expected {n} numbers",
+                                 el) from None
+            if not all(map(math.isfinite, values)):
+                raise self.error(SchemaError, f"attribute {attr}={text!r}: expected {n} finite numbers", el)
+            self.parsed[text] = values
+        if len(values) != n:
             raise self.error(SchemaError, f"attribute {attr}={text!r}: expected {n} finite numbers", el)
         return values
 
@@ -112,9 +122,22 @@ def _child(el, tag: str):
     return next(el.iterchildren("{*}" + tag), None)
 
 
-def _origin(ctx: _Ctx, el) -> np.ndarray:
-    t = np.eye(4)
-    o = _child(el, "origin")
+def _first_children(el) -> dict:
+    """Local name -> the first child element of that name (in any or no namespace), in one pass over
+    the children: an element's children are looked up by name many times."""
+    kids = {}
+    for c in el:
+        tag = c.tag
+        if isinstance(tag, str):
+            name = tag.rpartition("}")[2]
+            if name not in kids:
+                kids[name] = c
+    return kids
+
+
+def _origin(ctx: _Ctx, el, kids: Optional[dict] = None) -> np.ndarray:
+    t = _EYE4.copy()
+    o = _child(el, "origin") if kids is None else kids.get("origin")
     if o is None:
         return t
     rpy = ctx.values(o, "rpy", 3, _ZERO3)
@@ -126,26 +149,25 @@ def _origin(ctx: _Ctx, el) -> np.ndarray:
 
 def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Optional[AllowedRoots] = None,
                 file: Optional[str] = None, line: Optional[int] = None,
-                element: Optional[str] = None) -> Optional[str]:
+                element: Optional[str] = None, packages: Optional[dict] = None) -> Optional[str]:
     """Absolute path for a mesh ``uri`` (package://, file://, relative or absolute), or None.
-    With ``allowed``, only files inside those roots are probed (UnsafeInputError if none could be)."""
+    With ``allowed``, only files inside those roots are probed (UnsafeInputError if none could be).
+    ``packages``: a dict kept for one load (same ``base_dir`` and ``allowed``), where each package's
+    folders are looked up once rather than for every URI naming it."""
     candidates: list[Path] = []
     if uri.startswith("package://"):
         pkg, _, rest = uri[len("package://"):].partition("/")
         candidates += [Path(r) / pkg / rest for r in search_path]
-        share = package_share(pkg)       # only where the package exists; its share folder is trusted
+        found = packages.get(pkg) if packages is not None else None
+        if found is None:
+            found = _package_folders(pkg, base_dir, allowed)
+            if packages is not None:
+                packages[pkg] = found
+        share, own, allowed = found
         if share is not None:
             candidates.append(share / rest)
-            if allowed is not None:
-                allowed = AllowedRoots([*allowed.roots, share])
-        for ancestor in [base_dir, *base_dir.parents]:          # the package the file lives in
-            if allowed is not None and not allowed.contains(ancestor):
-                break
-            xml = ancestor / "package.xml"
-            named = xml.is_file() and f"<name>{pkg}</name>" in _package_xml(xml).decode(errors="replace")
-            if ancestor.name.replace("-", "_") == pkg.replace("-", "_") or named:
-                candidates.append(ancestor / rest)
-                break
+        if own is not None:
+            candidates.append(own / rest)
     elif uri.startswith("file://"):
         candidates.append(Path(uri[len("file://"):]))
     elif "://" not in uri:
@@ -158,6 +180,24 @@ def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Opti
         if c.is_file():
             return str(c.resolve())
     return None
+
+
+def _package_folders(pkg: str, base_dir: Path, allowed: Optional[AllowedRoots]
+                     ) -> tuple[Optional[Path], Optional[Path], Optional[AllowedRoots]]:
+    """(share folder, the folder above ``base_dir`` that is package ``pkg``, the allowed roots widened by
+    the share folder) of a ``package://pkg/`` URI: the share folder only where the package exists (and
+    then trusted); the file's own package by folder name or its package.xml's <name>."""
+    share = package_share(pkg)
+    if share is not None and allowed is not None:
+        allowed = AllowedRoots([*allowed.roots, share])
+    for ancestor in [base_dir, *base_dir.parents]:          # the package the file lives in
+        if allowed is not None and not allowed.contains(ancestor):
+            break
+        xml = ancestor / "package.xml"
+        named = xml.is_file() and f"<name>{pkg}</name>" in _package_xml(xml).decode(errors="replace")
+        if ancestor.name.replace("-", "_") == pkg.replace("-", "_") or named:
+            return share, ancestor, allowed
+    return share, None, allowed
 
 
 def _package_xml(xml: Path) -> bytes:
@@ -191,7 +231,8 @@ def package_uri(path) -> Optional[str]:
 
 
 def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Optional[Geometry]:
-    g = _child(el, "geometry")
+    kids = _first_children(el)
+    g = kids.get("geometry")
     shapes = [c for c in g if isinstance(c.tag, str)] if g is not None else []
     if not shapes:
         raise ctx.error(SchemaError, "expected a <geometry> with one of box, cylinder, sphere, mesh", el)
@@ -211,7 +252,7 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
             path = ctx.mesh_paths[uri]
         else:
             path = ctx.mesh_paths[uri] = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file,
-                                                     s.sourceline, xmlsafe.element_path(s))
+                                                     s.sourceline, xmlsafe.element_path(s), ctx.packages)
         if path is None:
             robot.warn(f"mesh {uri!r} not found")
             if uri not in robot.missing_meshes:
@@ -221,8 +262,8 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
     else:
         robot.warn(f"geometry <{kind}> is not supported (line {s.sourceline}); skipped")
         return None
-    geom = Geometry(shape, _origin(ctx, el), name=el.get("name"))
-    m = _child(el, "material")
+    geom = Geometry(shape, _origin(ctx, el, kids), name=el.get("name"))
+    m = kids.get("material")
     if m is not None:
         geom.material = _material(ctx, m, materials, robot)
     return geom
@@ -230,7 +271,8 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
 
 def _material(ctx: _Ctx, m, materials: dict[str, Material], robot: Robot) -> Material:
     name = m.get("name")
-    color = _child(m, "color")
+    kids = _first_children(m)
+    color = kids.get("color")
     if color is not None:
         rgba = ctx.floats(color, "rgba", 4)
         mat = Material(diffuse=tuple(float(v) for v in rgba[:3]), transparency=1.0 - float(rgba[3]),
@@ -238,7 +280,7 @@ def _material(ctx: _Ctx, m, materials: dict[str, Material], robot: Robot) -> Mat
         if name and name not in materials:
             materials[name] = mat
         return mat
-    if _child(m, "texture") is not None and name not in materials:
+    if kids.get("texture") is not None and name not in materials:
         robot.warn(f"material textures are not kept (material {name!r})")
     if name in materials:
         return materials[name]
@@ -257,15 +299,16 @@ def _link(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Link:
             link.collisions.append(g)
     i = _child(el, "inertial")
     if i is not None:
-        mass = _child(i, "mass")
-        inertia = _child(i, "inertia")
+        kids = _first_children(i)
+        mass = kids.get("mass")
+        inertia = kids.get("inertia")
         m = ctx.number(mass, "value") if mass is not None else 0.0
         t = np.zeros((3, 3))
         if inertia is not None:
             ixx, ixy, ixz, iyy, iyz, izz = (ctx.number(inertia, k, 0.0)
                                             for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
             t = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-        link.inertial = Inertial(m, _origin(ctx, i), t)
+        link.inertial = Inertial(m, _origin(ctx, i, kids), t)
     return link
 
 
@@ -275,9 +318,10 @@ def _joint(ctx: _Ctx, el, robot: Robot) -> Joint:
     if jtype not in _JOINT_TYPES:
         expected = ", ".join(sorted(_JOINT_TYPES))
         raise ctx.error(SchemaError, f"joint type {jtype!r}: expected one of {expected}", el)
+    kids = _first_children(el)
     ends = {}
     for tag in ("parent", "child"):
-        e = _child(el, tag)
+        e = kids.get(tag)
         if e is None or not e.get("link"):
             raise ctx.error(SchemaError, f"joint without <{tag} link=...>", el)
         ends[tag] = e.get("link")
@@ -286,14 +330,14 @@ def _joint(ctx: _Ctx, el, robot: Robot) -> Joint:
     if jtype in ("floating", "planar"):
         robot.warn(f"{jtype} joint {name!r} cannot be expressed in the model; kept fixed at its origin")
         jtype = "fixed"
-    axis_el = _child(el, "axis")
+    axis_el = kids.get("axis")
     axis = ctx.floats(axis_el, "xyz", 3, [1, 0, 0]) if axis_el is not None else np.array([1.0, 0.0, 0.0])
     norm = np.linalg.norm(axis)
     if jtype != "fixed" and norm == 0.0:
         raise ctx.error(SchemaError, "zero-length joint axis", axis_el)
-    joint = Joint(name, jtype, ends["parent"], ends["child"], origin=_origin(ctx, el),
+    joint = Joint(name, jtype, ends["parent"], ends["child"], origin=_origin(ctx, el, kids),
                   axes=[axis / norm] if jtype != "fixed" else [])
-    limit = _child(el, "limit")
+    limit = kids.get("limit")
     if limit is not None and jtype != "fixed":
         if jtype != "continuous":                # urdfdom ignores bounds on continuous joints
             joint.lower = np.array([ctx.number(limit, "lower", 0.0)])
@@ -302,20 +346,20 @@ def _joint(ctx: _Ctx, el, robot: Robot) -> Joint:
         joint.effort = np.array([ctx.number(limit, "effort", 0.0)])
     elif jtype in ("revolute", "prismatic"):
         raise ctx.error(SchemaError, f"{jtype} joint without <limit>", el)
-    safety = _child(el, "safety_controller")
+    safety = kids.get("safety_controller")
     if safety is not None and jtype != "fixed":
         joint.soft_lower = np.array([ctx.number(safety, "soft_lower_limit", float(joint.lower[0]))])
         joint.soft_upper = np.array([ctx.number(safety, "soft_upper_limit", float(joint.upper[0]))])
         joint.extras["k_velocity"] = ctx.number(safety, "k_velocity", 0.0)
         if safety.get("k_position") is not None:
             joint.extras["k_position"] = ctx.number(safety, "k_position")
-    dyn = _child(el, "dynamics")
+    dyn = kids.get("dynamics")
     if dyn is not None:
         joint.extras["dynamics"] = {k: ctx.number(dyn, k) for k in ("damping", "friction") if dyn.get(k)}
-    cal = _child(el, "calibration")
+    cal = kids.get("calibration")
     if cal is not None:
         joint.extras["calibration"] = dict(cal.attrib)
-    mimic = _child(el, "mimic")
+    mimic = kids.get("mimic")
     if mimic is not None:
         target = mimic.get("joint")
         if not target:

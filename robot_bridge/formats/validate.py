@@ -93,18 +93,20 @@ def _all_valid(robot: Robot) -> bool:
             axes = np.array(axes, dtype=float).reshape(len(axes), -1)
             if not (np.isfinite(axes).all() and (np.linalg.norm(axes, axis=1) >= 1e-12).all()):
                 return False
-        limits = [np.asarray(getattr(j, a), dtype=float).reshape(-1) for j in joints
-                  for a in ("lower", "upper", "velocity", "effort", "initial", "offset")]
-        if limits and np.isnan(np.concatenate(limits)).any():
+        # one array per kind; anything of another shape or type raises here and the element checks decide
+        limits = [getattr(j, a) for j in joints for a in ("lower", "upper", "velocity", "effort", "initial",
+                                                         "offset")]
+        if limits and np.isnan(np.concatenate(limits).astype(float, copy=False)).any():
             return False
-        finite = []
-        for link in robot.links.values():
-            geoms = (*link.visuals, *link.collisions)
-            finite += [np.asarray(g.origin, dtype=float).reshape(-1) for g in geoms]
-            if link.inertial is not None:
-                i = link.inertial
-                finite += [np.asarray(v, dtype=float).reshape(-1) for v in (i.origin, i.mass, i.inertia)]
-        return not finite or bool(np.isfinite(np.concatenate(finite)).all())
+        links = robot.links.values()
+        origins = [g.origin for link in links for g in (*link.visuals, *link.collisions)]
+        inertials = [link.inertial for link in links if link.inertial is not None]
+        origins += [i.origin for i in inertials]
+        checked = [np.array(origins, dtype=float).reshape(len(origins), 16)] if origins else []
+        if inertials:
+            checked += [np.array([i.mass for i in inertials], dtype=float).reshape(-1),
+                        np.array([i.inertia for i in inertials], dtype=float).reshape(len(inertials), 9)]
+        return all(bool(np.isfinite(a).all()) for a in checked)
     except (TypeError, ValueError):
         return False
 

@@ -36,6 +36,11 @@ _DOF = {"revolute": 1, "continuous": 1, "prismatic": 1, "fixed": 0, "universal":
         "spherical": 3}
 
 
+# the per-DOF arrays of a Joint and the value each DOF gets when the array is empty
+_PER_DOF_FILL = (("lower", 0.0), ("upper", 0.0), ("velocity", 0.0), ("acceleration", 0.0), ("effort", 0.0),
+                 ("weight", 1.0), ("resolution", 0.0), ("initial", 0.0), ("offset", 0.0))
+
+
 def joint_dof(joint_type: str) -> int:
     return _DOF[joint_type]
 
@@ -103,12 +108,12 @@ class Joint:
         if not self.axes and n:
             default = [np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0])]
             self.axes = default[:n] if self.type == "spherical" else [default[2]] * n
-        for name, fill in (("lower", 0.0), ("upper", 0.0), ("velocity", 0.0), ("acceleration", 0.0),
-                           ("effort", 0.0), ("weight", 1.0), ("resolution", 0.0), ("initial", 0.0),
-                           ("offset", 0.0)):
-            value = np.asarray(getattr(self, name), dtype=float).reshape(-1)
+        for name, fill in _PER_DOF_FILL:
+            value = getattr(self, name)
+            if type(value) is not np.ndarray or value.dtype != np.float64 or value.ndim != 1:
+                value = np.asarray(value, dtype=float).reshape(-1)
             if value.size == 0:
-                value = np.full(n, fill)
+                value = np.zeros(n) if fill == 0.0 else np.full(n, fill)
             elif value.size == 1 and n > 1:
                 value = np.full(n, float(value[0]))
             setattr(self, name, value)

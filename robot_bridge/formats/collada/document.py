@@ -72,17 +72,15 @@ class Document:
         self.version = self.root.get("version", "")
         self.ids: dict[str, Any] = {}
         self._sids: set[str] = set()          # every sid of the document: a lookup of any other is None
-        ids, sids = self.ids, self._sids
         for el in self.root.iter(etree.Element):        # elements only (no comments/PIs), one pass
             tag = el.tag
             if tag[0] == "{":
                 el.tag = tag[tag.index("}") + 1:]
-            ident = el.get("id")
-            if ident is not None and ident not in ids:
-                ids[ident] = el
-            sid = el.get("sid")
-            if sid is not None:
-                sids.add(sid)
+        ids = self.ids
+        for el in self.root.xpath("//*[@id]"):          # document order: the first of an id wins
+            if el.get("id") not in ids:
+                ids[el.get("id")] = el
+        self._sids.update(self.root.xpath("//@sid", smart_strings=False))
         self.meter = self._unit(self.root)
         # elements holding an <asset> with a unit (keys keep the lxml proxies, so identity holds)
         self._units: dict[Any, float] = {}

@@ -282,14 +282,29 @@ def read_geometry(doc: Document, geometry_el, materials: dict[str, Material], pa
             if tris.size and (tris.max() >= len(positions) or tris.min() < 0):
                 raise doc.error(SchemaError, f"index {int(tris.max())} out of range of {len(positions)} "
                                 "vertices", prim)
-            used, inverse = np.unique(tris, return_inverse=True)       # no pass over the whole source
-            shape = Mesh(uri=uri, path=path, vertices=positions[used],
-                         triangles=inverse.reshape(-1, 3).astype(np.int64))
+            used, inverse = _compact(tris, len(positions))
+            shape = Mesh(uri=uri, path=path, vertices=positions[used], triangles=inverse)
         else:
             shape = Mesh(uri=uri, path=path)
         out.append(Geometry(shape=shape, material=materials.get(prim.get("material")) or Material(),
                             name=name, visible=visible))
     return out
+
+
+def _compact(tris: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the sorted vertex indices ``tris`` uses, ``tris`` renumbered into them as int64), as
+    ``np.unique(tris, return_inverse=True)``.  A source at most a few times the primitive's size is
+    marked in one pass over it (no sort); a larger one (CATIA shares one among hundreds of primitives)
+    is never passed over whole: then the indices are sorted."""
+    if count > 4 * tris.size + 256:
+        used, inverse = np.unique(tris, return_inverse=True)
+        return used, inverse.reshape(-1, 3).astype(np.int64)
+    mark = np.zeros(count, np.bool_)
+    mark[tris] = True
+    used = np.flatnonzero(mark)
+    renumber = np.empty(count, np.int64)
+    renumber[used] = np.arange(used.size)
+    return used, renumber[tris].reshape(-1, 3)
 
 
 def bound_materials(doc: Document, instance_geometry) -> dict[str, Material]:
