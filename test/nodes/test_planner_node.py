@@ -415,6 +415,19 @@ def reachable_grasp():
     return frame, handle.clearance + gripper.clearance, gripper
 
 
+def ball_detected_with_the_arm_at_start(client) -> np.ndarray:
+    """The arm at START, a ball detected at BALL_AT and in world_node's world, world_node's attach heard;
+    the ball's pose."""
+    move_to(client, START)
+    ball = np.eye(4)
+    ball[:3, 3] = BALL_AT
+    client.detect(("ball", ball))
+    assert wait_until(lambda: client.world_has("ball_0"), timeout=60.0)
+    assert wait_until(lambda: client.node.count_subscribers("/world_node/attach") >= 1, timeout=60.0)
+    time.sleep(1.0)
+    return ball
+
+
 def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
     from geometry_msgs.msg import PoseStamped
     from moveit_msgs.action import Pickup, Place
@@ -447,13 +460,7 @@ def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
 
     node.create_subscription(TFMessage, "/tf", on_tf, qos.tf_qos())
     node.create_subscription(AttachedCollisionObject, "/attached_collision_object", on_attached, moveit_qos())
-    move_to(client, START)
-    ball = np.eye(4)
-    ball[:3, 3] = BALL_AT
-    client.detect(("ball", ball))
-    assert wait_until(lambda: client.world_has("ball_0"), timeout=60.0)
-    assert wait_until(lambda: node.count_subscribers("/world_node/attach") >= 1, timeout=60.0)
-    time.sleep(1.0)
+    ball = ball_detected_with_the_arm_at_start(client)
     frame, distance, gripper = reachable_grasp()
 
     grasp = Grasp(id="side")
@@ -557,13 +564,7 @@ def test_pickup_by_the_class_handle_of_a_detection(bridge):
                            if t.child_frame_id == "ball_0")
 
     node.create_subscription(TFMessage, "/tf", on_tf, qos.tf_qos())
-    move_to(client, START)
-    ball = np.eye(4)
-    ball[:3, 3] = BALL_AT
-    client.detect(("ball", ball))
-    assert wait_until(lambda: client.world_has("ball_0"), timeout=60.0)
-    assert wait_until(lambda: node.count_subscribers("/world_node/attach") >= 1, timeout=60.0)
-    time.sleep(1.0)
+    ball = ball_detected_with_the_arm_at_start(client)
     pickup = ActionClient(node, Pickup, "/pickup")
     assert pickup.wait_for_server(timeout_sec=60.0)
 
