@@ -15,10 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -33,15 +31,10 @@ from proc_cpu import cpu_seconds, thread_cpu, thread_percent  # noqa: E402
 from tf_bench import NODE_CMD, PR2, JointStateSource, _moving_frames, _search_path  # noqa: E402
 
 from robot_bridge.ros import qos  # noqa: E402
+from robot_bridge.view.screenshot import free_port, start_view  # noqa: E402
 
 GOAL_CPU_PERCENT = 15.0
 WARMUP = 3.0                # s of traffic before measuring
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -62,23 +55,11 @@ def run(robot: str, rate: float, duration: float, use_browser: bool, screenshot:
                            "--log-level", "warn"]
     for path in _search_path(robot):
         node_cmd[-4:-4] = ["-p", f"search_path:=[{path}]"]
-    port = _free_port()
+    port = free_port()
     procs = [subprocess.Popen(node_cmd, env=env, cwd=REPO)]
-    view = subprocess.Popen([sys.executable, "-m", "robot_bridge.cli.main", "view", "--port", str(port),
-                             "--rate", str(page_rate)]
-                            + [a for p in _search_path(robot) for a in ("--search-path", p)],
-                            env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    view, loaded, lines = start_view(port, ["--rate", str(page_rate)] + [
+        a for p in _search_path(robot) for a in ("--search-path", p)], env=env, cwd=REPO)
     procs.append(view)
-    lines: list[str] = []
-    loaded = threading.Event()
-
-    def read():
-        for line in view.stdout:
-            lines.append(line)
-            if "[view_node]: robot '" in line:
-                loaded.set()
-
-    threading.Thread(target=read, daemon=True).start()
     browser = None
     total = WARMUP + duration
     sink = subprocess.Popen([sys.executable, str(REPO / "bench" / "tf_bench.py"), "--role", "sink",

@@ -161,23 +161,24 @@ def save_page(url: str, path, width: int = 1000, height: int = 700, ready=None, 
         browser.close()
 
 
-def save_view(path, timeout: float = 120.0, extra_args=()) -> str:
-    """Start ``robot-bridge view`` on a free port of 127.0.0.1 (the bridge of this ROS environment), wait
-    until it has loaded the robot and the page shows it, save the page as PNG at ``path``, stop the view.
-    Returns one line: what was saved, or why not (no browser, the view did not load)."""
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free now (for a view started next)."""
     import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_view(port: int, args=(), **popen):
+    """``robot-bridge view --port <port> <args>`` in a process of its own.  Returns (process, loaded,
+    lines): ``loaded`` is set once the view has loaded the robot (its log line), ``lines`` its output so
+    far.  ``popen``: more subprocess.Popen arguments (env, cwd)."""
     import sys
     import threading
 
-    started = time.monotonic()
-    exe, why = find_browser()
-    if exe is None:
-        return f"view screenshot: skipped ({why})"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     view = subprocess.Popen([sys.executable, "-m", "robot_bridge.cli.main", "view", "--port", str(port),
-                             *extra_args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen)
     loaded = threading.Event()
     lines: list[str] = []
 
@@ -188,6 +189,19 @@ def save_view(path, timeout: float = 120.0, extra_args=()) -> str:
                 loaded.set()
 
     threading.Thread(target=read, daemon=True).start()
+    return view, loaded, lines
+
+
+def save_view(path, timeout: float = 120.0, extra_args=()) -> str:
+    """Start ``robot-bridge view`` on a free port of 127.0.0.1 (the bridge of this ROS environment), wait
+    until it has loaded the robot and the page shows it, save the page as PNG at ``path``, stop the view.
+    Returns one line: what was saved, or why not (no browser, the view did not load)."""
+    started = time.monotonic()
+    exe, why = find_browser()
+    if exe is None:
+        return f"view screenshot: skipped ({why})"
+    port = free_port()
+    view, loaded, lines = start_view(port, extra_args)
     try:
         if not loaded.wait(timeout):
             return "view screenshot: not saved (the view did not load the robot: " + \

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,7 +27,7 @@ pytest.importorskip("websockets")
 pytest.importorskip("control_msgs.action")
 pytest.importorskip("vision_msgs.msg")
 
-from robot_bridge.view.screenshot import Browser, find_browser, save_png  # noqa: E402
+from robot_bridge.view.screenshot import Browser, find_browser, free_port, save_png  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 OBJECTS = REPO / "robot_bridge" / "data" / "objects.yaml"
@@ -37,12 +36,6 @@ PANEL_LEFT = 640                 # the GUI panel covers x >= this (viser's right
 BALL_AT = (0.1, -1.0, 0.05)      # world frame; in view of the initial camera, clear of the arm and the world
 GOAL = {"j2": 1.1, "j4": 1.2}
 BOX_AT = (-0.5, -0.5, 0.05)      # world frame; the test's own collision object, clear of the arm and the ball
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(predicate, timeout: float = 90.0, period: float = 0.5):
