@@ -55,7 +55,9 @@ def test_the_controller_follows_a_switched_description_only_when_nothing_moves(t
         positions=[1.5, -1.5], time_from_start=Duration(sec=60))]))
     assert controller.control.motions
     assert bridge.set("description_node", "description_file", str(folder / "b.urdf")).successful
-    wait(lambda: controller.description_refusal is not None, what="the switch refused")
+    # both set by the same callback, one after the other (description_refusal first): wait for both
+    wait(lambda: controller.description_refusal is not None and "description" in controller.refusals,
+         what="the switch refused")
     assert "a trajectory is running" in controller.description_refusal
     assert controller.joints == ["a1", "a2"] and controller.robot.name == "a"
     assert "description" in controller.refusals                       # on /diagnostics
