@@ -51,6 +51,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..kinematics import frames
 from ..ros import params, qos
+from ..ros.actions import cancel_goal, get_result, send_goal
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
 from ..world.planning_scene import attach_topic
@@ -672,7 +673,7 @@ class PlannerNode(ContainedNode):
         timeout = float(self.params.get("server_timeout"))
         if not client.wait_for_server(timeout_sec=timeout):
             raise GoalFailed(E.CONTROL_FAILED, f"no {what} action server at {client._action_name!r}")
-        sent = client.send_goal_async(goal)
+        sent = send_goal(self, client, goal)
         if not self._wait(sent, timeout):
             raise GoalFailed(E.CONTROL_FAILED, f"{what} server at {client._action_name!r} did not answer")
         handle = sent.result()
@@ -683,7 +684,7 @@ class PlannerNode(ContainedNode):
     def _stop(self, handle, result_future) -> None:
         """Cancel a controller goal and wait until it ended (the arm at rest, within the controller's
         stop rules)."""
-        handle.cancel_goal_async()
+        cancel_goal(self, handle)
         self._wait(result_future, float(self.params.get("server_timeout")) + 5.0)
 
     def _follow(self, job: Job, plan, monitor: bool = True) -> None:
@@ -694,7 +695,7 @@ class PlannerNode(ContainedNode):
         goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(traj))
         handle = self._send(self.trajectory_client, goal, "FollowJointTrajectory", job)
         started = time.monotonic()
-        result_future = handle.get_result_async()
+        result_future = get_result(self, handle)
         limit = traj.duration * float(self.params.get("execution_duration_scaling")) + \
             float(self.params.get("execution_goal_margin"))
         with self._input_lock:
@@ -733,7 +734,7 @@ class PlannerNode(ContainedNode):
         goal = GripperCommand.Goal()
         goal.command.position, goal.command.max_effort = float(position), float(max_effort)
         handle = self._send(self.gripper_client, goal, "GripperCommand", job)
-        result_future = handle.get_result_async()
+        result_future = get_result(self, handle)
         if not self._wait(result_future, float(self.params.get("server_timeout")) + 30.0):
             self._stop(handle, result_future)
             raise GoalFailed(E.TIMED_OUT, "the gripper did not finish")

@@ -63,7 +63,9 @@ def test_every_terminal_state_after_a_success_carries_its_code_and_reason(harnes
     check(h.client(goal([0.1] * 7, 1.0, stamp=100.0)).result(), ABORTED, -3, "in the past")
     # preempted by a newer goal: canceled with JTC's words
     trigger = tmp_path / "send"
-    second = h.client(goal([-0.3] + [0.0] * 6, 2.0), "--send-when", str(trigger))
+    # (4 s: its path from wherever joint 1 is when it arrives -- under load up to ~0.9, moving -- stays well
+    # within the joint's 1 rad/s; over 2 s a late start asked up to ~1.1 rad/s and ended behind the goal)
+    second = h.client(goal([-0.3] + [0.0] * 6, 4.0), "--send-when", str(trigger))
     second.wait("ready")
     first = h.client(goal([1.0] + [0.0] * 6, 4.0))
     first.wait_moving(0, 0.45)

@@ -35,6 +35,7 @@ from std_msgs.msg import String  # noqa: E402
 from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose  # noqa: E402
 
 from robot_bridge.formats import load  # noqa: E402
+from robot_bridge.ros.actions import get_result, send_goal  # noqa: E402
 from test_world import DATA, WORLD, detector_node, start, to_pose, wait_until  # noqa: E402, F401
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "planning"))
@@ -134,14 +135,14 @@ class Client:
         goal.planning_options.replan = replan
         goal.planning_options.replan_attempts = attempts
         assert self.move.wait_for_server(timeout_sec=60.0), "no /move_action server"
-        sent = self.move.send_goal_async(goal, feedback_callback=on_feedback)
+        sent = send_goal(self.node, self.move, goal, feedback_callback=on_feedback)
         assert wait_until(sent.done, timeout=30.0)
         handle = sent.result()
         assert handle.accepted
         return handle
 
     def result(self, handle, timeout: float = 120.0):
-        future = handle.get_result_async()
+        future = get_result(self.node, handle)
         assert wait_until(future.done, timeout=timeout), "no MoveGroup result"
         return future.result().result
 
@@ -474,9 +475,9 @@ def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
                        allowed_planning_time=10.0)
     pickup = ActionClient(node, Pickup, "/pickup")
     assert pickup.wait_for_server(timeout_sec=60.0)
-    sent = pickup.send_goal_async(goal)
+    sent = send_goal(node, pickup, goal)
     assert wait_until(sent.done, timeout=30.0)
-    future = sent.result().get_result_async()
+    future = get_result(node, sent.result())
     assert wait_until(future.done, timeout=240.0), "no Pickup result"
     result = future.result().result
     assert result.error_code.val == MoveItErrorCodes.SUCCESS, result.error_code.message
@@ -515,10 +516,10 @@ def test_pickup_by_the_handle_attaches_on_tf_and_place_detaches(bridge):
     client.detect(("ball", placed))            # the camera sees it where it will be put down
     place = ActionClient(node, Place, "/place")
     assert place.wait_for_server(timeout_sec=60.0)
-    sent = place.send_goal_async(Place.Goal(group_name="arm", attached_object_name="ball_0",
+    sent = send_goal(node, place, Place.Goal(group_name="arm", attached_object_name="ball_0",
                                             place_locations=[location]))
     assert wait_until(sent.done, timeout=30.0)
-    future = sent.result().get_result_async()
+    future = get_result(node, sent.result())
     assert wait_until(future.done, timeout=240.0), "no Place result"
     result = future.result().result
     assert result.error_code.val == MoveItErrorCodes.SUCCESS, result.error_code.message
@@ -569,9 +570,9 @@ def test_pickup_by_the_class_handle_of_a_detection(bridge):
     assert pickup.wait_for_server(timeout_sec=60.0)
 
     def run(goal):
-        sent = pickup.send_goal_async(goal)
+        sent = send_goal(node, pickup, goal)
         assert wait_until(sent.done, timeout=30.0)
-        future = sent.result().get_result_async()
+        future = get_result(node, sent.result())
         assert wait_until(future.done, timeout=240.0), "no Pickup result"
         return future.result().result
 
@@ -627,10 +628,10 @@ def test_pickup_by_the_class_handle_of_a_detection(bridge):
     client.detect(("ball", placed))
     place = ActionClient(node, Place, "/place")
     assert place.wait_for_server(timeout_sec=60.0)
-    sent = place.send_goal_async(Place.Goal(group_name="arm", attached_object_name="ball_0",
+    sent = send_goal(node, place, Place.Goal(group_name="arm", attached_object_name="ball_0",
                                             place_locations=[location]))
     assert wait_until(sent.done, timeout=30.0)
-    future = sent.result().get_result_async()
+    future = get_result(node, sent.result())
     assert wait_until(future.done, timeout=240.0), "no Place result"
     assert future.result().result.error_code.val == MoveItErrorCodes.SUCCESS
     assert wait_until(lambda: ball_tf and ball_tf[-1][0] == "world", timeout=30.0)

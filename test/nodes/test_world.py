@@ -171,11 +171,15 @@ def detector_node():
 
     thread = threading.Thread(target=spin, daemon=True)
     thread.start()
-    yield node
-    executor.shutdown(timeout_sec=10)
-    thread.join(timeout=10)
-    node.destroy_node()
-    context.try_shutdown()
+    try:
+        yield node
+    finally:                    # the context goes down whatever happened: no node of a test outlives it
+        executor.shutdown(timeout_sec=10)
+        thread.join(timeout=10)
+        try:
+            node.destroy_node()
+        finally:
+            context.try_shutdown()
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ from shape_msgs.msg import SolidPrimitive  # noqa: E402
 from robot_bridge.formats import load  # noqa: E402
 from robot_bridge.kinematics.fk import KinematicModel  # noqa: E402
 from robot_bridge.model.transform import from_rpy, make  # noqa: E402
+from robot_bridge.ros.actions import get_result, send_goal  # noqa: E402
 from robot_bridge.ros.planning_scene import moveit_qos  # noqa: E402
 import test_world  # noqa: E402
 from test_world import DATA, REPO, WORLD, Observer, stop, wait_until  # noqa: E402
@@ -80,6 +81,17 @@ class MoveItRecorder:
             return [m for m in self.messages
                     if isinstance(m, AttachedCollisionObject) and m.object.id == name]
 
+    def put_downs(self, name: str) -> list[CollisionObject]:
+        """The ADDs of ``name`` on /collision_object that world_node sent after its last REMOVE on
+        /attached_collision_object: stamped at or after it (world_node stamps each message as it sends it).
+        Arrival order across the two topics is not send order: one executor takes the ready subscriptions
+        in its own order."""
+        removes = [m for m in self.attached(name) if m.object.operation == CollisionObject.REMOVE]
+        if not removes:
+            return []
+        after = stamp_ns(removes[-1].object.header.stamp)
+        return [m for m in self.objects(name, CollisionObject.ADD) if stamp_ns(m.header.stamp) >= after]
+
     def current(self) -> dict[str, CollisionObject]:
         """Every body whose last word was an ADD (or MOVE), as MoveIt's world would hold it."""
         out: dict[str, CollisionObject] = {}
@@ -89,6 +101,10 @@ class MoveItRecorder:
             elif m.operation == CollisionObject.ADD:
                 out[m.id] = m
         return out
+
+
+def stamp_ns(stamp) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 def boxes(msg: CollisionObject) -> list[tuple[tuple, tuple]]:
@@ -243,9 +259,9 @@ def test_a_sim_gripper_closing_on_a_body_attaches_it_and_opening_puts_it_down(tm
         def command(position: float):
             goal = GripperCommand.Goal()
             goal.command.position, goal.command.max_effort = position, 30.0
-            sent = gripper.send_goal_async(goal)
+            sent = send_goal(detector_node, gripper, goal)
             assert wait_until(sent.done, timeout=60.0)
-            result = sent.result().get_result_async()
+            result = get_result(detector_node, sent.result())
             assert wait_until(result.done, timeout=60.0)
             return result.result().result
 
@@ -342,15 +358,8 @@ def test_an_attach_and_a_detach_take_the_link_at_their_stamp_not_the_latest_tf(d
         attach(15, CollisionObject.REMOVE)        # released at 15: its TF comes after the REMOVE
         hand(16, 0.6)
 
-        def after_remove() -> list:
-            with rec.lock:
-                ops = [(type(m), m.object.operation if isinstance(m, AttachedCollisionObject)
-                        else m.operation) for m in rec.messages]
-                removed = (AttachedCollisionObject, CollisionObject.REMOVE)
-                return rec.messages[ops.index(removed) + 1:] if removed in ops else []
-        put_downs = lambda: [m for m in after_remove() if isinstance(m, CollisionObject) and m.id == "ball"]  # noqa: E731
-        assert wait_until(lambda: put_downs(), timeout=60.0), "no put-down"
-        put_down = pose_of(put_downs()[0].pose)
+        assert wait_until(lambda: rec.put_downs("ball"), timeout=60.0), "no put-down"
+        put_down = pose_of(rec.put_downs("ball")[0].pose)
         # the link moved from x = 0 (grasp, stamp 10) to x = 0.5 (release, stamp 15: halfway from 14 to 16)
         np.testing.assert_allclose(put_down, make(np.eye(3), (0.5, 0.0, 0.0)) @ ball, atol=1e-9)
     finally:
@@ -406,13 +415,7 @@ def test_the_planners_attach_message_attaches_with_its_link_and_touch_links(dete
                    for m in rec.attached("ball")[:-1])
         assert rec.attached("ball")[-1].link_name == "gripper_base"
         # the arm did not move: put down where it was, sent again to MoveIt's world
-        def put_downs() -> list:
-            remove = rec.attached("ball")[-1]
-            with rec.lock:
-                after = rec.messages[rec.messages.index(remove) + 1:]
-            return [m for m in after if isinstance(m, CollisionObject) and m.id == "ball"
-                    and m.operation == CollisionObject.ADD]
-        assert wait_until(put_downs, timeout=60.0), "no put-down"
-        np.testing.assert_allclose(pose_of(put_downs()[0].pose), ball, atol=1e-6)
+        assert wait_until(lambda: rec.put_downs("ball"), timeout=60.0), "no put-down"
+        np.testing.assert_allclose(pose_of(rec.put_downs("ball")[0].pose), ball, atol=1e-6)
     finally:
         stop_all(procs)

@@ -1,0 +1,75 @@
+"""robot_bridge.ros.actions: action client requests made by the thread that spins the node (rclpy before
+ros2/rclpy#1308 drops a response that arrives between a request and its bookkeeping: ros2/rclpy#1123)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import rclpy
+from rclpy.task import Future
+
+from robot_bridge.ros.actions import get_result, in_spin_thread, send_goal
+
+pytest.importorskip("control_msgs.action")
+
+
+def test_a_request_is_made_by_the_spinning_thread_and_its_result_forwarded(ros_process, wait_for):
+    node = ros_process("spun").node("client")
+    made_by, inner = [], Future()
+
+    def request() -> Future:
+        made_by.append(threading.current_thread().name)
+        return inner
+
+    out = in_spin_thread(node, request)
+    assert wait_for(lambda: made_by)
+    assert made_by == ["spin-spun"]
+    assert not out.done()
+    inner.set_result(42)
+    assert wait_for(out.done) and out.result() == 42
+
+    def failing() -> Future:
+        raise RuntimeError("client destroyed")
+    failed = in_spin_thread(node, failing)
+    assert wait_for(failed.done)
+    assert isinstance(failed.exception(), RuntimeError)
+
+
+def test_without_an_executor_the_request_is_made_at_once():
+    context = rclpy.Context()
+    context.init()
+    try:
+        node = rclpy.create_node("unspun", context=context)
+        inner = Future()
+        assert in_spin_thread(node, lambda: inner) is inner
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
+
+
+def test_goals_sent_from_another_thread_all_get_their_handle_and_result(ros_process, wait_for):
+    from control_msgs.action import GripperCommand
+    from rclpy.action import ActionClient, ActionServer
+
+    def execute(handle):
+        handle.succeed()
+        result = GripperCommand.Result()
+        result.position, result.reached_goal = handle.request.command.position, True
+        return result
+
+    server_node = ros_process("server").node("gripper")
+    ActionServer(server_node, GripperCommand, "/test_actions/gripper", execute)
+    node = ros_process("client").node("client")
+    client = ActionClient(node, GripperCommand, "/test_actions/gripper")
+    assert client.wait_for_server(timeout_sec=30.0)
+    for i in range(20):                        # each from this thread while "spin-client" spins
+        goal = GripperCommand.Goal()
+        goal.command.position = 0.001 * i
+        sent = send_goal(node, client, goal)
+        assert wait_for(sent.done, timeout=30.0), f"goal {i}: no handle"
+        assert sent.result().accepted
+        result = get_result(node, sent.result())
+        assert wait_for(result.done, timeout=30.0), f"goal {i}: no result"
+        assert result.result().result.position == pytest.approx(0.001 * i)
+    client.destroy()
