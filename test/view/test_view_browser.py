@@ -113,6 +113,28 @@ def scene_part(mask):
     return out
 
 
+def appears_at(page, colour, point, publish, png, what: str, timeout: float = 90.0) -> np.ndarray:
+    """Publishing (``publish()`` each round) until more than 100 pixels of ``colour`` are drawn near the
+    world ``point``: that screenshot (saved as ``png``), its blob centred within 25 px of the point's
+    projection."""
+    zone = near(point)
+
+    def drawn():
+        publish()
+        image = page.screenshot()
+        mask = scene_part(colour(image)) & zone
+        return (image, mask) if mask.sum() > 100 else None
+
+    seen = wait_for(drawn, timeout)
+    assert seen is not None, f"{what} never appeared"
+    image, mask = seen
+    save_png(image, png)
+    (px, py), = project(np.array([point]))
+    ys, xs = np.nonzero(mask)
+    assert abs(xs.mean() - px) < 25 and abs(ys.mean() - py) < 25, (what, xs.mean(), ys.mean(), px, py)
+    return image
+
+
 def world_bodies(node) -> np.ndarray:
     """Pixels within the projected bounds of the world's bodies (world_node's environment: a blue block
     has the robot's hue): left out of the robot's checks."""
@@ -281,9 +303,7 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_t
     assert within.mean() > 0.95, "the change is not where the arm is"
 
     # a detected ball appears, in its class colour, where it was detected
-    (bx, by), = project(np.array([BALL_AT]))
-    near_ball = near(BALL_AT)
-    assert (ball_yellow(after) & near_ball).sum() < 20, "yellow where the ball will be, before it is detected"
+    assert (ball_yellow(after) & near(BALL_AT)).sum() < 20, "yellow there before the detection"
     publisher = detector.create_publisher(Detection3DArray, "/detections", 10)
 
     def detect():
@@ -300,18 +320,7 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_t
         msg.detections.append(det)
         publisher.publish(msg)
 
-    def ball():
-        detect()
-        image = page.screenshot()
-        yellow = scene_part(ball_yellow(image)) & near_ball
-        return (image, yellow) if yellow.sum() > 100 else None
-
-    seen = wait_for(ball, 90)
-    assert seen is not None, "the detected ball never appeared"
-    image, yellow = seen
-    save_png(image, shots / "ball.png")
-    ys, xs = np.nonzero(yellow)
-    assert abs(xs.mean() - bx) < 25 and abs(ys.mean() - by) < 25, (xs.mean(), ys.mean(), bx, by)
+    image = appears_at(page, ball_yellow, BALL_AT, detect, shots / "ball.png", "the detected ball")
 
     # a collision object of the planning scene (/collision_object + its ObjectColor) appears where it was put
     from moveit_msgs.msg import ObjectColor, PlanningScene
@@ -319,8 +328,7 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_t
 
     from robot_bridge.ros.planning_scene import pose_msg
 
-    box_zone = near(BOX_AT)
-    assert (box_magenta(image) & box_zone).sum() < 20, "magenta where the box will be, before it is added"
+    assert (box_magenta(image) & near(BOX_AT)).sum() < 20, "magenta where the box will be, before it is added"
     colours = detector.create_publisher(PlanningScene, "/planning_scene", moveit_qos())
     box = CollisionObject(id="test_box", operation=CollisionObject.ADD,
                           primitives=[SolidPrimitive(type=SolidPrimitive.BOX, dimensions=[0.12, 0.12, 0.1])],
@@ -331,17 +339,8 @@ def test_the_page_draws_the_robot_moves_it_after_a_joint_goal_and_shows_a_ball_t
     colour = PlanningScene(is_diff=True, object_colors=[ObjectColor(id="test_box")])
     colour.object_colors[0].color.r = colour.object_colors[0].color.b = colour.object_colors[0].color.a = 1.0
 
-    def body():
+    def add_box():
         objects.publish(box)
         colours.publish(colour)
-        image = page.screenshot()
-        magenta = scene_part(box_magenta(image)) & box_zone
-        return (image, magenta) if magenta.sum() > 100 else None
 
-    seen = wait_for(body, 90)
-    assert seen is not None, "the collision object never appeared"
-    image, magenta = seen
-    save_png(image, shots / "body.png")
-    (px, py), = project(np.array([BOX_AT]))
-    ys, xs = np.nonzero(magenta)
-    assert abs(xs.mean() - px) < 25 and abs(ys.mean() - py) < 25, (xs.mean(), ys.mean(), px, py)
+    appears_at(page, box_magenta, BOX_AT, add_box, shots / "body.png", "the collision object")
