@@ -100,8 +100,12 @@ class Backend:
         self._link_geometries = {}
         geom = pin.buildGeomFromUrdfString(model, self.urdf, pin.GeometryType.COLLISION,
                                            package_dirs=self.package_paths)
+        self._link_shapes = []          # (frame, frame -> geometry, coal geometry) of the robot's links
         for o in geom.geometryObjects:
-            self._link_geometries.setdefault(model.frames[o.parentFrame].name, []).append(o.name)
+            frame = model.frames[o.parentFrame]
+            self._link_geometries.setdefault(frame.name, []).append(o.name)
+            self._link_shapes.append((frame.name, np.linalg.inv(np.array(frame.placement.homogeneous))
+                                      @ np.array(o.placement.homogeneous), o.geometry))
         return [f.name for f in model.frames if f.type == pin.FrameType.BODY]
 
     def _always_colliding(self, seed: int, disabled: set) -> list[tuple[str, str]]:
@@ -223,6 +227,28 @@ class Backend:
         coal.distance(self._coal_shape(shape_a), transform(pose_a), self._coal_shape(shape_b),
                       transform(pose_b), coal.DistanceRequest(), result)
         return float(result.min_distance)
+
+    def link_overlaps(self, q: np.ndarray, skip: Iterable[str], shape, pose: np.ndarray) -> dict[str, float]:
+        """Links (but ``skip``) whose collision geometry at ``q`` overlaps ``shape`` at ``pose`` (the scene's
+        frame): link -> how deep (m)."""
+        skip = set(skip)
+        other = self._coal_shape(shape)
+        pose = np.asarray(pose, dtype=float)
+        there = coal.Transform3s(pose[:3, :3].copy(), pose[:3, 3].copy())
+        out: dict[str, float] = {}
+        frames: dict[str, np.ndarray] = {}
+        for frame, local, geometry in self._link_shapes:
+            if frame in skip:
+                continue
+            if frame not in frames:
+                frames[frame] = self.frame_pose(q, frame)
+            at = frames[frame] @ local
+            result = coal.DistanceResult()
+            coal.distance(geometry, coal.Transform3s(at[:3, :3].copy(), at[:3, 3].copy()), other, there,
+                          coal.DistanceRequest(), result)
+            if result.min_distance < 0:
+                out[frame] = max(out.get(frame, 0.0), -float(result.min_distance))
+        return out
 
     def _coal_shape(self, shape):
         from ..model import Box, Cylinder, Mesh, Sphere

@@ -34,6 +34,7 @@ LIMIT_TOLERANCE = 1e-6        # rad / m a joint state may lie outside its limits
 START_LIMIT_TOLERANCE = 1e-3  # a measured start state this far out is clamped, further is refused
 RATE_MARGIN = 1e-3            # trajectories keep this relative margin below the rate limits
 PLACE_PENETRATION = 1e-3      # m a placed body may sink into its support (5x the IK's position tolerance)
+HELD_AWAY = (0.0, 0.0, 1.0e4)  # m: where a carried body's geometry waits while the robot alone is checked
 
 
 def _package_roots(robot: Robot) -> list[str]:
@@ -805,35 +806,65 @@ class Planner:
                 raise GoalInCollision(f"the place pose puts {body!r} {depth * 1e3:.3g} mm into {other!r} "
                                       f"(supports it may touch: {supports})")
 
-    def _sink(self, body: str, q: np.ndarray, supports: list[str]) -> float:
-        """How deep (m) the carried body at ``q`` sinks into its supports at most (0 when apart)."""
+    def _held_contacts(self, body: str, q: np.ndarray, supports: list[str]) -> tuple[float, list[str]]:
+        """The carried body at ``q``: how deep (m) it sinks into its supports at most (0 when apart), and the
+        other world bodies it overlaps."""
         held = self._body_geometries(body, q=q)
-        return max([0.0] + [self._depth(held, s) for s in supports])
+        sink, hit = 0.0, []
+        for other, entry in self.bodies.items():
+            if other == body or entry.attached is not None:
+                continue
+            depth = self._depth(held, other)
+            if other in supports:
+                sink = max(sink, depth)
+            elif depth > 0:
+                hit.append(other)
+        return sink, hit
 
-    def _allow_supports(self, body: str, supports: list[str], gripper: bool, allow: bool) -> None:
-        """Allow (or check again) the carried body's geometry on its supports (and, ``gripper``, the links
-        it may touch on them); contacts allowed before (what it still rests on) stay allowed."""
-        entry = self.bodies[body]
-        mine = [g for g, *_ in entry.geometries]
-        b = self._backend
+    def _support_contacts(self, body: str, q: np.ndarray, supports: list[str]) -> list[str]:
+        """Robot links, but those the carried body may touch (the gripper's), overlapping its supports."""
+        skip = self.bodies[body].touch
+        out = []
         for other in supports:
-            geoms = [g for g, *_ in self.bodies[other].geometries]
-            if allow or other not in entry.resting:
-                b.set_pairs([(a, c) for a in mine for c in geoms], allow)
-            if gripper:
-                for g in geoms:
-                    b.allow_collisions(g, entry.touch, allow)
+            for shape, pose in self._body_geometries(other):
+                out += [f"{link} / {other}" for link in
+                        self._backend.link_overlaps(q, skip, shape, self._placement_inv @ pose)]
+        return out
+
+    def _set_supports_away(self, supports: list[str], away: bool) -> None:
+        """Move the supports' geometry far from everything (``away``) or back (as :meth:`_set_held_away`)."""
+        far = np.eye(4)
+        far[:3, 3] = HELD_AWAY
+        for other in supports:
+            entry = self.bodies[other]
+            for gname, _l, local, _s in entry.geometries:
+                pose = self._placement_inv @ entry.pose @ local
+                self._backend.move_geometry(gname, far @ pose if away else pose)
+
+    def _set_held_away(self, body: str, away: bool) -> None:
+        """Move the carried body's geometry far from everything (``away``) or back under its link: while
+        away, the collision scene checks the robot alone and the body is checked here (coal).  Moving
+        geometry leaves the scene's collision pairs as they are: allowing and checking again pairs of a
+        geometry, then removing another one, corrupts roboplan's pair bookkeeping (wrong answers, or an
+        "internal error within coal" on a later check)."""
+        entry = self.bodies[body]
+        far = np.eye(4)
+        far[:3, 3] = HELD_AWAY
+        for gname, _l, local, _s in entry.geometries:
+            self._backend.move_geometry(gname, (far if away else np.eye(4)) @ entry.grip @ local)
 
     def _place_configurations(self, group: str, goal: PlaceGoal, pre: np.ndarray, target: np.ndarray,
                               q0: np.ndarray, supports: list[str],
                               deadline: float) -> tuple[np.ndarray, np.ndarray, float]:
-        """(pre-place, place, deepest sinking on the approach): an IK solution of the pre-place pose, the
-        place pose solved from it, the approach segment between them free with the body allowed on its
-        supports and sinking at most PLACE_PENETRATION into them at every check (every ``check_step``).
-        Other IK solutions are tried until ``deadline`` (as :meth:`_grasp_configurations`)."""
+        """(pre-place, place, deepest sinking on the approach): an IK solution of the pre-place pose (the
+        body checked as always), the place pose solved from it and the approach segment between them: the
+        robot collision-free (the scene, the body moved away), the body (coal, at every ``check_step``)
+        sinking at most PLACE_PENETRATION into its supports and overlapping no other body.  Other IK
+        solutions are tried until ``deadline`` (as :meth:`_grasp_configurations`)."""
         link = self.bodies[goal.body].attached
-        gripper = bool(goal.allow_gripper_support_collision)
+        gripper = bool(goal.allow_gripper_support_collision) and bool(supports)
         failures = {"pre-place": 0, "place": 0, "approach": 0, "sinking": 0}
+        blockers: set = set()
         deepest = 0.0
         tries = 0
         while tries == 0 or _backend.monotonic() < deadline:
@@ -844,7 +875,9 @@ class Planner:
             except NoIKSolution:
                 failures["pre-place"] += 1
                 continue
-            self._allow_supports(goal.body, supports, gripper, True)
+            self._set_held_away(goal.body, True)
+            if gripper:
+                self._set_supports_away(supports, True)
             try:
                 try:
                     q_place = self.solve_ik(group, link, target, seed=q_pre, timeout=0.0,
@@ -854,20 +887,35 @@ class Planner:
                     continue
                 free = self._backend.segment_free(q_pre, q_place, self.check_step)
             finally:
-                self._allow_supports(goal.body, supports, gripper, False)
+                self._set_held_away(goal.body, False)
+                if gripper:
+                    self._set_supports_away(supports, False)
             if not free:
                 failures["approach"] += 1
                 continue
             largest = float(np.max(np.abs(q_place - q_pre)))
             steps = max(1, int(np.ceil(largest / self.check_step)))
-            depth = max(self._sink(goal.body, q_pre + s * (q_place - q_pre), supports)
-                        for s in np.linspace(0.0, 1.0, steps + 1))
+            depth, hit = 0.0, []
+            for s in np.linspace(0.0, 1.0, steps + 1):
+                q = q_pre + s * (q_place - q_pre)
+                sink, hit = self._held_contacts(goal.body, q, supports)
+                if gripper and not hit:
+                    hit = self._support_contacts(goal.body, q, supports)
+                depth = max(depth, sink)
+                if hit or depth > PLACE_PENETRATION:
+                    break
+            if hit:
+                failures["approach"] += 1
+                blockers.update(hit)
+                continue
             if depth > PLACE_PENETRATION:
                 failures["sinking"] += 1
                 deepest = max(deepest, depth)
                 continue
             return q_pre, q_place, depth
         tried = f"{tries} IK seeds: " + ", ".join(f"{n} {k} failed" for k, n in failures.items() if n)
+        if blockers:
+            tried += f"; in the way: {sorted(blockers)}"
         if failures["sinking"]:
             tried += (f"; the approach sank {goal.body!r} up to {deepest * 1e3:.3g} mm into "
                       f"{supports} (at most {PLACE_PENETRATION * 1e3:.3g} mm)")

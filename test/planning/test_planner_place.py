@@ -107,6 +107,28 @@ def test_ball_put_back_where_it_was_picked_up_rests_on_the_table(held, sunk):
     assert np.allclose(down[:3, 3], placed[:3, 3], atol=1e-6)
 
 
+def test_allow_gripper_support_collision_keeps_the_arm_checked(held):
+    """With allow_gripper_support_collision the supports are checked against the arm's other links by coal
+    (the scene sees the robot alone): the resting place is still planned, and the independent checker finds
+    the arm clear of the world on the whole motion."""
+    planner, checker, pose, grip = held
+    start = planner.positions(planner.state)
+    plan = planner.plan_place(PlaceGoal("ball_0", pose, allow_gripper_support_collision=True), timeout=5.0)
+    names = plan.approach.trajectory.joint_names
+    for stage in (plan.reach, plan.approach):
+        assert checker.path_collisions(names, stage.trajectory.positions, start, 0.01) == []
+    end = pin_link(checker, dict(start, **dict(zip(names, plan.approach.trajectory.positions[-1])))) @ grip
+    assert np.linalg.norm(end[:3, 3] - pose[:3, 3]) < 3e-4
+    # the arm's wrist (not the gripper) would sink into a support under it: refused, naming the link
+    plate = scenes.box_body("plate", (0.50, 0.0, 0.745), (0.12, 0.2, 0.01))
+    planner.add_body("plate", plate)
+    with pytest.raises(errors.PlanningError) as info:
+        planner.plan_place(PlaceGoal("ball_0", pose, support="plate", allow_gripper_support_collision=True),
+                           timeout=1.0)
+    assert info.value.code == errors.PLANNING_FAILED, info.value
+    assert "'link6 / plate'" in str(info.value)
+
+
 def test_place_sunk_5mm_into_the_table_is_refused(held):
     planner, _checker, pose, _grip = held
     sunk = pose.copy()
@@ -149,3 +171,23 @@ def test_place_failures_are_typed(held):
         planner.plan_place(PlaceGoal("can", pose))
     with pytest.raises(errors.InvalidGoal):
         planner.plan_place(PlaceGoal("ball_0", pose, direction=(0.0, 0.0, 0.0)))
+
+
+def test_a_refused_place_leaves_the_collision_scene_sound(held):
+    """A lid over the place pose blocks the approach; the lid removed and detected again blocks it again
+    (no "internal error within coal": the place checks move geometry, they never toggle collision pairs),
+    and once it is gone the place is planned."""
+    planner, _checker, pose, _grip = held
+    up = planner.link_pose(LINK)
+    up[2, 3] += 0.15                                   # the ball above the lid's height
+    planner.state = planner.full_vector("arm", planner.plan(PoseGoal("arm", up, frame=LINK),
+                                                            timeout=5.0).waypoints[-1])
+    lid = (BALL_AT[0] + 0.01, 0.0, 0.865)              # between the place pose (top 0.84) and the pre-place
+    for _ in range(2):
+        planner.add_body("lid", scenes.box_body("lid", lid, (0.04, 0.04, 0.01)))
+        with pytest.raises(errors.PlanningError) as info:
+            planner.plan_place(PlaceGoal("ball_0", pose, distance=0.15), timeout=0.5)
+        assert info.value.code in (errors.PLANNING_FAILED, errors.NO_IK_SOLUTION), info.value
+        planner.remove_body("lid")
+    plan = planner.plan_place(PlaceGoal("ball_0", pose, distance=0.15), timeout=5.0)
+    assert plan.supports == ["table"]
