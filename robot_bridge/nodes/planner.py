@@ -911,6 +911,12 @@ class PlannerNode(ContainedNode):
         return fields
 
     def _place(self, job: Job) -> dict:
+        """moveit_msgs/Place mapped on :meth:`Planner.plan_place`: ``place_locations[0]`` (the body's pose,
+        ``pre_place_approach``, ``post_place_posture``, ``post_place_retreat``), ``support_surface_name``
+        (empty: what the body was picked up from) and ``allow_gripper_support_collision``."""
+        from ..planning.goals import PlaceGoal
+        from ..planning.master import scale_trajectory
+
         goal = job.handle.request
         with self.model_lock:
             self.sync()
@@ -922,26 +928,45 @@ class PlannerNode(ContainedNode):
             if not goal.place_locations:
                 raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "no place_locations")
             location = goal.place_locations[0]
-            entry = planner.bodies[body]
-            link = entry.attached
+            link = planner.bodies[body].attached
             local = _matrix(location.place_pose.pose.position, location.place_pose.pose.orientation)
             if local is None:
                 raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "place_pose not finite or zero quaternion")
             placed = self._frame_pose(location.place_pose.header.frame_id) @ local
-            link_target = placed @ entry.robot.placement @ np.linalg.inv(entry.grip)
             gripper = next((g for g in planner.semantics.grippers.values() if g.link == link), None)
             if gripper is None:
                 raise GoalFailed(E.INVALID_GROUP_NAME, f"no gripper on link {link!r}")
             joint, opened, _closed = self._gripper_positions(gripper)
-            group = goal.group_name or planner._group_for_link(link)
             d, distance, frame = self._retreat(location.pre_place_approach)
-            above = link_target.copy()
-            shift = np.array([0.0, 0.0, 1.0]) if d is None else -(
-                self._frame_pose(frame)[:3, :3] @ d if frame else d)
-            above[:3, 3] += distance * shift / np.linalg.norm(shift)
+            if d is None:
+                direction = (0.0, 0.0, -1.0)                    # straight down from lift_distance above
+            else:
+                direction = self._frame_pose(frame)[:3, :3] @ d if frame else d
+            core_goal = PlaceGoal(body, placed, goal.support_surface_name, direction, distance,
+                                  bool(goal.allow_gripper_support_collision), goal.group_name or None)
         self._feedback(job, FEEDBACK_PLANNING)
-        self._move_frame(job, group, link, above, "pre-place")
-        self._move_frame(job, group, link, link_target, "place")
+        t = float(goal.allowed_planning_time)
+        timeout = t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+        with self.model_lock:
+            t0 = time.monotonic()
+            result = self.model.plan(core_goal, timeout=timeout)
+            elapsed = time.monotonic() - t0
+        if result.code != E.SUCCESS:
+            raise GoalFailed(result.code, result.message)
+        plan = result.plan
+        keep = 1.0 - float(self.params.get("limit_margin"))
+        for stage in (plan.reach, plan.approach):
+            stage.trajectory = scale_trajectory(stage.trajectory, keep, keep)
+        self.display(plan.reach)
+        fields = {"trajectory_start": self._start_msg(plan.reach),
+                  "trajectory_stages": [self._robot_trajectory(plan.reach),
+                                        self._robot_trajectory(plan.approach)],
+                  "trajectory_descriptions": ["reach pre-place", "approach"],
+                  "place_location": location, "planning_time": elapsed}
+        if goal.planning_options.plan_only:
+            return fields
+        self._follow(job, plan.reach)
+        self._follow(job, plan.approach, monitor=False)      # the body is meant to touch its support
         self._grip(job, self._posture(location.post_place_posture, joint, opened))
         with self.model_lock:
             self.sync()
@@ -951,8 +976,8 @@ class PlannerNode(ContainedNode):
         if distance > 0:
             with self.model_lock:
                 target = self._shifted(link, d, distance, frame)
-            self._move_frame(job, group, link, target, "retreat")
-        return {}
+            self._move_frame(job, plan.reach.group, link, target, "retreat")
+        return fields
 
     def publish_attached(self, body: str, link: str, touch: list, add: bool) -> None:
         msg = AttachedCollisionObject(link_name=self.frame_prefix + link,

@@ -7,11 +7,12 @@ Only :mod:`.backend` imports the library.
 """
 
 from .errors import PlanningError, PlanningUnavailable
-from .goals import (GraspGoal, GraspPlan, JointGoal, MotionPlan, NamedGoal, PathCheck, PoseGoal,
-                    Trajectory)
+from .goals import (GraspGoal, GraspPlan, JointGoal, MotionPlan, NamedGoal, PathCheck, PlaceGoal, PlacePlan,
+                    PoseGoal, Trajectory)
 
-__all__ = ["GraspGoal", "GraspPlan", "JointGoal", "MotionPlan", "NamedGoal", "PathCheck", "Planner",
-           "PlanningError", "PlanningUnavailable", "PoseGoal", "Trajectory", "available", "installed"]
+__all__ = ["GraspGoal", "GraspPlan", "JointGoal", "MotionPlan", "NamedGoal", "PathCheck", "PlaceGoal",
+           "PlacePlan", "Planner", "PlanningError", "PlanningUnavailable", "PoseGoal", "Trajectory",
+           "available", "installed"]
 
 
 def installed() -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 from .errors import INSTALL_HINT, PlanningUnavailable
 
 try:                                    # noqa: SIM105  (one clear error below, not at every use)
+    import coal
     import pinocchio as pin
     import roboplan.core as rc
     import roboplan.rrt as rrt
@@ -87,6 +88,7 @@ class Backend:
             self.scene.setCollisions(self.always_pairs, False)
         self.groups: dict[str, list[str]] = {}
         self._geometry: dict[str, tuple[str, object]] = {}      # added geometry -> (parent frame, shape)
+        self._coal_shapes: dict[int, tuple[object, object]] = {}  # id(shape) -> (shape, coal shape)
         self.collision_checks = 0
         self._seed = seed
 
@@ -98,8 +100,12 @@ class Backend:
         self._link_geometries = {}
         geom = pin.buildGeomFromUrdfString(model, self.urdf, pin.GeometryType.COLLISION,
                                            package_dirs=self.package_paths)
+        self._link_shapes = []          # (frame, frame -> geometry, coal geometry) of the robot's links
         for o in geom.geometryObjects:
-            self._link_geometries.setdefault(model.frames[o.parentFrame].name, []).append(o.name)
+            frame = model.frames[o.parentFrame]
+            self._link_geometries.setdefault(frame.name, []).append(o.name)
+            self._link_shapes.append((frame.name, np.linalg.inv(np.array(frame.placement.homogeneous))
+                                      @ np.array(o.placement.homogeneous), o.geometry))
         return [f.name for f in model.frames if f.type == pin.FrameType.BODY]
 
     def _always_colliding(self, seed: int, disabled: set) -> list[tuple[str, str]]:
@@ -210,6 +216,69 @@ class Backend:
             self.scene.setCollisions(list(pairs), not allow)
 
     # -- queries ---------------------------------------------------------------------------------
+    def signed_distance(self, shape_a, pose_a: np.ndarray, shape_b, pose_b: np.ndarray) -> float:
+        """Distance between two robot_bridge shapes at these poses (same frame); negative: how deep they
+        overlap (coal's GJK / EPA on convex shapes; a mesh counts as its convex hull)."""
+        def transform(pose):
+            pose = np.asarray(pose, dtype=float)
+            return coal.Transform3s(pose[:3, :3].copy(), pose[:3, 3].copy())
+
+        result = coal.DistanceResult()
+        coal.distance(self._coal_shape(shape_a), transform(pose_a), self._coal_shape(shape_b),
+                      transform(pose_b), coal.DistanceRequest(), result)
+        return float(result.min_distance)
+
+    def link_overlaps(self, q: np.ndarray, skip: Iterable[str], shape, pose: np.ndarray) -> dict[str, float]:
+        """Links (but ``skip``) whose collision geometry at ``q`` overlaps ``shape`` at ``pose`` (the scene's
+        frame): link -> how deep (m)."""
+        skip = set(skip)
+        other = self._coal_shape(shape)
+        pose = np.asarray(pose, dtype=float)
+        there = coal.Transform3s(pose[:3, :3].copy(), pose[:3, 3].copy())
+        out: dict[str, float] = {}
+        frames: dict[str, np.ndarray] = {}
+        for frame, local, geometry in self._link_shapes:
+            if frame in skip:
+                continue
+            if frame not in frames:
+                frames[frame] = self.frame_pose(q, frame)
+            at = frames[frame] @ local
+            result = coal.DistanceResult()
+            coal.distance(geometry, coal.Transform3s(at[:3, :3].copy(), at[:3, 3].copy()), other, there,
+                          coal.DistanceRequest(), result)
+            if result.min_distance < 0:
+                out[frame] = max(out.get(frame, 0.0), -float(result.min_distance))
+        return out
+
+    def _coal_shape(self, shape):
+        from ..model import Box, Cylinder, Mesh, Sphere
+
+        cache = self._coal_shapes
+        key = id(shape)
+        if key in cache and cache[key][0] is shape:      # the shape itself kept: its id is not reused
+            return cache[key][1]
+        if isinstance(shape, Box):
+            out = coal.Box(*map(float, 2.0 * np.asarray(shape.half_extents, dtype=float)))
+        elif isinstance(shape, Sphere):
+            out = coal.Sphere(float(shape.radius))
+        elif isinstance(shape, Cylinder):
+            out = coal.Cylinder(float(shape.radius), float(shape.length))
+        elif isinstance(shape, Mesh):
+            from ..formats.meshes import mesh_arrays
+
+            vertices, triangles = mesh_arrays(shape)
+            model = coal.BVHModelOBBRSS()
+            model.beginModel(len(triangles), len(vertices))
+            model.addVertices(np.asarray(vertices, dtype=float))
+            model.addTriangles(np.asarray(triangles, dtype=int))
+            model.endModel()
+            model.buildConvexHull(True, "Qt")
+            out = model.convex
+        else:
+            raise TypeError(f"no distance for a {type(shape).__name__}")
+        cache[key] = (shape, out)
+        return out
+
     def in_collision(self, q: np.ndarray) -> bool:
         self.collision_checks += 1
         return bool(self.scene.hasCollisions(np.asarray(q, dtype=float)))

@@ -50,6 +50,25 @@ class GraspGoal:
 
 
 @dataclass
+class PlaceGoal:
+    """Put the held ``body`` down with its file's frame at ``pose`` (4x4, world frame), as
+    moveit_msgs/Place: the gripper comes from ``distance`` back along ``direction`` (world; default straight
+    down) and may set the body on its support: ``support`` (``support_surface_name``; empty: the bodies it
+    rested on when it was picked up), which it may touch or sink into by at most
+    ``planner.PLACE_PENETRATION``.
+    ``allow_gripper_support_collision``: the gripper's links (those the body may touch) may touch the
+    support too."""
+
+    body: str
+    pose: np.ndarray
+    support: str = ""
+    direction: Sequence[float] = (0.0, 0.0, -1.0)
+    distance: float = 0.05
+    allow_gripper_support_collision: bool = False
+    group: Optional[str] = None
+
+
+@dataclass
 class Trajectory:
     """A time-parameterized trajectory of ``joint_names``: (n,) times from start, (n, joints) arrays."""
 
@@ -93,6 +112,22 @@ class GraspPlan:
     body: str
     handle: Handle
     mask: list[bool]
+
+
+@dataclass
+class PlacePlan:
+    """Reach the pre-place pose (``reach``), then approach the place pose along a straight joint segment
+    (``approach``, the body allowed on ``supports``); open the gripper, :meth:`Planner.detach` the body."""
+
+    reach: MotionPlan
+    approach: MotionPlan
+    preplace_pose: np.ndarray             # world pose of the carrying link at pre-place
+    place_pose: np.ndarray                # ... at the place pose
+    link: str                             # the link carrying the body
+    body: str
+    body_pose: np.ndarray                 # world pose of the body's file frame once placed (the goal's)
+    supports: list[str]                   # bodies it may touch there
+    depth: float = 0.0                    # m it sinks into them at most on the approach (0: no contact)
 
 
 @dataclass

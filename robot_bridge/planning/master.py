@@ -14,7 +14,7 @@ from typing import Mapping, Optional, Sequence
 
 from ..errors import DescriptionError
 from .errors import FAILURE, SUCCESS, PlanningError
-from .goals import GraspGoal
+from .goals import GraspGoal, PlaceGoal
 
 MAX_PLANNING_TIME = 30.0        # s: a goal asking for more is planned for this long
 MAX_PROBLEMS = 100              # problem messages kept (oldest dropped)
@@ -24,7 +24,7 @@ MAX_PROBLEMS = 100              # problem messages kept (oldest dropped)
 class PlanResult:
     code: int                   # SUCCESS (1) or a MoveItErrorCodes value
     message: str
-    plan: object = None         # MotionPlan or GraspPlan
+    plan: object = None         # MotionPlan, GraspPlan or PlacePlan
 
 
 class MasterModel:
@@ -117,6 +117,8 @@ class MasterModel:
         try:
             if isinstance(goal, GraspGoal):
                 plan = self.planner.plan_grasp(goal, start=start, timeout=timeout)
+            elif isinstance(goal, PlaceGoal):
+                plan = self.planner.plan_place(goal, start=start, timeout=timeout)
             else:
                 plan = self.planner.plan(goal, group=group, start=start, timeout=timeout)
         except PlanningError as exc:

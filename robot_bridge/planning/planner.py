@@ -25,14 +25,16 @@ from . import backend as _backend
 from .errors import (GoalInCollision, GoalStateInvalid, InvalidGoal, InvalidGroup, InvalidLinkName,
                      InvalidMotionPlan, InvalidObject, InvalidRobotState, NoIKSolution, NoPathFound,
                      PlanningTimedOut, StartInCollision, StartStateInvalid)
-from .goals import (GraspGoal, GraspPlan, JointGoal, MotionPlan, NamedGoal, PathCheck, PoseGoal,
-                    Trajectory)
+from .goals import (GraspGoal, GraspPlan, JointGoal, MotionPlan, NamedGoal, PathCheck, PlaceGoal, PlacePlan,
+                    PoseGoal, Trajectory)
 from .grasp import grasp_pose, masked_error, pregrasp_pose
 
 UNIVERSE = "universe"
 LIMIT_TOLERANCE = 1e-6        # rad / m a joint state may lie outside its limits (and is clamped)
 START_LIMIT_TOLERANCE = 1e-3  # a measured start state this far out is clamped, further is refused
 RATE_MARGIN = 1e-3            # trajectories keep this relative margin below the rate limits
+PLACE_PENETRATION = 1e-3      # m a placed body may sink into its support (5x the IK's position tolerance)
+HELD_AWAY = (0.0, 0.0, 1.0e4)  # m: where a carried body's geometry waits while the robot alone is checked
 
 
 def _package_roots(robot: Robot) -> list[str]:
@@ -62,7 +64,8 @@ class _Body:
     attached: Optional[str] = None                    # robot link carrying it
     grip: Optional[np.ndarray] = None                 # robot link -> body root while attached
     touch: list[str] = field(default_factory=list)    # robot links it may touch while attached
-    resting: list[str] = field(default_factory=list)  # world bodies it touched when picked up
+    resting: list[str] = field(default_factory=list)  # world bodies it touched when picked up, until it left
+    picked_from: list[str] = field(default_factory=list)  # ... kept while held: a place's default supports
 
 
 PEAK_SAMPLES = 32            # instants per interval where within_limits evaluates the controller's quintics
@@ -394,6 +397,7 @@ class Planner:
                 entry.resting.append(other)
                 geoms = [g for g, *_ in self.bodies[other].geometries]
                 self._backend.set_pairs([(a, c) for a in mine for c in geoms], True)
+        entry.picked_from = list(entry.resting)
 
     def detach(self, name: str) -> np.ndarray:
         """Leave an attached body where the current state holds it; returns its new world pose."""
@@ -405,6 +409,7 @@ class Planner:
             self._backend.move_geometry(gname, self._placement_inv @ entry.pose @ local, UNIVERSE)
             self._backend.allow_collisions(gname, entry.touch, False)
         entry.attached, entry.grip = None, None
+        entry.resting, entry.picked_from = [], []
         self._world_pairs([g for g, *_ in entry.geometries], allow=True)
         return entry.pose @ np.linalg.inv(entry.robot.placement)
 
@@ -723,6 +728,201 @@ class Planner:
             raise NoPathFound(f"the straight approach from pre-grasp to grasp is blocked ({tried})")
         raise NoIKSolution(f"no collision-free IK solution of the pre-grasp and grasp poses of "
                            f"{gripper.link!r} ({tried})")
+
+    # -- places ----------------------------------------------------------------------------------
+    def plan_place(self, goal: PlaceGoal, start: Optional[Mapping[str, float]] = None,
+                   timeout: float = 2.0) -> PlacePlan:
+        """Put a held body down at ``goal.pose`` (MoveIt's Place): reach the pre-place pose (``distance``
+        back along the approach ``direction``), then approach the place pose along a straight joint segment.
+        On that approach and at the place pose the body may touch its supports (``goal.support``, else the
+        bodies it rested on when picked up) and sink into them by at most :data:`PLACE_PENETRATION`; the
+        robot's links stay checked against them unless ``allow_gripper_support_collision`` (then the links
+        the body may touch are allowed on the supports); everything else stays a collision.  A place pose
+        that puts the body into another body, or deeper into a support, is refused (GoalInCollision -12,
+        naming the body) before any IK; IK solutions as for a grasp (:meth:`_place_configurations`, half
+        the time allowed); the reach is planned in the rest."""
+        t0 = _backend.monotonic()
+        entry = self._body(goal.body)
+        if entry.attached is None:
+            raise InvalidObject(f"body {goal.body!r} is not held: nothing to place")
+        pose = np.asarray(goal.pose, dtype=float)
+        direction = np.asarray(goal.direction, dtype=float)
+        distance = float(goal.distance)
+        if pose.shape != (4, 4) or not np.isfinite(pose).all():
+            raise InvalidGoal("the place pose needs a finite 4x4 matrix")
+        norm = float(np.linalg.norm(direction)) if direction.shape == (3,) else math.nan
+        if not (math.isfinite(norm) and norm > 1e-9 and math.isfinite(distance) and distance >= 0):
+            raise InvalidGoal("the place approach needs a finite nonzero direction and a distance >= 0")
+        supports = self._supports(goal.body, goal.support)
+        self._check_placed(goal.body, pose, supports)
+        group = self.group(goal.group) if goal.group else self._group_for_link(entry.attached)
+        q0 = self._start(start)
+        link_target = pose @ entry.robot.placement @ np.linalg.inv(entry.grip)
+        pre = link_target.copy()
+        pre[:3, 3] -= distance * direction / norm
+        q_pre, q_place, depth = self._place_configurations(group, goal, pre, link_target, q0, supports,
+                                                           t0 + timeout / 2)
+        left = max(1e-3, timeout - (_backend.monotonic() - t0))
+        reach = self._plan_vectors(q0, q_pre, group, left)
+        approach = self._timed([q_pre, q_place], group, 0.0)
+        return PlacePlan(reach, approach, pre, link_target, entry.attached, goal.body, pose, supports, depth)
+
+    def _supports(self, body: str, support: str) -> list[str]:
+        """The bodies a placed body may rest on: ``support`` (moveit_msgs/Place's support_surface_name),
+        else those it rested on when picked up."""
+        if not support:
+            return [n for n in self.bodies[body].picked_from if n in self.bodies]
+        if support == body or support not in self.bodies or self.bodies[support].attached is not None:
+            raise InvalidObject(f"support surface {support!r} is not a world body (bodies: "
+                                f"{sorted(n for n, e in self.bodies.items() if e.attached is None)})")
+        return [support]
+
+    def _body_geometries(self, name: str, root: Optional[np.ndarray] = None,
+                         q: Optional[np.ndarray] = None) -> list[tuple[object, np.ndarray]]:
+        """(shape, world pose) of a body's geometries, its root link at ``root`` (default: where it is, or
+        where the robot at ``q`` carries it)."""
+        root = self.body_pose(name, q) if root is None else root
+        return [(shape, root @ local) for _g, _l, local, shape in self.bodies[name].geometries]
+
+    def _depth(self, held: list, other: str) -> float:
+        """How deep (m) shapes ``held`` overlap body ``other`` (<= 0: apart by that much or touching)."""
+        d = math.inf
+        for shape_a, pose_a in held:
+            for shape_b, pose_b in self._body_geometries(other):
+                d = min(d, self._backend.signed_distance(shape_a, pose_a, shape_b, pose_b))
+        return -d
+
+    def _check_placed(self, body: str, pose: np.ndarray, supports: list[str]) -> None:
+        """The body at the place pose: at most PLACE_PENETRATION into its supports, into no other body."""
+        held = self._body_geometries(body, pose @ self.bodies[body].robot.placement)
+        for other, entry in self.bodies.items():
+            if other == body or entry.attached is not None:
+                continue
+            depth = self._depth(held, other)
+            if other in supports and depth > PLACE_PENETRATION:
+                raise GoalInCollision(f"the place pose sinks {body!r} {depth * 1e3:.3g} mm into its support "
+                                      f"{other!r} (at most {PLACE_PENETRATION * 1e3:.3g} mm)")
+            if other not in supports and depth > 0:
+                raise GoalInCollision(f"the place pose puts {body!r} {depth * 1e3:.3g} mm into {other!r} "
+                                      f"(supports it may touch: {supports})")
+
+    def _held_contacts(self, body: str, q: np.ndarray, supports: list[str]) -> tuple[float, list[str]]:
+        """The carried body at ``q``: how deep (m) it sinks into its supports at most (0 when apart), and the
+        other world bodies it overlaps."""
+        held = self._body_geometries(body, q=q)
+        sink, hit = 0.0, []
+        for other, entry in self.bodies.items():
+            if other == body or entry.attached is not None:
+                continue
+            depth = self._depth(held, other)
+            if other in supports:
+                sink = max(sink, depth)
+            elif depth > 0:
+                hit.append(other)
+        return sink, hit
+
+    def _support_contacts(self, body: str, q: np.ndarray, supports: list[str]) -> list[str]:
+        """Robot links, but those the carried body may touch (the gripper's), overlapping its supports."""
+        skip = self.bodies[body].touch
+        out = []
+        for other in supports:
+            for shape, pose in self._body_geometries(other):
+                out += [f"{link} / {other}" for link in
+                        self._backend.link_overlaps(q, skip, shape, self._placement_inv @ pose)]
+        return out
+
+    def _set_supports_away(self, supports: list[str], away: bool) -> None:
+        """Move the supports' geometry far from everything (``away``) or back (as :meth:`_set_held_away`)."""
+        far = np.eye(4)
+        far[:3, 3] = HELD_AWAY
+        for other in supports:
+            entry = self.bodies[other]
+            for gname, _l, local, _s in entry.geometries:
+                pose = self._placement_inv @ entry.pose @ local
+                self._backend.move_geometry(gname, far @ pose if away else pose)
+
+    def _set_held_away(self, body: str, away: bool) -> None:
+        """Move the carried body's geometry far from everything (``away``) or back under its link: while
+        away, the collision scene checks the robot alone and the body is checked here (coal).  Moving
+        geometry leaves the scene's collision pairs as they are: allowing and checking again pairs of a
+        geometry, then removing another one, corrupts roboplan's pair bookkeeping (wrong answers, or an
+        "internal error within coal" on a later check)."""
+        entry = self.bodies[body]
+        far = np.eye(4)
+        far[:3, 3] = HELD_AWAY
+        for gname, _l, local, _s in entry.geometries:
+            self._backend.move_geometry(gname, (far if away else np.eye(4)) @ entry.grip @ local)
+
+    def _place_configurations(self, group: str, goal: PlaceGoal, pre: np.ndarray, target: np.ndarray,
+                              q0: np.ndarray, supports: list[str],
+                              deadline: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """(pre-place, place, deepest sinking on the approach): an IK solution of the pre-place pose (the
+        body checked as always), the place pose solved from it and the approach segment between them: the
+        robot collision-free (the scene, the body moved away), the body (coal, at every ``check_step``)
+        sinking at most PLACE_PENETRATION into its supports and overlapping no other body.  Other IK
+        solutions are tried until ``deadline`` (as :meth:`_grasp_configurations`)."""
+        link = self.bodies[goal.body].attached
+        gripper = bool(goal.allow_gripper_support_collision) and bool(supports)
+        failures = {"pre-place": 0, "place": 0, "approach": 0, "sinking": 0}
+        blockers: set = set()
+        deepest = 0.0
+        tries = 0
+        while tries == 0 or _backend.monotonic() < deadline:
+            seed = q0 if tries == 0 else self._backend.random_configuration(self._rng, group, q0)
+            tries += 1
+            try:
+                q_pre = self.solve_ik(group, link, pre, seed=seed, timeout=0.0)
+            except NoIKSolution:
+                failures["pre-place"] += 1
+                continue
+            self._set_held_away(goal.body, True)
+            if gripper:
+                self._set_supports_away(supports, True)
+            try:
+                try:
+                    q_place = self.solve_ik(group, link, target, seed=q_pre, timeout=0.0,
+                                            position_tolerance=1e-4, angle_tolerance=1e-3)
+                except NoIKSolution:
+                    failures["place"] += 1
+                    continue
+                free = self._backend.segment_free(q_pre, q_place, self.check_step)
+            finally:
+                self._set_held_away(goal.body, False)
+                if gripper:
+                    self._set_supports_away(supports, False)
+            if not free:
+                failures["approach"] += 1
+                continue
+            largest = float(np.max(np.abs(q_place - q_pre)))
+            steps = max(1, int(np.ceil(largest / self.check_step)))
+            depth, hit = 0.0, []
+            for s in np.linspace(0.0, 1.0, steps + 1):
+                q = q_pre + s * (q_place - q_pre)
+                sink, hit = self._held_contacts(goal.body, q, supports)
+                if gripper and not hit:
+                    hit = self._support_contacts(goal.body, q, supports)
+                depth = max(depth, sink)
+                if hit or depth > PLACE_PENETRATION:
+                    break
+            if hit:
+                failures["approach"] += 1
+                blockers.update(hit)
+                continue
+            if depth > PLACE_PENETRATION:
+                failures["sinking"] += 1
+                deepest = max(deepest, depth)
+                continue
+            return q_pre, q_place, depth
+        tried = f"{tries} IK seeds: " + ", ".join(f"{n} {k} failed" for k, n in failures.items() if n)
+        if blockers:
+            tried += f"; in the way: {sorted(blockers)}"
+        if failures["sinking"]:
+            tried += (f"; the approach sank {goal.body!r} up to {deepest * 1e3:.3g} mm into "
+                      f"{supports} (at most {PLACE_PENETRATION * 1e3:.3g} mm)")
+        if failures["approach"] or failures["sinking"]:
+            raise NoPathFound(f"the straight approach from pre-place to place is blocked ({tried})")
+        raise NoIKSolution(f"no collision-free IK solution of the pre-place and place poses of {link!r} "
+                           f"({tried})")
 
     # -- execution feedback ------------------------------------------------------------------------
     def path_valid(self, trajectory: Trajectory, from_time: float = 0.0,
