@@ -123,10 +123,9 @@ def _best(fn, repeat: int, clock=time.perf_counter) -> float:
 
 def _our_geometry(path: Path) -> int:
     """Every <geometry> of the file through our reader's geometry pass: triangle count."""
-    from robot_bridge.formats.collada.document import Document
+    from robot_bridge.formats.collada import open_document
     from robot_bridge.formats.collada.geometry import read_geometry
-    from robot_bridge.formats.xmlsafe import parse_file
-    doc = Document(parse_file(path), str(path))
+    doc = open_document(path)     # parsed as the reader parses it (read, namespace, ids)
     return sum(len(g.shape.triangles) for el in doc.root.iter("geometry")
                for g in read_geometry(doc, el, {}, str(path), lambda _msg: None))
 
