@@ -136,24 +136,49 @@ def _indices(doc: Document, el) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _source_positions(doc: Document, primitive, mesh) -> tuple[np.ndarray, int, int]:
-    """(vertex positions (N,3) in metres, VERTEX input offset, index stride).  The positions of a
-    <vertices> are computed once per document: CATIA shares one source among hundreds of primitives."""
-    stride = 0
-    vertex_offset = None
-    for inp in primitive.findall("input"):
-        offset = _int_attr(doc, inp, "offset", 0, 0)
-        stride = max(stride, offset + 1)
-        if inp.get("semantic") == "VERTEX":
-            vertex_offset = offset
-            vertices = doc.url(inp.get("source"))
-    if vertex_offset is None or vertices is None:
-        raise doc.error(SchemaError, "primitive has no VERTEX input", primitive)
-    key = ("positions", vertices)
+class _Parts:
+    """A primitive's children read in one pass: its <vertices>, VERTEX input offset, index stride, <p>
+    elements (those of <ph> after them) and first <vcount>."""
+
+    __slots__ = ("vertices", "offset", "stride", "ps", "vcount")
+
+    def __init__(self, doc: Document, primitive):
+        self.vertices = self.offset = self.vcount = None
+        self.stride = 0
+        self.ps: list = []
+        holes = None
+        for child in primitive:
+            tag = child.tag
+            if tag == "input":
+                offset = _int_attr(doc, child, "offset", 0, 0)
+                if offset >= self.stride:
+                    self.stride = offset + 1
+                if child.get("semantic") == "VERTEX":
+                    self.offset = offset
+                    self.vertices = doc.url(child.get("source"))
+            elif tag == "p":
+                self.ps.append(child)
+            elif tag == "vcount":
+                if self.vcount is None:
+                    self.vcount = child
+            elif tag == "ph":
+                p = child.find("p")
+                if p is not None:
+                    holes = [p] if holes is None else holes + [p]
+        if self.offset is None or self.vertices is None:
+            raise doc.error(SchemaError, "primitive has no VERTEX input", primitive)
+        if holes:
+            self.ps += holes
+
+
+def _source_positions(doc: Document, parts: _Parts) -> np.ndarray:
+    """The vertex positions (N,3) in metres of a primitive's <vertices>, computed once per document:
+    CATIA shares one source among hundreds of primitives."""
+    key = ("positions", parts.vertices)
     positions = doc.derived.get(key)
     if positions is None:
-        positions = doc.derived[key] = _positions(doc, vertices)
-    return positions, vertex_offset, stride
+        positions = doc.derived[key] = _positions(doc, parts.vertices)
+    return positions
 
 
 def _positions(doc: Document, vertices) -> np.ndarray:
@@ -199,24 +224,29 @@ def _strips(idx: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarra
     return np.column_stack([np.where(odd, b, a), np.where(odd, a, b), c])
 
 
-def _triangles(doc: Document, primitive, vertex_offset: int, stride: int) -> np.ndarray:
+def _triangles(doc: Document, primitive, parts: _Parts) -> np.ndarray:
     kind = primitive.tag
-    p_elements = primitive.findall("p")
+    vertex_offset, stride = parts.offset, parts.stride
     if kind == "triangles" or kind == "polylist":
-        idx = _indices(doc, p_elements[0]) if p_elements else np.zeros(0, np.int64)
-        idx = idx[vertex_offset::stride] if idx.size else idx
+        idx = _indices(doc, parts.ps[0]) if parts.ps else np.zeros(0, np.int64)
+        if stride > 1 and idx.size:
+            idx = idx[vertex_offset::stride]
         if kind == "triangles":
             n = idx.size // 3
             return idx[:n * 3].reshape(n, 3)
-        vcount_el = primitive.find("vcount")
+        vcount_el = parts.vcount
         counts = _indices(doc, vcount_el) if vcount_el is not None else np.zeros(0, np.int64)
-        if counts.size and counts.min() < 0:
-            raise doc.error(SchemaError, f"negative <vcount> {int(counts.min())}", vcount_el)
+        if not counts.size:
+            return np.zeros((0, 3), np.int64)
+        low, high = counts.min(), counts.max()
+        if low < 0:
+            raise doc.error(SchemaError, f"negative <vcount> {int(low)}", vcount_el)
+        if low == high == 3 and idx.size >= 3 * counts.size:     # all triangles (as most exporters write)
+            return idx[:3 * counts.size].reshape(-1, 3)
         starts = np.cumsum(counts) - counts
         sizes = np.clip(idx.size - starts, 0, counts)       # a short <p> ends the last polygons early
         return _fans(idx, starts, sizes)
-    ps = p_elements + [ph.find("p") for ph in primitive.findall("ph") if ph.find("p") is not None]
-    polygons = [_indices(doc, p)[vertex_offset::stride] for p in ps]
+    polygons = [_indices(doc, p)[vertex_offset::stride] for p in parts.ps]
     if not polygons:
         return np.zeros((0, 3), np.int64)
     sizes = np.array([len(p) for p in polygons], np.int64)
@@ -274,20 +304,54 @@ def read_geometry(doc: Document, geometry_el, materials: dict[str, Material], pa
     for child in mesh:
         if child.tag in ("lines", "linestrips"):
             warn(f"mesh <{child.tag}> primitives are not read (no surface)")
+    meshes = _meshes(doc, prims) if with_meshes else {}
     for i, prim in enumerate(prims):
         name = gid if len(prims) == 1 else f"{gid}_{i}"
-        if with_meshes:
-            positions, voff, stride = _source_positions(doc, prim, mesh)
-            tris = _triangles(doc, prim, voff, stride)
-            if tris.size and (tris.max() >= len(positions) or tris.min() < 0):
-                raise doc.error(SchemaError, f"index {int(tris.max())} out of range of {len(positions)} "
-                                "vertices", prim)
-            used, inverse = _compact(tris, len(positions))
-            shape = Mesh(uri=uri, path=path, vertices=positions[used], triangles=inverse)
-        else:
-            shape = Mesh(uri=uri, path=path)
-        out.append(Geometry(shape=shape, material=materials.get(prim.get("material")) or Material(),
-                            name=name, visible=visible))
+        vertices, triangles = meshes.get(i, (None, None))
+        out.append(Geometry(shape=Mesh(uri=uri, path=path, vertices=vertices, triangles=triangles),
+                            material=materials.get(prim.get("material")) or Material(), name=name,
+                            visible=visible))
+    return out
+
+
+def _meshes(doc: Document, prims: list) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """{primitive index: (the vertices its triangles use, its triangles renumbered into them)}.  The
+    primitives on one source are checked and compacted together: a few numpy calls per source, not per
+    primitive (CATIA writes hundreds of small primitives on one source)."""
+    groups: dict[int, tuple[np.ndarray, list[int], list[np.ndarray]]] = {}
+    for i, prim in enumerate(prims):
+        parts = _Parts(doc, prim)
+        positions = _source_positions(doc, parts)
+        group = groups.get(id(positions))
+        if group is None:
+            group = groups[id(positions)] = (positions, [], [])
+        group[1].append(i)
+        group[2].append(_triangles(doc, prim, parts))
+    out = {}
+    for positions, indices, tris in groups.values():
+        count = len(positions)
+        every = np.concatenate(tris) if len(tris) > 1 else tris[0]
+        if every.size and (every.max() >= count or every.min() < 0):
+            bad = next(k for k, t in enumerate(tris) if t.size and (t.max() >= count or t.min() < 0))
+            raise doc.error(SchemaError, f"index {int(tris[bad].max())} out of range of {count} vertices",
+                            prims[indices[bad]])
+        if len(tris) == 1:
+            used, inverse = _compact(every, count)
+            out[indices[0]] = (positions[used], inverse)
+            continue
+        # one sort of (primitive, vertex) keys: each primitive's used vertices (sorted) and renumbering
+        sizes = np.fromiter((t.size for t in tris), np.int64, len(tris))
+        keys = every.reshape(-1) + np.repeat(np.arange(len(tris), dtype=np.int64) * count, sizes)
+        used, inverse = np.unique(keys, return_inverse=True)
+        first = np.searchsorted(used, np.arange(len(tris) + 1, dtype=np.int64) * count)
+        vertices = positions[used - np.repeat(np.arange(len(tris), dtype=np.int64) * count, np.diff(first))]
+        inverse = inverse.reshape(-1) - np.repeat(first[:-1], sizes)
+        ends = np.cumsum(sizes).tolist()
+        firsts = first.tolist()
+        start = 0
+        for k, i in enumerate(indices):
+            out[i] = (vertices[firsts[k]:firsts[k + 1]], inverse[start:ends[k]].reshape(-1, 3))
+            start = ends[k]
     return out
 
 
