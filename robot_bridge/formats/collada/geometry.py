@@ -113,10 +113,12 @@ def _int_attr(doc: Document, el, name: str, default: int, low: int, high: int = 
 _INT32 = 2 ** 31 - 1
 
 
-def _indices(doc: Document, el) -> np.ndarray:
+def _indices(doc: Document, el, bounded: bool = True) -> np.ndarray:
     """A <p> or <vcount> list as int64 (whole numbers within int32, else a SchemaError at ``el``): one
     integer parse of the text; what it refuses (``1e3``, ``2.0``, junk) goes through the float parse,
-    which accepts whole numbers in any spelling and names the first bad value."""
+    which accepts whole numbers in any spelling and names the first bad value.  ``bounded=False`` (a
+    <p>) skips the int32 bounds of integers the integer parse took: the vertex indices are range-checked
+    against their source after it (``_meshes``), the other inputs' indices are not used."""
     text = el.text
     if _STRICT_FROMSTRING and text and not text.isspace():
         try:
@@ -124,7 +126,7 @@ def _indices(doc: Document, el) -> np.ndarray:
         except ValueError:
             pass
         else:
-            if not values.size or (values.max() <= _INT32 and values.min() >= -_INT32):
+            if not bounded or not values.size or (values.max() <= _INT32 and values.min() >= -_INT32):
                 return values
     try:
         values = floats(el.text)
@@ -224,11 +226,41 @@ def _strips(idx: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarra
     return np.column_stack([np.where(odd, b, a), np.where(odd, a, b), c])
 
 
+_FAN_COLUMNS: dict[int, np.ndarray] = {}
+
+
+def _uniform_fans(idx: np.ndarray, n: int, k: int) -> np.ndarray:
+    """Fan triangles of ``n`` polygons of ``k`` vertices each, written one after the other in ``idx``:
+    the columns (0, j, j+1) of each polygon's row, in one gather."""
+    if k < 3 or n == 0:
+        return np.zeros((0, 3), np.int64)
+    if k == 3:
+        return idx[:3 * n].reshape(n, 3)
+    columns = _FAN_COLUMNS.get(k)
+    if columns is None:
+        columns = _FAN_COLUMNS[k] = np.array([c for j in range(1, k - 1) for c in (0, j, j + 1)])
+    return idx[:k * n].reshape(n, k)[:, columns].reshape(-1, 3)
+
+
+def _strip(idx: np.ndarray) -> np.ndarray:
+    """``_strips`` of one strip: (vi, vi+1, vi+2), odd ones (vi+1, vi, vi+2)."""
+    m = idx.size
+    if m < 3:
+        return np.zeros((0, 3), np.int64)
+    tris = np.empty((m - 2, 3), np.int64)
+    tris[:, 0] = idx[:-2]
+    tris[:, 1] = idx[1:-1]
+    tris[:, 2] = idx[2:]
+    tris[1::2, 0] = idx[2:-1:2]
+    tris[1::2, 1] = idx[1:-2:2]
+    return tris
+
+
 def _triangles(doc: Document, primitive, parts: _Parts) -> np.ndarray:
     kind = primitive.tag
     vertex_offset, stride = parts.offset, parts.stride
     if kind == "triangles" or kind == "polylist":
-        idx = _indices(doc, parts.ps[0]) if parts.ps else np.zeros(0, np.int64)
+        idx = _indices(doc, parts.ps[0], bounded=False) if parts.ps else np.zeros(0, np.int64)
         if stride > 1 and idx.size:
             idx = idx[vertex_offset::stride]
         if kind == "triangles":
@@ -238,17 +270,24 @@ def _triangles(doc: Document, primitive, parts: _Parts) -> np.ndarray:
         counts = _indices(doc, vcount_el) if vcount_el is not None else np.zeros(0, np.int64)
         if not counts.size:
             return np.zeros((0, 3), np.int64)
-        low, high = counts.min(), counts.max()
+        low, high = int(counts.min()), int(counts.max())
         if low < 0:
-            raise doc.error(SchemaError, f"negative <vcount> {int(low)}", vcount_el)
-        if low == high == 3 and idx.size >= 3 * counts.size:     # all triangles (as most exporters write)
-            return idx[:3 * counts.size].reshape(-1, 3)
+            raise doc.error(SchemaError, f"negative <vcount> {low}", vcount_el)
+        if low == high and idx.size >= low * counts.size:     # one polygon size (as most exporters write)
+            return _uniform_fans(idx, counts.size, low)
         starts = np.cumsum(counts) - counts
         sizes = np.clip(idx.size - starts, 0, counts)       # a short <p> ends the last polygons early
         return _fans(idx, starts, sizes)
-    polygons = [_indices(doc, p)[vertex_offset::stride] for p in parts.ps]
+    polygons = [_indices(doc, p, bounded=False)[vertex_offset::stride] for p in parts.ps]
     if not polygons:
         return np.zeros((0, 3), np.int64)
+    if kind == "tristrips":
+        if len(polygons) == 1:
+            return _strip(polygons[0])
+    else:
+        sizes = [len(p) for p in polygons]
+        if min(sizes) == max(sizes):
+            return _uniform_fans(np.concatenate(polygons), len(sizes), sizes[0])
     sizes = np.array([len(p) for p in polygons], np.int64)
     starts = np.cumsum(sizes) - sizes
     idx = np.concatenate(polygons)
@@ -335,23 +374,35 @@ def _meshes(doc: Document, prims: list) -> dict[int, tuple[np.ndarray, np.ndarra
             bad = next(k for k, t in enumerate(tris) if t.size and (t.max() >= count or t.min() < 0))
             raise doc.error(SchemaError, f"index {int(tris[bad].max())} out of range of {count} vertices",
                             prims[indices[bad]])
+        if not every.size:
+            for i in indices:
+                out[i] = (np.zeros((0, 3)), np.zeros((0, 3), np.int64))
+            continue
         if len(tris) == 1:
             used, inverse = _compact(every, count)
             out[indices[0]] = (positions[used], inverse)
             continue
-        # one sort of (primitive, vertex) keys: each primitive's used vertices (sorted) and renumbering
-        sizes = np.fromiter((t.size for t in tris), np.int64, len(tris))
-        keys = every.reshape(-1) + np.repeat(np.arange(len(tris), dtype=np.int64) * count, sizes)
-        used, inverse = np.unique(keys, return_inverse=True)
-        first = np.searchsorted(used, np.arange(len(tris) + 1, dtype=np.int64) * count)
-        vertices = positions[used - np.repeat(np.arange(len(tris), dtype=np.int64) * count, np.diff(first))]
+        # (primitive, vertex) keys: each primitive's used vertices (sorted) and their renumbering, marked in
+        # one pass when the keys' range is small, else sorted once
+        sizes = [t.size for t in tris]
+        base = np.arange(len(tris) + 1, dtype=np.int64) * count
+        keys = every.reshape(-1) + np.repeat(base[:-1], sizes)
+        if base[-1] <= 4 * keys.size + 256:
+            mark = np.zeros(base[-1], np.bool_)
+            mark[keys] = True
+            used = np.flatnonzero(mark)
+            inverse = (np.cumsum(mark) - 1)[keys]
+        else:
+            used, inverse = np.unique(keys, return_inverse=True)
+        first = np.searchsorted(used, base)
+        vertices = positions[used % count]
         inverse = inverse.reshape(-1) - np.repeat(first[:-1], sizes)
-        ends = np.cumsum(sizes).tolist()
         firsts = first.tolist()
         start = 0
         for k, i in enumerate(indices):
-            out[i] = (vertices[firsts[k]:firsts[k + 1]], inverse[start:ends[k]].reshape(-1, 3))
-            start = ends[k]
+            end = start + sizes[k]
+            out[i] = (vertices[firsts[k]:firsts[k + 1]], inverse[start:end].reshape(-1, 3))
+            start = end
     return out
 
 
