@@ -115,7 +115,8 @@ class Document:
         self.root = tree.getroot()
         self.version = self.root.get("version", "")
         self.ids: dict[str, Any] = {}
-        self._sids: set[str] = set()          # every sid of the document: a lookup of any other is None
+        self._sids: Optional[set[str]] = None  # every sid of the document (at the first sid lookup): a
+        #                                        lookup of any other is None
         if namespaces is None:
             named = self.root.iter(etree.Element)       # elements only (no comments/PIs), one pass
         else:                                           # a C-level filtered walk
@@ -124,11 +125,9 @@ class Document:
             tag = el.tag
             if tag[0] == "{":
                 el.tag = tag[tag.index("}") + 1:]
-        ids = self.ids
-        for el in self.root.xpath("//*[@id]"):          # document order: the first of an id wins
-            if el.get("id") not in ids:
-                ids[el.get("id")] = el
-        self._sids.update(self.root.xpath("//@sid", smart_strings=False))
+        ids = self.ids                                  # document order: the first of an id wins
+        for el in self.root.xpath("descendant-or-self::*[@id]"):    # (faster than "//*[@id]", the same)
+            ids.setdefault(el.get("id"), el)
         self.meter = self._unit(self.root)
         # elements holding an <asset> with a unit (keys keep the lxml proxies, so identity holds)
         self._units: dict[Any, float] = {}
@@ -240,7 +239,11 @@ class Document:
         if search is None:
             search = self._searches[start] = _SidSearch(self._children(start))
         found = search.first.get(sid)
-        if found is not None or sid not in self._sids:
+        if found is not None:
+            return found
+        if self._sids is None:                  # a mesh-only read never looks a sid up
+            self._sids = set(self.root.xpath("descendant-or-self::*/@sid", smart_strings=False))
+        if sid not in self._sids:
             return found
         queue, seen, first = search.queue, search.seen, search.first
         while queue:

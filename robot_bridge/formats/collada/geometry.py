@@ -12,6 +12,12 @@ from ...model import Box, Cylinder, Geometry, Material, Mesh, Sphere
 from .document import _STRICT_FROMSTRING, Document, floats
 
 _PRIMITIVES = ("triangles", "polylist", "polygons", "trifans", "tristrips")
+# read-only values shared by the geometries read_geometry returns (templates: the reader places a copy of
+# each per instance) and by their meshes' unit scale (replaced, never changed in place, when scaled)
+_IDENTITY = np.eye(4)
+_IDENTITY.setflags(write=False)
+_UNIT_SCALE = np.ones(3)
+_UNIT_SCALE.setflags(write=False)
 
 
 @dataclass
@@ -347,9 +353,10 @@ def read_geometry(doc: Document, geometry_el, materials: dict[str, Material], pa
     for i, prim in enumerate(prims):
         name = gid if len(prims) == 1 else f"{gid}_{i}"
         vertices, triangles = meshes.get(i, (None, None))
-        out.append(Geometry(shape=Mesh(uri=uri, path=path, vertices=vertices, triangles=triangles),
-                            material=materials.get(prim.get("material")) or Material(), name=name,
-                            visible=visible))
+        out.append(Geometry(shape=Mesh(uri=uri, path=path, scale=_UNIT_SCALE, vertices=vertices,
+                                       triangles=triangles),
+                            origin=_IDENTITY, material=materials.get(prim.get("material")) or Material(),
+                            name=name, visible=visible))
     return out
 
 
