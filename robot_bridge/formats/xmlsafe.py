@@ -89,10 +89,13 @@ def parse_file(path: str | os.PathLike, *, recover: bool = False,
                budget: limits.ReadBudget | None = None) -> etree._ElementTree:
     """Parse the file at ``path``: a regular file of at most ``limits.MAX_XML_BYTES`` (checked before
     reading; ``budget`` charged with its size), else a DescriptionError naming it."""
-    p = Path(path)
-    data = limits.bounded_read(p, limits.MAX_XML_BYTES, "XML document", limit_name="MAX_XML_BYTES",
+    return parse_bytes(read_file(path, budget=budget), file=Path(path), recover=recover)
+
+
+def read_file(path: str | os.PathLike, *, budget: limits.ReadBudget | None = None) -> bytes:
+    """The bytes :func:`parse_file` parses (same checks and errors)."""
+    return limits.bounded_read(Path(path), limits.MAX_XML_BYTES, "XML document", limit_name="MAX_XML_BYTES",
                                budget=budget)
-    return parse_bytes(data, file=p, recover=recover)
 
 
 def local_name(el) -> str:

@@ -37,9 +37,9 @@ from ...kinematics.mimic import not_compiled
 from ...model import AttachedSensor, Geometry, Inertial, Joint, Link, Mesh, Mimic, Robot
 from ...model import transform as tf
 from .. import zae
-from ..xmlsafe import parse_bytes, parse_file
+from ..xmlsafe import read_file
 from . import extras as ex
-from .document import Document
+from .document import Document, parse
 from .geometry import VNode, bound_materials, material_of, read_geometry, visual_tree, walk
 from .mathml import MathMLConverter
 
@@ -59,13 +59,19 @@ def read(path, search_path=None, **options) -> Robot:
     """Read a .dae or .zae robot/kinbody.  Options: ``meshes=False`` skips mesh data."""
     p = Path(path)
     file = str(p.resolve()) if p.exists() else str(p)
+    return _Reader(open_document(p), file, bool(options.get("meshes", True))).read()
+
+
+def open_document(path) -> Document:
+    """The parsed document of a .dae file, or of a .zae's root document."""
+    p = Path(path)
+    file = str(p.resolve()) if p.exists() else str(p)
     if zae.is_zip(p):
         data, member = zae.read_root_document(p)
-        tree = parse_bytes(data, file=f"{file}!{member}")
-        doc = Document(tree, f"{file}!{member}")
-    else:
-        doc = Document(parse_file(p), file)
-    return _Reader(doc, file, bool(options.get("meshes", True))).read()
+        tree, namespaces = parse(data, f"{file}!{member}")
+        return Document(tree, f"{file}!{member}", namespaces)
+    tree, namespaces = parse(read_file(p), p)
+    return Document(tree, file, namespaces)
 
 
 class _Body:

@@ -1,12 +1,16 @@
 """A parsed COLLADA document: namespace-free element tree, id index, SIDREF and
 ``<param>`` resolution, units and transform elements.
 
-Tags are stripped of their namespace right after parsing so COLLADA 1.4.1 and
-1.5 documents, and MathML with or without a prefix, read the same way.
+Tags are stripped of their namespace so COLLADA 1.4.1 and 1.5 documents, and MathML with or without
+a prefix, read the same way: :func:`parse` drops the root's default namespace declaration
+from the text before parsing (no element of the COLLADA namespace is then renamed one by one) and renames
+only the elements of the namespaces still declared (MathML's); a tree parsed elsewhere has every
+namespaced element renamed.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from typing import Any, Iterable, Optional
 
@@ -15,7 +19,7 @@ from lxml import etree
 
 from ...errors import SchemaError
 from ...model import transform as tf
-from ..xmlsafe import element_path
+from ..xmlsafe import element_path, parse_bytes
 
 # instance_* elements whose target is searched when resolving SIDREFs through them
 _FOLLOW = {"instance_node", "instance_kinematics_model", "instance_articulated_system", "instance_joint",
@@ -53,6 +57,38 @@ def floats(text: Optional[str]) -> np.ndarray:
         raise ValueError(f"expected numbers, got {text.strip()[:60]!r}") from None
 
 
+# the root element's start tag after the prolog (BOM, XML declaration, comments, PIs), in an ASCII-compatible
+# encoding; its ``xmlns="..."`` declaration; a namespace declaration (its URI).  Every quantifier is bounded
+# or followed by what it cannot match: no backtracking on hostile text.
+_ROOT_START = re.compile(rb"\A(?:\xef\xbb\xbf)?(?:\s|<\?(?:(?!\?>).)*\?>|<!--(?:(?!-->).)*-->)*"
+                         rb"<[A-Za-z_][^<>]*>", re.DOTALL)
+_DEFAULT_NS = re.compile(rb"""\sxmlns\s*=\s*(?:"[^"<]*"|'[^'<]*')""")
+_NS_DECL = re.compile(rb"""xmlns(?::[\w.-]{1,256})?[ \t\r\n]{0,256}=[ \t\r\n]{0,256}"""
+                      rb"""(?:"([^"<&{}]{0,4096})"|'([^'<&{}]{0,4096})')""")
+
+
+def _drop_default_namespace(data: bytes) -> tuple[bytes, Optional[frozenset]]:
+    """``data`` with the root start tag's ``xmlns="..."`` blanked out (newlines kept, so every line and
+    element keeps its number), and the namespace URIs still declared in it; ``(data, None)`` when the root
+    has no such declaration, or when a declaration's URI cannot be read from the bytes (not ASCII, a
+    character reference, or "xmlns" written elsewhere): then every element is looked at."""
+    root = _ROOT_START.match(data, 0, 1 << 20)
+    decl = _DEFAULT_NS.search(data, root.start(), root.end()) if root is not None else None
+    if decl is None:
+        return data, None
+    blank = re.sub(rb"[^\n]", b" ", decl.group())
+    data = b"".join((data[:decl.start()], blank, data[decl.end():]))
+    found = _NS_DECL.findall(data) if b"xmlns" in data else ()
+    if len(found) != data.count(b"xmlns"):
+        return data, None
+    try:
+        uris = {(dq or sq).decode("ascii") for dq, sq in found}
+    except UnicodeDecodeError:
+        return data, None
+    uris.discard("")
+    return data, frozenset(uris)
+
+
 class _SidSearch:
     """A breadth-first walk below one start element, advanced only as far as lookups need; the first
     element reached for each sid is kept, so every lookup from the same start costs its new steps only."""
@@ -65,22 +101,33 @@ class _SidSearch:
         self.first: dict[str, Any] = {}
 
 
+def parse(data: bytes, file=None) -> tuple[etree._ElementTree, Optional[frozenset]]:
+    """The COLLADA text ``data`` parsed by ``xmlsafe.parse_bytes`` with its root's default namespace
+    dropped first, and the namespaces its elements may still be in (for :class:`Document`)."""
+    data, namespaces = _drop_default_namespace(data)
+    return parse_bytes(data, file=file), namespaces
+
+
 class Document:
-    def __init__(self, tree, file: str):
+    def __init__(self, tree, file: str, namespaces: Optional[Iterable[str]] = None):
+        """``namespaces``: every namespace URI an element of ``tree`` may be in (None: unknown)."""
         self.file = file
         self.root = tree.getroot()
         self.version = self.root.get("version", "")
         self.ids: dict[str, Any] = {}
-        self._sids: set[str] = set()          # every sid of the document: a lookup of any other is None
-        for el in self.root.iter(etree.Element):        # elements only (no comments/PIs), one pass
+        self._sids: Optional[set[str]] = None  # every sid of the document (at the first sid lookup): a
+        #                                        lookup of any other is None
+        if namespaces is None:
+            named = self.root.iter(etree.Element)       # elements only (no comments/PIs), one pass
+        else:                                           # a C-level filtered walk
+            named = list(self.root.iter(*[f"{{{uri}}}*" for uri in namespaces])) if namespaces else ()
+        for el in named:
             tag = el.tag
             if tag[0] == "{":
                 el.tag = tag[tag.index("}") + 1:]
-        ids = self.ids
-        for el in self.root.xpath("//*[@id]"):          # document order: the first of an id wins
-            if el.get("id") not in ids:
-                ids[el.get("id")] = el
-        self._sids.update(self.root.xpath("//@sid", smart_strings=False))
+        ids = self.ids                                  # document order: the first of an id wins
+        for el in self.root.xpath("descendant-or-self::*[@id]"):    # (faster than "//*[@id]", the same)
+            ids.setdefault(el.get("id"), el)
         self.meter = self._unit(self.root)
         # elements holding an <asset> with a unit (keys keep the lxml proxies, so identity holds)
         self._units: dict[Any, float] = {}
@@ -192,7 +239,11 @@ class Document:
         if search is None:
             search = self._searches[start] = _SidSearch(self._children(start))
         found = search.first.get(sid)
-        if found is not None or sid not in self._sids:
+        if found is not None:
+            return found
+        if self._sids is None:                  # a mesh-only read never looks a sid up
+            self._sids = set(self.root.xpath("descendant-or-self::*/@sid", smart_strings=False))
+        if sid not in self._sids:
             return found
         queue, seen, first = search.queue, search.seen, search.first
         while queue:

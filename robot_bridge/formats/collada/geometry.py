@@ -12,6 +12,12 @@ from ...model import Box, Cylinder, Geometry, Material, Mesh, Sphere
 from .document import _STRICT_FROMSTRING, Document, floats
 
 _PRIMITIVES = ("triangles", "polylist", "polygons", "trifans", "tristrips")
+# read-only values shared by the geometries read_geometry returns (templates: the reader places a copy of
+# each per instance) and by their meshes' unit scale (replaced, never changed in place, when scaled)
+_IDENTITY = np.eye(4)
+_IDENTITY.setflags(write=False)
+_UNIT_SCALE = np.ones(3)
+_UNIT_SCALE.setflags(write=False)
 
 
 @dataclass
@@ -113,10 +119,12 @@ def _int_attr(doc: Document, el, name: str, default: int, low: int, high: int = 
 _INT32 = 2 ** 31 - 1
 
 
-def _indices(doc: Document, el) -> np.ndarray:
+def _indices(doc: Document, el, bounded: bool = True) -> np.ndarray:
     """A <p> or <vcount> list as int64 (whole numbers within int32, else a SchemaError at ``el``): one
     integer parse of the text; what it refuses (``1e3``, ``2.0``, junk) goes through the float parse,
-    which accepts whole numbers in any spelling and names the first bad value."""
+    which accepts whole numbers in any spelling and names the first bad value.  ``bounded=False`` (a
+    <p>) skips the int32 bounds of integers the integer parse took: the vertex indices are range-checked
+    against their source after it (``_meshes``), the other inputs' indices are not used."""
     text = el.text
     if _STRICT_FROMSTRING and text and not text.isspace():
         try:
@@ -124,7 +132,7 @@ def _indices(doc: Document, el) -> np.ndarray:
         except ValueError:
             pass
         else:
-            if not values.size or (values.max() <= _INT32 and values.min() >= -_INT32):
+            if not bounded or not values.size or (values.max() <= _INT32 and values.min() >= -_INT32):
                 return values
     try:
         values = floats(el.text)
@@ -136,24 +144,49 @@ def _indices(doc: Document, el) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _source_positions(doc: Document, primitive, mesh) -> tuple[np.ndarray, int, int]:
-    """(vertex positions (N,3) in metres, VERTEX input offset, index stride).  The positions of a
-    <vertices> are computed once per document: CATIA shares one source among hundreds of primitives."""
-    stride = 0
-    vertex_offset = None
-    for inp in primitive.findall("input"):
-        offset = _int_attr(doc, inp, "offset", 0, 0)
-        stride = max(stride, offset + 1)
-        if inp.get("semantic") == "VERTEX":
-            vertex_offset = offset
-            vertices = doc.url(inp.get("source"))
-    if vertex_offset is None or vertices is None:
-        raise doc.error(SchemaError, "primitive has no VERTEX input", primitive)
-    key = ("positions", vertices)
+class _Parts:
+    """A primitive's children read in one pass: its <vertices>, VERTEX input offset, index stride, <p>
+    elements (those of <ph> after them) and first <vcount>."""
+
+    __slots__ = ("vertices", "offset", "stride", "ps", "vcount")
+
+    def __init__(self, doc: Document, primitive):
+        self.vertices = self.offset = self.vcount = None
+        self.stride = 0
+        self.ps: list = []
+        holes = None
+        for child in primitive:
+            tag = child.tag
+            if tag == "input":
+                offset = _int_attr(doc, child, "offset", 0, 0)
+                if offset >= self.stride:
+                    self.stride = offset + 1
+                if child.get("semantic") == "VERTEX":
+                    self.offset = offset
+                    self.vertices = doc.url(child.get("source"))
+            elif tag == "p":
+                self.ps.append(child)
+            elif tag == "vcount":
+                if self.vcount is None:
+                    self.vcount = child
+            elif tag == "ph":
+                p = child.find("p")
+                if p is not None:
+                    holes = [p] if holes is None else holes + [p]
+        if self.offset is None or self.vertices is None:
+            raise doc.error(SchemaError, "primitive has no VERTEX input", primitive)
+        if holes:
+            self.ps += holes
+
+
+def _source_positions(doc: Document, parts: _Parts) -> np.ndarray:
+    """The vertex positions (N,3) in metres of a primitive's <vertices>, computed once per document:
+    CATIA shares one source among hundreds of primitives."""
+    key = ("positions", parts.vertices)
     positions = doc.derived.get(key)
     if positions is None:
-        positions = doc.derived[key] = _positions(doc, vertices)
-    return positions, vertex_offset, stride
+        positions = doc.derived[key] = _positions(doc, parts.vertices)
+    return positions
 
 
 def _positions(doc: Document, vertices) -> np.ndarray:
@@ -199,26 +232,68 @@ def _strips(idx: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarra
     return np.column_stack([np.where(odd, b, a), np.where(odd, a, b), c])
 
 
-def _triangles(doc: Document, primitive, vertex_offset: int, stride: int) -> np.ndarray:
+_FAN_COLUMNS: dict[int, np.ndarray] = {}
+
+
+def _uniform_fans(idx: np.ndarray, n: int, k: int) -> np.ndarray:
+    """Fan triangles of ``n`` polygons of ``k`` vertices each, written one after the other in ``idx``:
+    the columns (0, j, j+1) of each polygon's row, in one gather."""
+    if k < 3 or n == 0:
+        return np.zeros((0, 3), np.int64)
+    if k == 3:
+        return idx[:3 * n].reshape(n, 3)
+    columns = _FAN_COLUMNS.get(k)
+    if columns is None:
+        columns = _FAN_COLUMNS[k] = np.array([c for j in range(1, k - 1) for c in (0, j, j + 1)])
+    return idx[:k * n].reshape(n, k)[:, columns].reshape(-1, 3)
+
+
+def _strip(idx: np.ndarray) -> np.ndarray:
+    """``_strips`` of one strip: (vi, vi+1, vi+2), odd ones (vi+1, vi, vi+2)."""
+    m = idx.size
+    if m < 3:
+        return np.zeros((0, 3), np.int64)
+    tris = np.empty((m - 2, 3), np.int64)
+    tris[:, 0] = idx[:-2]
+    tris[:, 1] = idx[1:-1]
+    tris[:, 2] = idx[2:]
+    tris[1::2, 0] = idx[2:-1:2]
+    tris[1::2, 1] = idx[1:-2:2]
+    return tris
+
+
+def _triangles(doc: Document, primitive, parts: _Parts) -> np.ndarray:
     kind = primitive.tag
-    p_elements = primitive.findall("p")
+    vertex_offset, stride = parts.offset, parts.stride
     if kind == "triangles" or kind == "polylist":
-        idx = _indices(doc, p_elements[0]) if p_elements else np.zeros(0, np.int64)
-        idx = idx[vertex_offset::stride] if idx.size else idx
+        idx = _indices(doc, parts.ps[0], bounded=False) if parts.ps else np.zeros(0, np.int64)
+        if stride > 1 and idx.size:
+            idx = idx[vertex_offset::stride]
         if kind == "triangles":
             n = idx.size // 3
             return idx[:n * 3].reshape(n, 3)
-        vcount_el = primitive.find("vcount")
+        vcount_el = parts.vcount
         counts = _indices(doc, vcount_el) if vcount_el is not None else np.zeros(0, np.int64)
-        if counts.size and counts.min() < 0:
-            raise doc.error(SchemaError, f"negative <vcount> {int(counts.min())}", vcount_el)
+        if not counts.size:
+            return np.zeros((0, 3), np.int64)
+        low, high = int(counts.min()), int(counts.max())
+        if low < 0:
+            raise doc.error(SchemaError, f"negative <vcount> {low}", vcount_el)
+        if low == high and idx.size >= low * counts.size:     # one polygon size (as most exporters write)
+            return _uniform_fans(idx, counts.size, low)
         starts = np.cumsum(counts) - counts
         sizes = np.clip(idx.size - starts, 0, counts)       # a short <p> ends the last polygons early
         return _fans(idx, starts, sizes)
-    ps = p_elements + [ph.find("p") for ph in primitive.findall("ph") if ph.find("p") is not None]
-    polygons = [_indices(doc, p)[vertex_offset::stride] for p in ps]
+    polygons = [_indices(doc, p, bounded=False)[vertex_offset::stride] for p in parts.ps]
     if not polygons:
         return np.zeros((0, 3), np.int64)
+    if kind == "tristrips":
+        if len(polygons) == 1:
+            return _strip(polygons[0])
+    else:
+        sizes = [len(p) for p in polygons]
+        if min(sizes) == max(sizes):
+            return _uniform_fans(np.concatenate(polygons), len(sizes), sizes[0])
     sizes = np.array([len(p) for p in polygons], np.int64)
     starts = np.cumsum(sizes) - sizes
     idx = np.concatenate(polygons)
@@ -274,20 +349,67 @@ def read_geometry(doc: Document, geometry_el, materials: dict[str, Material], pa
     for child in mesh:
         if child.tag in ("lines", "linestrips"):
             warn(f"mesh <{child.tag}> primitives are not read (no surface)")
+    meshes = _meshes(doc, prims) if with_meshes else {}
     for i, prim in enumerate(prims):
         name = gid if len(prims) == 1 else f"{gid}_{i}"
-        if with_meshes:
-            positions, voff, stride = _source_positions(doc, prim, mesh)
-            tris = _triangles(doc, prim, voff, stride)
-            if tris.size and (tris.max() >= len(positions) or tris.min() < 0):
-                raise doc.error(SchemaError, f"index {int(tris.max())} out of range of {len(positions)} "
-                                "vertices", prim)
-            used, inverse = _compact(tris, len(positions))
-            shape = Mesh(uri=uri, path=path, vertices=positions[used], triangles=inverse)
-        else:
-            shape = Mesh(uri=uri, path=path)
-        out.append(Geometry(shape=shape, material=materials.get(prim.get("material")) or Material(),
+        vertices, triangles = meshes.get(i, (None, None))
+        out.append(Geometry(shape=Mesh(uri=uri, path=path, scale=_UNIT_SCALE, vertices=vertices,
+                                       triangles=triangles),
+                            origin=_IDENTITY, material=materials.get(prim.get("material")) or Material(),
                             name=name, visible=visible))
+    return out
+
+
+def _meshes(doc: Document, prims: list) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """{primitive index: (the vertices its triangles use, its triangles renumbered into them)}.  The
+    primitives on one source are checked and compacted together: a few numpy calls per source, not per
+    primitive (CATIA writes hundreds of small primitives on one source)."""
+    groups: dict[int, tuple[np.ndarray, list[int], list[np.ndarray]]] = {}
+    for i, prim in enumerate(prims):
+        parts = _Parts(doc, prim)
+        positions = _source_positions(doc, parts)
+        group = groups.get(id(positions))
+        if group is None:
+            group = groups[id(positions)] = (positions, [], [])
+        group[1].append(i)
+        group[2].append(_triangles(doc, prim, parts))
+    out = {}
+    for positions, indices, tris in groups.values():
+        count = len(positions)
+        every = np.concatenate(tris) if len(tris) > 1 else tris[0]
+        if every.size and (every.max() >= count or every.min() < 0):
+            bad = next(k for k, t in enumerate(tris) if t.size and (t.max() >= count or t.min() < 0))
+            raise doc.error(SchemaError, f"index {int(tris[bad].max())} out of range of {count} vertices",
+                            prims[indices[bad]])
+        if not every.size:
+            for i in indices:
+                out[i] = (np.zeros((0, 3)), np.zeros((0, 3), np.int64))
+            continue
+        if len(tris) == 1:
+            used, inverse = _compact(every, count)
+            out[indices[0]] = (positions[used], inverse)
+            continue
+        # (primitive, vertex) keys: each primitive's used vertices (sorted) and their renumbering, marked in
+        # one pass when the keys' range is small, else sorted once
+        sizes = [t.size for t in tris]
+        base = np.arange(len(tris) + 1, dtype=np.int64) * count
+        keys = every.reshape(-1) + np.repeat(base[:-1], sizes)
+        if base[-1] <= 4 * keys.size + 256:
+            mark = np.zeros(base[-1], np.bool_)
+            mark[keys] = True
+            used = np.flatnonzero(mark)
+            inverse = (np.cumsum(mark) - 1)[keys]
+        else:
+            used, inverse = np.unique(keys, return_inverse=True)
+        first = np.searchsorted(used, base)
+        vertices = positions[used % count]
+        inverse = inverse.reshape(-1) - np.repeat(first[:-1], sizes)
+        firsts = first.tolist()
+        start = 0
+        for k, i in enumerate(indices):
+            end = start + sizes[k]
+            out[i] = (vertices[firsts[k]:firsts[k + 1]], inverse[start:end].reshape(-1, 3))
+            start = end
     return out
 
 
