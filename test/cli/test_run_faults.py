@@ -77,8 +77,8 @@ def test_real_mode_without_can_bus_init_fails_naming_the_bus_and_the_rest_keeps_
     assert "Traceback" not in text and "broadcast" not in text
 
 
-def _assert_contained_fault(probe: Probe, output: Output) -> None:
-    line = output.wait_for("raised InjectedFault")
+def _assert_contained_fault(probe: Probe, output: Output, start_up: float = 60.0) -> None:
+    line = output.wait_for("raised InjectedFault", timeout=start_up)
     assert "/controller_node: timer control raised InjectedFault" in line
     diagnostics = probe.listen(DiagnosticArray, "/diagnostics")
 
@@ -110,6 +110,7 @@ def test_injected_timer_fault_in_run_halts_the_controller_only(probe):
     assert "robot-bridge run: stopped" in text
 
 
+@pytest.mark.timeout(420)
 def test_injected_timer_fault_under_ros2_launch_halts_the_controller_only(probe):
     import subprocess
 
@@ -121,7 +122,9 @@ def test_injected_timer_fault_under_ros2_launch_halts_the_controller_only(probe)
                                stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO, start_new_session=True)
     output = Output(process)
     try:
-        _assert_contained_fault(probe, output)
+        # from the launch on: a fresh clone's controller compiles its kernels (numba, empty cache) while the
+        # other three nodes start; on a loaded CI host that passed 60 s
+        _assert_contained_fault(probe, output, start_up=240.0)
         assert process.poll() is None
         assert "process has died" not in output.text
     finally:
