@@ -49,16 +49,22 @@ def _orthonormalize_all(robot: Robot) -> None:
             targets.append((link.inertial.origin, "link {!r} inertial origin", link.name))
     targets += [(s.origin, "sensor {!r} origin", s.name) for s in robot.sensors.values()]
     targets += [(m.tool, "manipulator {!r} tool frame", m.name) for m in robot.manipulators.values()]
-    chosen, done = [], set()
-    for t, what, name in targets:
-        if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f" and id(t) not in done:
-            done.add(id(t))         # a geometry is often both a visual and a collision: repaired once
-            chosen.append((t, what, name))
+    mats = [t for t, _, _ in targets]
+    if (all(type(t) is np.ndarray for t in mats) and {t.shape for t in mats} == {(4, 4)}
+            and {t.dtype.kind for t in mats} == {"f"} and len({id(t) for t in mats}) == len(mats)):
+        chosen = targets            # the common case, checked by whole-list passes
+    else:
+        chosen, done = [], set()
+        for t, what, name in targets:
+            if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f" and id(t) not in done:
+                done.add(id(t))     # a geometry is often both a visual and a collision: repaired once
+                chosen.append((t, what, name))
     if not chosen:
         return
-    stack = np.stack([t for t, _, _ in chosen])
+    stack = np.array([t for t, _, _ in chosen])       # all (4, 4) floats: as np.stack, faster
     rot = stack[:, :3, :3]
-    todo = np.flatnonzero(~(rot == _EYE3).all(axis=(1, 2)) & rigid_mask(stack, RIGID_TOL))
+    todo = np.flatnonzero(~(rot == _EYE3).all(axis=(1, 2)))     # identities need no repair
+    todo = todo[rigid_mask(stack[todo], RIGID_TOL)]
     if not todo.size:
         return                      # identities (the most common rotation) and non-rotations only
     u, _, vt = np.linalg.svd(rot[todo])
@@ -161,7 +167,6 @@ def _check_mimic(robot: Robot) -> None:
     from ..kinematics.mimic import MimicEvaluator, drop_uncompilable_formulas
 
     try:
-        drop_uncompilable_formulas(robot)
-        MimicEvaluator(robot)
+        MimicEvaluator(robot, drop_uncompilable_formulas(robot))   # each formula compiled once
     except DescriptionError as exc:
         raise exc.with_location(file=robot.source) from None
