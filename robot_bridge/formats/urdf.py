@@ -300,27 +300,38 @@ def _material(ctx: _Ctx, m, materials: dict[str, Material], robot: Robot) -> Mat
 
 def _link(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Link:
     link = Link(ctx.name(el, "link"))
-    for v in _children(el, "visual"):
+    visuals, collisions, i = [], [], None
+    for c in el:                                 # the children in one pass (any or no namespace)
+        tag = c.tag
+        if isinstance(tag, str):
+            tag = tag.rpartition("}")[2]
+            if tag == "visual":
+                visuals.append(c)
+            elif tag == "collision":
+                collisions.append(c)
+            elif tag == "inertial" and i is None:
+                i = c
+    for v in visuals:
         g = _geometry(ctx, v, robot, materials)
         if g is not None:
             link.visuals.append(g)
-    for c in _children(el, "collision"):
+    for c in collisions:
         g = _geometry(ctx, c, robot, materials)
         if g is not None:
             link.collisions.append(g)
-    i = _child(el, "inertial")
     if i is not None:
         kids = _first_children(i)
         mass = kids.get("mass")
         inertia = kids.get("inertia")
         m = ctx.number(mass, "value") if mass is not None else 0.0
-        t = np.zeros((3, 3))
         if inertia is not None:
             number = ctx.number
             ixx, ixy, ixz, iyy, iyz, izz = (number(inertia, "ixx", 0.0), number(inertia, "ixy", 0.0),
                                             number(inertia, "ixz", 0.0), number(inertia, "iyy", 0.0),
                                             number(inertia, "iyz", 0.0), number(inertia, "izz", 0.0))
             t = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+        else:
+            t = np.zeros((3, 3))
         link.inertial = Inertial(m, _origin(ctx, i, kids), t)
     return link
 

@@ -32,36 +32,56 @@ def _fail(robot: Robot, element: str, message: str) -> SchemaError:
     return SchemaError(message, file=robot.source, element=element)
 
 
+def _labelled_transforms(robot: Robot) -> list:
+    """(matrix, what, name) of every transform of the model :func:`_orthonormalize_all` repairs, in
+    the order of :func:`_transforms` (the first label of a matrix listed twice is the one used)."""
+    out = [(robot.placement, "robot {!r} placement", robot.name)]
+    for j in robot.joints.values():
+        out += [(j.origin, "joint {!r} origin", j.name), (j.child_offset, "joint {!r} child offset", j.name)]
+    for link in robot.links.values():
+        out += [(g.origin, "link {!r} visual origin", link.name) for g in link.visuals]
+        out += [(g.origin, "link {!r} collision origin", link.name) for g in link.collisions]
+        if link.inertial is not None:
+            out.append((link.inertial.origin, "link {!r} inertial origin", link.name))
+    out += [(s.origin, "sensor {!r} origin", s.name) for s in robot.sensors.values()]
+    out += [(m.tool, "manipulator {!r} tool frame", m.name) for m in robot.manipulators.values()]
+    return out
+
+
+def _transforms(robot: Robot) -> list:
+    """The matrices of :func:`_labelled_transforms` in the same order, without their labels (the common
+    case needs none, and building ~400 labels cost a fifth of a PR2 validation); keep the two alike."""
+    out = [robot.placement]
+    for j in robot.joints.values():
+        out += (j.origin, j.child_offset)
+    for link in robot.links.values():
+        out += [g.origin for g in link.visuals]
+        out += [g.origin for g in link.collisions]
+        if link.inertial is not None:
+            out.append(link.inertial.origin)
+    out += [s.origin for s in robot.sensors.values()]
+    out += [m.tool for m in robot.manipulators.values()]
+    return out
+
+
 def _orthonormalize_all(robot: Robot) -> None:
     """Replace the rotation of every nearly rigid transform of the model (within RIGID_TOL) in place by
     the nearest rotation (polar decomposition), so FK, TF and the exported URDF use the same exact
     rotation; warn when it was off by more than ORTHO_WARN_TOL (CATIA and hand-written matrices carry few
     digits).  One vectorised pass: the checks and the decompositions of all transforms at once."""
-    # (matrix, what, name): the message is formatted only for a matrix that is repaired with a warning
-    targets = [(robot.placement, "robot {!r} placement", robot.name)]
-    for j in robot.joints.values():
-        targets += [(j.origin, "joint {!r} origin", j.name),
-                    (j.child_offset, "joint {!r} child offset", j.name)]
-    for link in robot.links.values():
-        targets += [(g.origin, "link {!r} visual origin", link.name) for g in link.visuals]
-        targets += [(g.origin, "link {!r} collision origin", link.name) for g in link.collisions]
-        if link.inertial is not None:
-            targets.append((link.inertial.origin, "link {!r} inertial origin", link.name))
-    targets += [(s.origin, "sensor {!r} origin", s.name) for s in robot.sensors.values()]
-    targets += [(m.tool, "manipulator {!r} tool frame", m.name) for m in robot.manipulators.values()]
-    mats = [t for t, _, _ in targets]
+    mats = _transforms(robot)
     if (all(type(t) is np.ndarray for t in mats) and {t.shape for t in mats} == {(4, 4)}
             and {t.dtype.kind for t in mats} == {"f"} and len({id(t) for t in mats}) == len(mats)):
-        chosen = targets            # the common case, checked by whole-list passes
+        chosen = mats               # the common case, checked by whole-list passes
     else:
         chosen, done = [], set()
-        for t, what, name in targets:
+        for t in mats:
             if isinstance(t, np.ndarray) and t.shape == (4, 4) and t.dtype.kind == "f" and id(t) not in done:
                 done.add(id(t))     # a geometry is often both a visual and a collision: repaired once
-                chosen.append((t, what, name))
+                chosen.append(t)
     if not chosen:
         return
-    stack = np.array([t for t, _, _ in chosen])       # all (4, 4) floats: as np.stack, faster
+    stack = np.array(chosen)        # all (4, 4) floats: as np.stack, faster
     rot = stack[:, :3, :3]
     todo = np.flatnonzero(~(rot == _EYE3).all(axis=(1, 2)))     # identities need no repair
     todo = todo[rigid_mask(stack[todo], RIGID_TOL)]
@@ -71,11 +91,17 @@ def _orthonormalize_all(robot: Robot) -> None:
     nearest = u @ vt
     off = np.abs(rot[todo] - nearest).max(axis=(1, 2))
     changed = False
+    labels = None
     for k, i in enumerate(todo.tolist()):
         if off[k] == 0.0:
             continue
-        t, what, name = chosen[i]
+        t = chosen[i]
         if off[k] > ORTHO_WARN_TOL:
+            if labels is None:      # what each matrix is, named only for a warning
+                labels = {}
+                for m, what, name in _labelled_transforms(robot):
+                    labels.setdefault(id(m), (what, name))
+            what, name = labels[id(t)]
             robot.warn(f"{what.format(name)}: rotation is not orthonormal (off by {off[k]:.2g}); "
                        "orthonormalized")
         t[:3, :3] = nearest[k]
