@@ -244,10 +244,9 @@ def package_uri(path) -> Optional[str]:
 def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Optional[Geometry]:
     kids = _first_children(el)
     g = kids.get("geometry")
-    shapes = [c for c in g if isinstance(c.tag, str)] if g is not None else []
-    if not shapes:
+    s = next((c for c in g if isinstance(c.tag, str)), None) if g is not None else None   # the first shape
+    if s is None:
         raise ctx.error(SchemaError, "expected a <geometry> with one of box, cylinder, sphere, mesh", el)
-    s = shapes[0]
     kind = xmlsafe.local_name(s)
     if kind == "box":
         shape = Box(ctx.floats(s, "size", 3) / 2.0)
@@ -285,9 +284,8 @@ def _material(ctx: _Ctx, m, materials: dict[str, Material], robot: Robot) -> Mat
     kids = _first_children(m)
     color = kids.get("color")
     if color is not None:
-        rgba = ctx.floats(color, "rgba", 4)
-        mat = Material(diffuse=tuple(float(v) for v in rgba[:3]), transparency=1.0 - float(rgba[3]),
-                       name=name)
+        rgba = ctx.values(color, "rgba", 4)
+        mat = Material(diffuse=rgba[:3], transparency=1.0 - rgba[3], name=name)
         if name and name not in materials:
             materials[name] = mat
         return mat
