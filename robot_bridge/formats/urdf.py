@@ -261,8 +261,12 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
         if uri in ctx.mesh_paths:
             path = ctx.mesh_paths[uri]
         else:
-            path = ctx.mesh_paths[uri] = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file,
-                                                     s.sourceline, xmlsafe.element_path(s), ctx.packages)
+            try:                # the element's path is only written into an error: found only for one
+                path = ctx.mesh_paths[uri] = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file,
+                                                         s.sourceline, None, ctx.packages)
+            except DescriptionError as exc:
+                exc.with_location(element=xmlsafe.element_path(s))
+                raise
         if path is None:
             robot.warn(f"mesh {uri!r} not found")
             if uri not in robot.missing_meshes:

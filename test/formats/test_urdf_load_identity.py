@@ -149,3 +149,19 @@ def _write() -> None:
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     _write()
+
+
+def test_a_refused_mesh_names_file_line_and_element(tmp_path):
+    """The mesh's element path is found only when its URI is refused (issue 33): the error is the same."""
+    from robot_bridge.errors import UnsafeInputError
+
+    (tmp_path / "robot").mkdir()
+    path = tmp_path / "robot" / "r.urdf"
+    path.write_text('<robot name="r">\n<link name="a">\n<visual name="v">\n<geometry>\n'
+                    '<mesh filename="../../outside.stl"/>\n</geometry>\n</visual>\n</link>\n</robot>\n')
+    with pytest.raises(UnsafeInputError) as info:
+        formats.load(path)
+    assert info.value.line == 5
+    assert info.value.element == "/robot[@name='r']/link[@name='a']/visual[@name='v']/geometry/mesh"
+    assert str(info.value).startswith(f"{path}:5 /robot[@name='r']/link[@name='a']/visual[@name='v']/geometry/mesh: "
+                                      "reference '../../outside.stl' resolves to ")
