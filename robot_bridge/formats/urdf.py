@@ -92,7 +92,7 @@ class _Ctx:
         values = self.parsed.get(text)
         if values is None:
             try:
-                values = tuple([float(v) for v in text.split()])
+                values = tuple(map(float, text.split()))
             except ValueError:
                 raise self.error(SchemaError, f"attribute {attr}={text!r}: expected {n} numbers",
                                  el) from None
