@@ -52,13 +52,17 @@ def _transforms(robot: Robot) -> list:
     """The matrices of :func:`_labelled_transforms` in the same order, without their labels (the common
     case needs none, and building ~400 labels cost a fifth of a PR2 validation); keep the two alike."""
     out = [robot.placement]
+    add = out.append
     for j in robot.joints.values():
-        out += (j.origin, j.child_offset)
+        add(j.origin)
+        add(j.child_offset)
     for link in robot.links.values():
-        out += [g.origin for g in link.visuals]
-        out += [g.origin for g in link.collisions]
+        for g in link.visuals:
+            add(g.origin)
+        for g in link.collisions:
+            add(g.origin)
         if link.inertial is not None:
-            out.append(link.inertial.origin)
+            add(link.inertial.origin)
     out += [s.origin for s in robot.sensors.values()]
     out += [m.tool for m in robot.manipulators.values()]
     return out
@@ -70,8 +74,8 @@ def _orthonormalize_all(robot: Robot) -> None:
     rotation; warn when it was off by more than ORTHO_WARN_TOL (CATIA and hand-written matrices carry few
     digits).  One vectorised pass: the checks and the decompositions of all transforms at once."""
     mats = _transforms(robot)
-    if (all(type(t) is np.ndarray for t in mats) and {t.shape for t in mats} == {(4, 4)}
-            and {t.dtype.kind for t in mats} == {"f"} and len({id(t) for t in mats}) == len(mats)):
+    if (all(type(t) is np.ndarray and t.shape == (4, 4) and t.dtype.kind == "f" for t in mats)
+            and len(set(map(id, mats))) == len(mats)):
         chosen = mats               # the common case, checked by whole-list passes
     else:
         chosen, done = [], set()
