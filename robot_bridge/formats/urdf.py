@@ -107,9 +107,19 @@ class _Ctx:
         return np.array(self.values(el, attr, n, default), dtype=float)
 
     def number(self, el, attr: str, default: Optional[float] = None) -> float:
-        values = self.parsed.get(el.get(attr))     # a text seen before (most are): no checks left
-        if values is not None and len(values) == 1:
-            return values[0]
+        text = el.get(attr)
+        values = self.parsed.get(text)             # a text seen before: no checks left
+        if values is not None:
+            if len(values) == 1:
+                return values[0]
+        elif text is not None:                     # a new text of one finite number (float() strips
+            try:                                   # blanks as str.split() does): the same value
+                value = float(text)
+            except ValueError:
+                value = math.nan                   # not one number: values() names the error
+            if math.isfinite(value):
+                self.parsed[text] = (value,)
+                return value
         return self.values(el, attr, 1, None if default is None else (default,))[0]
 
     def name(self, el, what: str) -> str:
@@ -247,7 +257,7 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
     s = next((c for c in g if isinstance(c.tag, str)), None) if g is not None else None   # the first shape
     if s is None:
         raise ctx.error(SchemaError, "expected a <geometry> with one of box, cylinder, sphere, mesh", el)
-    kind = xmlsafe.local_name(s)
+    kind = s.tag.rpartition("}")[2]                      # xmlsafe.local_name (s.tag is a str)
     if kind == "box":
         shape = Box(ctx.floats(s, "size", 3) / 2.0)
     elif kind == "cylinder":
@@ -345,14 +355,16 @@ def _joint(ctx: _Ctx, el, robot: Robot) -> Joint:
         expected = ", ".join(sorted(_JOINT_TYPES))
         raise ctx.error(SchemaError, f"joint type {jtype!r}: expected one of {expected}", el)
     kids = _first_children(el)
-    ends = {}
-    for tag in ("parent", "child"):
-        e = kids.get(tag)
-        if e is None or not e.get("link"):
-            raise ctx.error(SchemaError, f"joint without <{tag} link=...>", el)
-        ends[tag] = e.get("link")
-    if ends["parent"] == ends["child"]:
-        raise ctx.error(KinematicsError, f"joint is its own parent (link {ends['parent']!r})", el)
+    e = kids.get("parent")
+    parent = e.get("link") if e is not None else None
+    if not parent:
+        raise ctx.error(SchemaError, "joint without <parent link=...>", el)
+    e = kids.get("child")
+    child = e.get("link") if e is not None else None
+    if not child:
+        raise ctx.error(SchemaError, "joint without <child link=...>", el)
+    if parent == child:
+        raise ctx.error(KinematicsError, f"joint is its own parent (link {parent!r})", el)
     if jtype in ("floating", "planar"):
         robot.warn(f"{jtype} joint {name!r} cannot be expressed in the model; kept fixed at its origin")
         jtype = "fixed"
@@ -376,7 +388,7 @@ def _joint(ctx: _Ctx, el, robot: Robot) -> Joint:
         limits["effort"] = np.array([ctx.number(limit, "effort", 0.0)])
     elif jtype in ("revolute", "prismatic"):
         raise ctx.error(SchemaError, f"{jtype} joint without <limit>", el)
-    joint = Joint(name, jtype, ends["parent"], ends["child"], origin=origin,
+    joint = Joint(name, jtype, parent, child, origin=origin,
                   axes=[unit.copy()] if jtype != "fixed" else [], **limits)
     safety = kids.get("safety_controller")
     if safety is not None and jtype != "fixed":

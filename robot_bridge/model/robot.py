@@ -41,6 +41,7 @@ _PER_DOF_FILL = (("lower", 0.0), ("upper", 0.0), ("velocity", 0.0), ("accelerati
                  ("weight", 1.0), ("resolution", 0.0), ("initial", 0.0), ("offset", 0.0))
 _FLOAT = np.dtype(np.float64)
 _EYE4 = np.eye(4)
+_ONES = {n: np.ones(n) for n in set(_DOF.values())}     # copied: np.ones is several calls
 _NO_VALUES = np.zeros(0)
 _NO_VALUES.flags.writeable = False
 
@@ -122,7 +123,7 @@ class Joint:
         for name, fill in _PER_DOF_FILL:
             value = fields[name]
             if value is _NO_VALUES:                 # the default: most per-DOF arrays of most joints
-                fields[name] = np.zeros(n) if fill == 0.0 else np.ones(n)
+                fields[name] = np.zeros(n) if fill == 0.0 else _ONES[n].copy()
                 continue
             if type(value) is not np.ndarray or value.dtype != _FLOAT or value.ndim != 1:
                 value = np.asarray(value, dtype=float).reshape(-1)
