@@ -124,12 +124,14 @@ def _best(fn, repeat: int, clock=time.perf_counter) -> float:
 
 
 def _best_of_each(fns, repeat: int, clock=time.perf_counter) -> list[float]:
-    """Least time of each of ``fns`` over ``repeat`` rounds, each round running every one once."""
+    """Least time of each of ``fns`` over ``repeat`` rounds, each round running every one once, starting
+    at the next one each round (none always runs right after the same other one, with its caches)."""
     best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
+    for r in range(repeat):
+        for k in range(len(fns)):
+            i = (r + k) % len(fns)
             start = clock()
-            fn()
+            fns[i]()
             best[i] = min(best[i], clock() - start)
     return best
 

@@ -19,6 +19,7 @@ from ..model.transform import is_rigid, rigid_mask
 RIGID_TOL = 1e-3      # rounded rotation matrices in real files are off by ~1e-4 at most
 ORTHO_WARN_TOL = 1e-6  # rotations further than this from orthonormal are reported when repaired
 _EYE3 = np.eye(3)
+_LAST_ROW = np.array([0.0, 0.0, 0.0, 1.0])
 
 
 def _finite(value) -> bool:
@@ -68,14 +69,17 @@ def _transforms(robot: Robot) -> list:
     return out
 
 
-def _orthonormalize_all(robot: Robot) -> None:
+def _orthonormalize_all(robot: Robot) -> bool:
     """Replace the rotation of every nearly rigid transform of the model (within RIGID_TOL) in place by
     the nearest rotation (polar decomposition), so FK, TF and the exported URDF use the same exact
     rotation; warn when it was off by more than ORTHO_WARN_TOL (CATIA and hand-written matrices carry few
-    digits).  One vectorised pass: the checks and the decompositions of all transforms at once."""
+    digits).  One vectorised pass: the checks and the decompositions of all transforms at once.
+    Returns True when every transform is a (4, 4) float array and a finite rigid transform (after the
+    repair): then :func:`_all_valid` need not check them again."""
     mats = _transforms(robot)
-    if (all(type(t) is np.ndarray and t.shape == (4, 4) and t.dtype.kind == "f" for t in mats)
-            and len(set(map(id, mats))) == len(mats)):
+    plain = (all(type(t) is np.ndarray and t.shape == (4, 4) and t.dtype.kind == "f" for t in mats)
+             and len(set(map(id, mats))) == len(mats))
+    if plain:
         chosen = mats               # the common case, checked by whole-list passes
     else:
         chosen, done = [], set()
@@ -84,13 +88,19 @@ def _orthonormalize_all(robot: Robot) -> None:
                 done.add(id(t))     # a geometry is often both a visual and a collision: repaired once
                 chosen.append(t)
     if not chosen:
-        return
+        return plain
     stack = np.array(chosen)        # all (4, 4) floats: as np.stack, faster
     rot = stack[:, :3, :3]
-    todo = np.flatnonzero(~(rot == _EYE3).all(axis=(1, 2)))     # identities need no repair
-    todo = todo[rigid_mask(stack[todo], RIGID_TOL)]
+    identity = (rot == _EYE3).all(axis=(1, 2))
+    todo = np.flatnonzero(~identity)                  # identities need no repair
+    rigid = rigid_mask(stack[todo], RIGID_TOL)
+    todo = todo[rigid]
+    # an identity rotation with finite numbers and the exact last row is rigid; a repaired rotation stays so
+    fixed = stack[identity]
+    all_rigid = (plain and bool(rigid.all()) and bool(np.isfinite(fixed).all())
+                 and bool((fixed[:, 3] == _LAST_ROW).all()))
     if not todo.size:
-        return                      # identities (the most common rotation) and non-rotations only
+        return all_rigid            # identities (the most common rotation) and non-rotations only
     u, _, vt = np.linalg.svd(rot[todo])
     nearest = u @ vt
     off = np.abs(rot[todo] - nearest).max(axis=(1, 2))
@@ -112,18 +122,21 @@ def _orthonormalize_all(robot: Robot) -> None:
         changed = True
     if changed:
         robot.__dict__.pop("_kinematic_model", None)      # built from the matrices before the repair
+    return all_rigid
 
 
-def _all_valid(robot: Robot) -> bool:
+def _all_valid(robot: Robot, transforms_rigid: bool = False) -> bool:
     """True when every check of :func:`validate` on this robot's own values passes (vectorised); False
-    when one may fail: then the element-by-element checks run and name the first failure."""
+    when one may fail: then the element-by-element checks run and name the first failure.
+    ``transforms_rigid``: :func:`_orthonormalize_all` found every transform rigid (and finite)."""
     try:
         joints = list(robot.joints.values())
-        rigid = [robot.placement, *(s.origin for s in robot.sensors.values())]
-        rigid += [t for j in joints for t in (j.origin, j.child_offset)]
-        rigid = np.array(rigid, dtype=float)
-        if rigid.shape[1:] != (4, 4) or not rigid_mask(rigid, RIGID_TOL).all():
-            return False
+        if not transforms_rigid:
+            rigid = [robot.placement, *(s.origin for s in robot.sensors.values())]
+            rigid += [t for j in joints for t in (j.origin, j.child_offset)]
+            rigid = np.array(rigid, dtype=float)
+            if rigid.shape[1:] != (4, 4) or not rigid_mask(rigid, RIGID_TOL).all():
+                return False
         axes = [a for j in joints for a in j.axes[:j.dof]]
         if axes:
             axes = np.array(axes, dtype=float).reshape(len(axes), -1)
@@ -135,10 +148,12 @@ def _all_valid(robot: Robot) -> bool:
         if limits and np.isnan(np.concatenate(limits).astype(float, copy=False)).any():
             return False
         links = robot.links.values()
-        origins = [g.origin for link in links for g in (*link.visuals, *link.collisions)]
         inertials = [link.inertial for link in links if link.inertial is not None]
-        origins += [i.origin for i in inertials]
-        checked = [np.array(origins, dtype=float).reshape(len(origins), 16)] if origins else []
+        checked = []
+        if not transforms_rigid:
+            origins = [g.origin for link in links for g in (*link.visuals, *link.collisions)]
+            origins += [i.origin for i in inertials]
+            checked = [np.array(origins, dtype=float).reshape(len(origins), 16)] if origins else []
         if inertials:
             checked += [np.array([i.mass for i in inertials], dtype=float).reshape(-1),
                         np.array([i.inertia for i in inertials], dtype=float).reshape(len(inertials), 9)]
@@ -149,8 +164,7 @@ def _all_valid(robot: Robot) -> bool:
 
 def validate(robot: Robot) -> Robot:
     """Raise a DescriptionError subclass for the first invalid value; return ``robot``."""
-    _orthonormalize_all(robot)
-    if not _all_valid(robot):
+    if not _all_valid(robot, _orthonormalize_all(robot)):
         _check_values(robot)
     _check_mimic(robot)
     for body in robot.environment.values():

@@ -4,7 +4,9 @@ the labels cost a fifth of a PR2 validation, and only a warning needs them): bot
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from robot_bridge.errors import SchemaError
 from robot_bridge.formats.validate import _labelled_transforms, _transforms, validate
 from robot_bridge.model import (AttachedSensor, Box, Geometry, Inertial, Joint, Link, Manipulator,
                                 Robot)
@@ -41,3 +43,24 @@ def test_a_repaired_rotation_is_named_by_its_first_label():
     assert len(warned) == 2
     assert warned[0].startswith("link 'a' visual origin: ") and warned[1].startswith("sensor 's' origin: ")
     assert np.allclose(shared[:3, :3] @ shared[:3, :3].T, np.eye(3), atol=1e-14)
+
+
+@pytest.mark.parametrize("where, change", [
+    ("joint", lambda t: t.__setitem__((0, 3), np.nan)),          # identity rotation, NaN translation
+    ("joint", lambda t: t.__setitem__((3, 0), 0.5)),             # identity rotation, not a last row
+    ("joint", lambda t: t.__setitem__((slice(0, 3), slice(0, 3)), 2 * np.eye(3))),   # scaled
+    ("visual", lambda t: t.__setitem__((1, 3), np.inf)),
+    ("inertial", lambda t: t.__setitem__((2, 3), np.nan)),
+])
+def test_what_the_orthonormalisation_found_valid_is_still_checked(where, change):
+    """validate skips its second rigidity and finiteness pass only when the orthonormalisation saw every
+    transform rigid and finite: each broken transform is still refused, naming its element."""
+    robot = _robot()
+    target = {"joint": robot.joints["j"].origin, "visual": robot.links["a"].visuals[1].origin,
+              "inertial": robot.links["a"].inertial.origin}[where]
+    change(target)
+    with pytest.raises(SchemaError) as info:
+        validate(robot)
+    named = {"joint": "joint[@name='j']/origin", "visual": "link[@name='a']/visual",
+             "inertial": "link[@name='a']/inertial"}
+    assert info.value.element.startswith(named[where])
