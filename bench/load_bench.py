@@ -21,7 +21,8 @@
 - ``urdf_peers``: the PR2 URDF of the corpus and the generated URDF through ``formats.load`` (with the
   model checks) and ``urdf.read`` (the reader alone) against ``yourdfpy.URDF.load`` (meshes not
   loaded; with and without its scene graph) and pinocchio's ``buildModelFromUrdf``, least CPU ms of N
-  each, with the ratios (goal: ``load`` within 1.0x of yourdfpy).
+  rounds, each round running every reader once (interleaved), with the ratios (goal: ``load`` within
+  1.0x of yourdfpy).
 
 Peers (pycollada, yourdfpy) are not dependencies: install them into a folder of their own and pass it,
 ``python -m pip install --target /tmp/peers pycollada yourdfpy`` then
@@ -123,12 +124,14 @@ def _best(fn, repeat: int, clock=time.perf_counter) -> float:
 
 
 def _best_of_each(fns, repeat: int, clock=time.perf_counter) -> list[float]:
-    """Least time of each of ``fns`` over ``repeat`` rounds, each round running every one once."""
+    """Least time of each of ``fns`` over ``repeat`` rounds, each round running every one once, starting
+    at the next one each round (none always runs right after the same other one, with its caches)."""
     best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
+    for r in range(repeat):
+        for k in range(len(fns)):
+            i = (r + k) % len(fns)
             start = clock()
-            fn()
+            fns[i]()
             best[i] = min(best[i], clock() - start)
     return best
 
@@ -240,8 +243,9 @@ def _pr2_urdf(folder: Path) -> Path | None:
 
 
 def urdf_peers(repeat: int = 15) -> dict:
-    """PR2 and a generated URDF: ours against yourdfpy and pinocchio (least CPU time of ``repeat``: all run
-    in this process, so a loaded host skews them less than wall time)."""
+    """PR2 and a generated URDF: ours against yourdfpy and pinocchio (least CPU time of ``repeat`` rounds,
+    each running every reader once: all run in this process, interleaved, so a loaded host skews them less
+    than wall time or one reader's block after another's)."""
     import tempfile
 
     from robot_bridge.formats import urdf
@@ -257,26 +261,31 @@ def urdf_peers(repeat: int = 15) -> dict:
                 out[f"urdf_{label}"] = "skipped: corpus not found"
                 continue
             load(path)
-            row = {"bytes": path.stat().st_size,
-                   "load_ms": round(_best(lambda: load(path), repeat, CPU) * 1000, 2),
-                   "read_ms": round(_best(lambda: urdf.read(path), repeat, CPU) * 1000, 2)}
+            # every reader once per round, rounds repeated: a host's load changing over the run hits
+            # them alike (least CPU time of each over the rounds)
+            fns = {"load": lambda: load(path), "read": lambda: urdf.read(path)}
             if isinstance(yourdfpy, str):
-                row["yourdfpy"] = yourdfpy
+                skipped = {"yourdfpy": yourdfpy}
             else:
                 kw = dict(load_meshes=False, load_collision_meshes=False)
-                row["yourdfpy_ms"] = round(_best(lambda: yourdfpy.URDF.load(
-                    str(path), build_scene_graph=False, **kw), repeat, CPU) * 1000, 2)
-                row["yourdfpy_scene_graph_ms"] = round(_best(lambda: yourdfpy.URDF.load(
-                    str(path), **kw), repeat, CPU) * 1000, 2)
+                fns["yourdfpy"] = lambda: yourdfpy.URDF.load(str(path), build_scene_graph=False, **kw)
+                fns["yourdfpy_scene_graph"] = lambda: yourdfpy.URDF.load(str(path), **kw)
+                skipped = {}
+            if isinstance(pinocchio, str):
+                skipped["pinocchio"] = pinocchio
+            else:
+                fns["pinocchio"] = lambda: pinocchio.buildModelFromUrdf(str(path))
+            ms = dict(zip(fns, (round(s * 1000, 2) for s in _best_of_each(list(fns.values()), repeat, CPU))))
+            row = {"bytes": path.stat().st_size, "load_ms": ms["load"], "read_ms": ms["read"], **skipped}
+            if "yourdfpy" in ms:
+                row["yourdfpy_ms"] = ms["yourdfpy"]
+                row["yourdfpy_scene_graph_ms"] = ms["yourdfpy_scene_graph"]
                 row["load_over_yourdfpy"] = round(row["load_ms"] / row["yourdfpy_ms"], 2)
                 row["load_over_yourdfpy_scene_graph"] = round(row["load_ms"] / row["yourdfpy_scene_graph_ms"],
                                                               2)
                 row["read_over_yourdfpy"] = round(row["read_ms"] / row["yourdfpy_ms"], 2)
-            if isinstance(pinocchio, str):
-                row["pinocchio"] = pinocchio
-            else:
-                pin_s = _best(lambda: pinocchio.buildModelFromUrdf(str(path)), repeat, CPU)
-                row["pinocchio_ms"] = round(pin_s * 1000, 2)
+            if "pinocchio" in ms:
+                row["pinocchio_ms"] = ms["pinocchio"]
                 row["load_over_pinocchio"] = round(row["load_ms"] / row["pinocchio_ms"], 2)
             out[f"urdf_{label}"] = row
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import MutableMapping
+from typing import MutableMapping, Optional
 
 import numpy as np
 
@@ -45,25 +45,32 @@ def not_compiled(robot: Robot, joint_name: str, error: ExpressionError, dof=None
     robot.warn(f"joint {joint_name!r}: formula not compiled ({error}); the joint is independent")
 
 
-def drop_uncompilable_formulas(robot: Robot) -> None:
+def drop_uncompilable_formulas(robot: Robot) -> dict:
     """Make every joint whose mimic formula the engine cannot compile independent (see
-    :func:`not_compiled`).  Formulas naming joints that do not exist stay errors (broken references)."""
+    :func:`not_compiled`).  Formulas naming joints that do not exist stay errors (broken references).
+    Returns the compiled formulas, ``{(id(joint), dof, formula): expression}``, for
+    :class:`MimicEvaluator`, which then compiles none of them again."""
     variables = dof_variable_names(robot).keys()
+    compiled = {}
     for j in list(robot.joints.values()):
         for i, m in enumerate(j.mimic):
             if m is None:
                 continue
             where = f"joint[@name='{j.name}']/mimic"
             try:
-                compile_expression(m.position, variables=variables)
+                compiled[id(j), i, m.position] = compile_expression(m.position, variables=variables)
             except UnknownVariableError as exc:
                 raise exc.with_location(element=where) from None
             except ExpressionError as exc:
                 not_compiled(robot, j.name, exc.with_location(element=where), i)
+    return compiled
 
 
 class MimicEvaluator:
-    def __init__(self, robot: Robot):
+    def __init__(self, robot: Robot, compiled: Optional[dict] = None):
+        """``compiled``: formulas :func:`drop_uncompilable_formulas` compiled for this robot (as it is
+        now: the same variables), used instead of compiling them again."""
+        compiled = compiled or {}
         self.variables = dof_variable_names(robot)
         # loop-closing joints are not in the value maps FK passes: they start at their initial values
         self._loop_values = {j.name: np.array(j.initial, dtype=float)
@@ -74,7 +81,9 @@ class MimicEvaluator:
                 if m is None:
                     continue
                 try:
-                    expr = compile_expression(m.position, variables=self.variables.keys())
+                    expr = compiled.get((id(j), i, m.position))
+                    if expr is None:
+                        expr = compile_expression(m.position, variables=self.variables.keys())
                 except ExpressionError as exc:
                     raise exc.with_location(element=f"joint[@name='{j.name}']/mimic") from None
                 deps = {self.variables[v][0] for v in expr.variables}

@@ -39,6 +39,16 @@ _DOF = {"revolute": 1, "continuous": 1, "prismatic": 1, "fixed": 0, "universal":
 # the per-DOF arrays of a Joint and the value each DOF gets when the array is empty
 _PER_DOF_FILL = (("lower", 0.0), ("upper", 0.0), ("velocity", 0.0), ("acceleration", 0.0), ("effort", 0.0),
                  ("weight", 1.0), ("resolution", 0.0), ("initial", 0.0), ("offset", 0.0))
+_FLOAT = np.dtype(np.float64)
+_EYE4 = np.eye(4)
+_ONES = {n: np.ones(n) for n in set(_DOF.values())}     # copied: np.ones is several calls
+_NO_VALUES = np.zeros(0)
+_NO_VALUES.flags.writeable = False
+
+
+def _no_values() -> np.ndarray:
+    """The default of a per-DOF array: a shared empty array, replaced in Joint.__post_init__."""
+    return _NO_VALUES
 
 
 def joint_dof(joint_type: str) -> int:
@@ -82,21 +92,22 @@ class Joint:
     type: str
     parent: str
     child: str
-    origin: np.ndarray = field(default_factory=lambda: np.eye(4))
+    origin: np.ndarray = field(default_factory=_EYE4.copy)
     axes: list[np.ndarray] = field(default_factory=list)
-    child_offset: np.ndarray = field(default_factory=lambda: np.eye(4))
-    lower: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    upper: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    child_offset: np.ndarray = field(default_factory=_EYE4.copy)
+    # an empty per-DOF array is replaced by a new one of ``dof`` values in __post_init__
+    lower: np.ndarray = field(default_factory=_no_values)
+    upper: np.ndarray = field(default_factory=_no_values)
     soft_lower: Optional[np.ndarray] = None
     soft_upper: Optional[np.ndarray] = None
-    velocity: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    acceleration: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    effort: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    weight: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    resolution: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    velocity: np.ndarray = field(default_factory=_no_values)
+    acceleration: np.ndarray = field(default_factory=_no_values)
+    effort: np.ndarray = field(default_factory=_no_values)
+    weight: np.ndarray = field(default_factory=_no_values)
+    resolution: np.ndarray = field(default_factory=_no_values)
     circular: list[bool] = field(default_factory=list)
-    initial: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    offset: np.ndarray = field(default_factory=lambda: np.zeros(0))   # OpenRAVE internal joint offset
+    initial: np.ndarray = field(default_factory=_no_values)
+    offset: np.ndarray = field(default_factory=_no_values)   # OpenRAVE internal joint offset
     passive: bool = False
     mimic: list[Optional[Mimic]] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
@@ -104,19 +115,24 @@ class Joint:
     def __post_init__(self):
         if self.type not in _DOF:
             raise ValueError(f"joint {self.name!r}: unknown type {self.type!r}")
-        n = self.dof
+        n = _DOF[self.type]
         if not self.axes and n:
             default = [np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0])]
             self.axes = default[:n] if self.type == "spherical" else [default[2]] * n
+        fields = self.__dict__
         for name, fill in _PER_DOF_FILL:
-            value = getattr(self, name)
-            if type(value) is not np.ndarray or value.dtype != np.float64 or value.ndim != 1:
+            value = fields[name]
+            if value is _NO_VALUES:                 # the default: most per-DOF arrays of most joints
+                fields[name] = np.zeros(n) if fill == 0.0 else _ONES[n].copy()
+                continue
+            if type(value) is not np.ndarray or value.dtype != _FLOAT or value.ndim != 1:
                 value = np.asarray(value, dtype=float).reshape(-1)
-            if value.size == 0:
-                value = np.zeros(n) if fill == 0.0 else np.full(n, fill)
-            elif value.size == 1 and n > 1:
+            size = value.shape[0]
+            if size == 0:
+                value = np.zeros(n) if fill == 0.0 else np.ones(n)
+            elif size == 1 and n > 1:
                 value = np.full(n, float(value[0]))
-            setattr(self, name, value)
+            fields[name] = value
         if not self.circular:
             self.circular = [self.type == "continuous"] * n
         if not self.mimic:
