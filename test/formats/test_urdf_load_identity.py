@@ -163,5 +163,5 @@ def test_a_refused_mesh_names_file_line_and_element(tmp_path):
         formats.load(path)
     assert info.value.line == 5
     assert info.value.element == "/robot[@name='r']/link[@name='a']/visual[@name='v']/geometry/mesh"
-    assert str(info.value).startswith(f"{path}:5 /robot[@name='r']/link[@name='a']/visual[@name='v']/geometry/mesh: "
+    assert str(info.value).startswith(f"{path}:5 {info.value.element}: "
                                       "reference '../../outside.stl' resolves to ")
