@@ -45,7 +45,7 @@ class CanopenHardware(Hardware):
     def __init__(self, joint_names: Sequence[str], limits: Sequence[JointLimits], node_ids: Sequence[int], *,
                  interface: str = "socketcan", channel: str = "can0", bitrate: int = 500000,
                  eds: str = str(DEFAULT_EDS), counts_per_radian: float = 1e6, heartbeat_ms: int = 50,
-                 heartbeat_timeout: float = 0.5, pdo_event_ms: int = 20):
+                 heartbeat_timeout: float = 0.5, pdo_event_ms: int = 20, sdo_timeout: float = 1.0):
         super().__init__(joint_names, limits)
         if len(node_ids) != len(self.joint_names):
             raise ValueError(f"{len(node_ids)} node ids for {len(self.joint_names)} joints")
@@ -56,6 +56,9 @@ class CanopenHardware(Hardware):
         self.heartbeat_ms = int(heartbeat_ms)
         self.heartbeat_timeout = float(heartbeat_timeout)
         self.pdo_event_ms = int(pdo_event_ms)
+        # python-canopen waits 0.3 s for an SDO answer: a drive answers within milliseconds, but a loaded host
+        # can leave this process's bus thread unscheduled longer than that (a CI run's set-up failed so)
+        self.sdo_timeout = float(sdo_timeout)
         self.network: canopen.Network | None = None
         self.drives: list[_Drive] = []
         self._last_read = time.monotonic()
@@ -86,6 +89,7 @@ class CanopenHardware(Hardware):
 
     def _setup(self, joint: str, limits: JointLimits, node_id: int) -> _Drive:
         node = BaseNode402(node_id, self.eds)
+        node.sdo.RESPONSE_TIMEOUT = self.sdo_timeout
         self.network.add_node(node)
         drive = _Drive(joint, limits, node)
         node.nmt.add_heartbeat_callback(lambda _state, d=drive: self._on_heartbeat(d))

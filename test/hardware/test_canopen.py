@@ -144,6 +144,12 @@ def test_halt_and_quick_stop(bus):
     assert hardware.status()[0].state is ModuleState.DISABLED and hardware.status()[0].brake
 
 
+def test_sdo_requests_wait_the_configured_time_for_an_answer(bus):
+    hardware, _drives = bus
+    hardware.open()
+    assert [d.node.sdo.RESPONSE_TIMEOUT for d in hardware.drives] == [1.0, 1.0]     # canopen's own: 0.3 s
+
+
 def test_heartbeat_supervision(bus):
     hardware, drives = bus
     hardware.open()
