@@ -46,7 +46,6 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ..errors import DescriptionError
 from ..ros import params, qos
-from ..ros.actions import get_result, send_goal
 from ..ros.guard import ContainedNode
 from ..ros.logs import Throttle
 from ..view.page import DEFAULT_HOST, DEFAULT_PORT, MarkerShape, ViewPage, depth_to_rgb, scan_points
@@ -478,7 +477,7 @@ class ViewNode(ContainedNode):
                 if not client.server_is_ready():
                     sent.append(f"{action}: no action server")
                     continue
-                future = send_goal(self, client, goal)
+                future = client.send_goal_async(goal)
                 future.add_done_callback(lambda f, a=action: self._goal_sent(a, f, values))
                 sent.append(f"{action}: {len(names)} joints in {duration:.1f} s")
         return "; ".join(sent) or "no controller drives these joints"
@@ -488,7 +487,7 @@ class ViewNode(ContainedNode):
         if not handle.accepted:
             self.page.set_goal_result(f"{action}: goal rejected")
             return
-        get_result(self, handle).add_done_callback(
+        handle.get_result_async().add_done_callback(
             lambda f: self._goal_done(action, f.result().result, values))
 
     def _goal_done(self, action: str, result, values: dict) -> None:
