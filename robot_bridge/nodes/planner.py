@@ -868,8 +868,7 @@ class PlannerNode(ContainedNode):
             handle = self._handle_of(goal.target_name, gripper, list(goal.possible_grasps[:1]))
             joint, opened, closed = self._gripper_positions(gripper)
         self._feedback(job, FEEDBACK_PLANNING)
-        t = float(goal.allowed_planning_time)
-        timeout = t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+        timeout = self._planning_time(goal)
         pre = goal.possible_grasps[0].pre_grasp_posture if goal.possible_grasps else None
         opening = self._posture(pre, joint, opened) if pre else opened
         with self.model_lock:
@@ -945,8 +944,7 @@ class PlannerNode(ContainedNode):
             core_goal = PlaceGoal(body, placed, goal.support_surface_name, direction, distance,
                                   bool(goal.allow_gripper_support_collision), goal.group_name or None)
         self._feedback(job, FEEDBACK_PLANNING)
-        t = float(goal.allowed_planning_time)
-        timeout = t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+        timeout = self._planning_time(goal)
         with self.model_lock:
             t0 = time.monotonic()
             result = self.model.plan(core_goal, timeout=timeout)
