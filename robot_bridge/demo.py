@@ -201,6 +201,9 @@ class MasterClient:
 
     def close(self) -> None:
         self.executor.shutdown(timeout_sec=2)
+        from .ros.actions import destroy_actions
+
+        destroy_actions(self.node)
         self.node.destroy_node()
         self.context.try_shutdown()
 

@@ -41,6 +41,7 @@ from ..control.groups import controller_groups, gripper_prefix, gripper_specs
 from ..hardware.base import Hardware, HardwareError, ModuleState
 from ..model import Robot
 from ..ros import params
+from ..ros.actions import destroy_actions
 from ..ros.conversions import joint_tolerances, seconds, trajectory_command, trajectory_point
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
@@ -1055,6 +1056,7 @@ class ControllerNode(ContainedNode):
                     self.hardware.close()
                 except Exception as exc:  # closing must not prevent shutdown
                     self.get_logger().warning(f"closing the hardware: {exc}")
+        destroy_actions(self)
         return super().destroy_node()
 
 

@@ -51,7 +51,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..kinematics import frames
 from ..ros import params, qos
-from ..ros.actions import cancel_goal, get_result, send_goal
+from ..ros.actions import cancel_goal, destroy_actions, get_result, send_goal
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
 from ..world.planning_scene import attach_topic
@@ -998,6 +998,7 @@ class PlannerNode(ContainedNode):
             self._worker.join(timeout=WORKER_JOIN)
         else:
             self._worker.join(timeout=BUILD_JOIN if _EXIT_AT_ONCE.is_set() else None)
+        destroy_actions(self)
         super().destroy_node()
 
 

@@ -46,6 +46,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ..errors import DescriptionError
 from ..ros import params, qos
+from ..ros.actions import destroy_actions
 from ..ros.guard import ContainedNode
 from ..ros.logs import Throttle
 from ..view.page import DEFAULT_HOST, DEFAULT_PORT, MarkerShape, ViewPage, depth_to_rgb, scan_points
@@ -510,6 +511,7 @@ class ViewNode(ContainedNode):
             self._thread.join(timeout=10)
         self.page.close()
         self._topics_node.destroy_node()
+        destroy_actions(self)
         return super().destroy_node()
 
 

@@ -56,3 +56,16 @@ def get_result(node, handle) -> Future:
 def cancel_goal(node, handle) -> Future:
     """``handle.cancel_goal_async()`` made in ``node``'s spinning thread."""
     return in_spin_thread(node, handle.cancel_goal_async)
+
+
+def destroy_actions(node) -> None:
+    """Destroy ``node``'s action clients and servers; call it before ``node.destroy_node()``.
+
+    rclpy's destroy_node (Humble to Kilted) destroys publishers, subscriptions, services and timers, not
+    action clients and servers.  Each keeps the node's rcl handle alive, so a destroyed node stays in the ROS
+    graph (``ros2 node list``) until its Python objects are garbage collected."""
+    from rclpy.action import ActionClient, ActionServer
+
+    for waitable in list(node.waitables):
+        if isinstance(waitable, (ActionClient, ActionServer)):
+            waitable.destroy()

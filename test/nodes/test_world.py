@@ -157,6 +157,8 @@ def detector_node():
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+    from robot_bridge.ros.actions import destroy_actions
+
     context = rclpy.Context()
     context.init()
     node = rclpy.create_node("detector", context=context)
@@ -177,6 +179,7 @@ def detector_node():
         executor.shutdown(timeout_sec=10)
         thread.join(timeout=10)
         try:
+            destroy_actions(node)           # a test's action clients would keep the node in the graph
             node.destroy_node()
         finally:
             context.try_shutdown()

@@ -9,6 +9,8 @@ import pytest
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+from robot_bridge.ros.actions import destroy_actions
+
 
 class RosProcess:
     """One rclpy Context (one DDS participant set) with its own executor spinning in a thread."""
@@ -37,6 +39,7 @@ class RosProcess:
         self.executor.shutdown(timeout_sec=10)
         self._thread.join(timeout=10)
         for node in self.nodes:
+            destroy_actions(node)
             node.destroy_node()
         self.context.try_shutdown()
 

@@ -9,7 +9,7 @@ import pytest
 import rclpy
 from rclpy.task import Future
 
-from robot_bridge.ros.actions import get_result, in_spin_thread, send_goal
+from robot_bridge.ros.actions import destroy_actions, get_result, in_spin_thread, send_goal
 
 pytest.importorskip("control_msgs.action")
 
@@ -73,3 +73,29 @@ def test_goals_sent_from_another_thread_all_get_their_handle_and_result(ros_proc
         assert wait_for(result.done, timeout=30.0), f"goal {i}: no result"
         assert result.result().result.position == pytest.approx(0.001 * i)
     client.destroy()
+
+
+def test_a_node_with_action_clients_and_servers_leaves_the_graph_when_destroyed(ros_process, wait_for):
+    """rclpy's destroy_node leaves action clients and servers, which keep the node's handle: without
+    destroy_actions the node stays listed (`ros2 node list`) as long as the test holds them."""
+    from control_msgs.action import GripperCommand
+    from rclpy.action import ActionClient, ActionServer
+
+    observer = ros_process("observer").node("observer")
+    process = ros_process("leaving")
+    held = {}
+    for name, with_actions in (("plain_destroy", False), ("destroy_actions", True)):
+        node = process.node(name)
+        held[name] = [ActionClient(node, GripperCommand, f"/{name}/client"),
+                      ActionServer(node, GripperCommand, f"/{name}/server", lambda handle: None)]
+        assert wait_for(lambda: name in observer.get_node_names(), timeout=30.0)
+        if with_actions:
+            destroy_actions(node)
+        node.destroy_node()
+        process.nodes.remove(node)
+    assert wait_for(lambda: "destroy_actions" not in observer.get_node_names(), timeout=30.0)
+    # the control case: its handle is still held, so it is still in the graph
+    assert "plain_destroy" in observer.get_node_names()
+    for waitable in held["plain_destroy"]:
+        waitable.destroy()
+    assert wait_for(lambda: "plain_destroy" not in observer.get_node_names(), timeout=30.0)
