@@ -146,7 +146,9 @@ def test_a_goal_at_the_point_limit_keeps_joint_states_flowing_and_runs_its_whole
     """10,000 quintic points over 2 s: accepted, /joint_states without a gap while it is received, checked
     and started (main: a stall of 5-20 s, then the path already over: SUCCEEDED without moving)."""
     h = harness
-    spec = big_goal(tmp_path, MAX_POINTS, 2.0, out_and_back)
+    # goal_time_tolerance 3 s: a loaded CI host stalls the control thread, so the sim arm can still be
+    # settling (0.019 rad/s) 0.5 s after the end; this test is about the path running, not about settling
+    spec = big_goal(tmp_path, MAX_POINTS, 2.0, out_and_back, goal_time_tolerance=3.0)
     since = time.monotonic()
     client = h.client(spec, "--timeout", "120")
     result = client.result(timeout=120.0)
