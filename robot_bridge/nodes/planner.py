@@ -552,6 +552,14 @@ class PlannerNode(ContainedNode):
         self.display(plan)
         return plan, elapsed
 
+    def _keep_margin(self, *stages) -> None:
+        """A grasp's or place's stages timed ``limit_margin`` below the limits, as every planned move is."""
+        from ..planning.master import scale_trajectory
+
+        keep = 1.0 - float(self.params.get("limit_margin"))
+        for stage in stages:
+            stage.trajectory = scale_trajectory(stage.trajectory, keep, keep)
+
     def display(self, plan) -> None:
         """Every plan on /display_planned_path (latched, as move_group: rviz and the live view draw it)."""
         self.display_pub.publish(DisplayTrajectory(model_id=self.model.planner.robot.name,
@@ -880,6 +888,7 @@ class PlannerNode(ContainedNode):
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
         grasp = result.plan
+        self._keep_margin(grasp.reach, grasp.approach)
         fields = {"trajectory_start": self._start_msg(grasp.reach),
                   "trajectory_stages": [self._robot_trajectory(grasp.reach),
                                         self._robot_trajectory(grasp.approach)],
@@ -914,7 +923,6 @@ class PlannerNode(ContainedNode):
         ``pre_place_approach``, ``post_place_posture``, ``post_place_retreat``), ``support_surface_name``
         (empty: what the body was picked up from) and ``allow_gripper_support_collision``."""
         from ..planning.goals import PlaceGoal
-        from ..planning.master import scale_trajectory
 
         goal = job.handle.request
         with self.model_lock:
@@ -952,9 +960,7 @@ class PlannerNode(ContainedNode):
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
         plan = result.plan
-        keep = 1.0 - float(self.params.get("limit_margin"))
-        for stage in (plan.reach, plan.approach):
-            stage.trajectory = scale_trajectory(stage.trajectory, keep, keep)
+        self._keep_margin(plan.reach, plan.approach)
         self.display(plan.reach)
         fields = {"trajectory_start": self._start_msg(plan.reach),
                   "trajectory_stages": [self._robot_trajectory(plan.reach),

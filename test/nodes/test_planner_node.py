@@ -599,7 +599,9 @@ def test_pickup_by_the_class_handle_of_a_detection(bridge):
     result = run(Pickup.Goal(target_name="ball_0", group_name="arm", possible_grasps=[grasp],
                              allowed_planning_time=10.0))
     assert result.error_code.val == MoveItErrorCodes.SUCCESS, result.error_code.message
-    check_rates(client.urdf, result.trajectory_stages)
+    # timed limit_margin (default 0.1) below the limits, as every planned move (main: Pickup's own stages at
+    # the limits)
+    check_rates(client.urdf, result.trajectory_stages, keep=0.9)
     # the gripper frame on the handle (ball.srdf, read here on its own) within 1 mm and 0.01 rad on the masked
     # axes: pinocchio on the published URDF at the approach's last point
     from robot_bridge.bringup import DATA_DIR
@@ -643,9 +645,10 @@ def test_pickup_by_the_class_handle_of_a_detection(bridge):
     assert np.linalg.norm(down[:3, 3] - placed[:3, 3]) < 0.01, down[:3, 3]
 
 
-def check_rates(urdf: str, stages) -> None:
+def check_rates(urdf: str, stages, keep: float = 1.0) -> None:
     """Every executed trajectory within the limits as the controller interpolates it: the quintic between
-    samples (scipy) against the published URDF's velocity limits and the robot file's acceleration limits."""
+    samples (scipy) against ``keep`` times the published URDF's velocity limits and the robot file's
+    acceleration limits."""
     from lxml import etree
 
     velocity = {j.get("name"): float(j.find("limit").get("velocity")) for j in etree.fromstring(urdf.encode())
@@ -661,8 +664,8 @@ def check_rates(urdf: str, stages) -> None:
             given = float(robot.joints[name].acceleration[0])
             acceleration = given if given > 0 else 2.0          # the controller's default_acceleration
             peak_v, peak_a = interpolated_peaks(times, *(f[:, k] for f in fields))
-            assert peak_v <= velocity[name] * (1 + 1e-6), (name, peak_v, velocity[name])
-            assert peak_a <= acceleration * (1 + 1e-6), (name, peak_a, acceleration)
+            assert peak_v <= keep * velocity[name] * (1 + 1e-6), (name, peak_v, velocity[name])
+            assert peak_a <= keep * acceleration * (1 + 1e-6), (name, peak_a, acceleration)
 
 
 # -- start-up ------------------------------------------------------------------------------------------------
