@@ -222,9 +222,10 @@ def run_scene(name: str, queries: list, repeats: int) -> dict:
                 total[key] += time.perf_counter() - t
                 if rep == 0:
                     answers[key].append(free)
-                    c = counts.setdefault(key, [0, 0])
+                    c = counts.setdefault(key, [0, 0, 0])
                     c[0] += ca.steps - before[0]
                     c[1] += ca.pair_queries - before[1]
+                    c[2] += (ca.steps - before[0]) if free else 0
         for key in methods:
             times[key].append(total[key])
     free_ref = answers["boolean_0.01"]
@@ -262,6 +263,7 @@ def run_scene(name: str, queries: list, repeats: int) -> dict:
            "ms_per_plan_median_of_repeats": per_plan,
            "ratio_over_boolean": {k: round(v / per_plan["boolean_0.01"], 2) for k, v in per_plan.items()},
            "ca_all_pairs_steps_per_plan": round(counts["ca_all_pairs"][0] / len(queries), 1),
+           "ca_all_pairs_steps_on_free_segments_per_plan": round(counts["ca_all_pairs"][2] / len(queries), 1),
            "ca_per_pair_steps_per_plan": round(counts["ca_per_pair"][0] / len(queries), 1),
            "ca_per_pair_pair_queries_per_plan": round(counts["ca_per_pair"][1] / len(queries), 1),
            "answers_differing_from_boolean": {k: sum(a != r for a, r in zip(v, free_ref))
