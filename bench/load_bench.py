@@ -9,7 +9,7 @@
   and without mesh data (``largest_zae_no_meshes_ms``).
 - ``collada_generated``: generated COLLADA robots (test/fixtures/large_collada.py: thousands of
   joints, primitives sharing sources, formulas) at two sizes (GENERATED_SIZES joints): load time per
-  MB and the ratio of times beside the ratio of sizes, measured as ``generated`` (below; 5 rounds),
+  MB and the ratio of times beside the ratio of sizes, measured as ``generated`` (below; 9 rounds),
   the geometry pass alone (CPU time: reading, parsing, every <geometry>'s meshes), and the same
   geometry through pycollada when it is importable (else ``"pycollada": "not installed"``; the two
   interleaved, least of N each), and a robot of 5 joints and 1,909 primitives on one shared source
@@ -17,14 +17,17 @@
 
 - ``generated``: generated URDF and OpenRAVE XML robots (test/fixtures/large_files.py) at two sizes
   (GENERATED_SIZES joints): time per MB and the CPU-time ratio beside the size ratio (linear: about
-  equal; goal: ``cpu_ratio_over_size_ratio`` within 1.2).  Both sizes are loaded interleaved, 7
+  equal; goal: ``cpu_ratio_over_size_ratio`` within 1.2).  Both sizes are loaded interleaved, 15
   rounds, in a *steady process* (:func:`_steady_loads`: the process's own objects frozen out of the
   garbage collector's reach with ``gc.freeze()``, as in a node that loads its file after importing
   everything, and ``gc.collect()`` before each load, so every load starts from the same heap; the
-  collector stays on during the load).  The headline is the ratio of the least CPU times; beside it
-  the ratio of the medians and, as a diagnostic only, the ratio with the collector disabled during
-  the load (``gc_disabled_cpu_ratio_over_size_ratio``); ``gc_collections`` counts the collections
-  per generation inside each load.
+  collector stays on during the load).  The headline is the median over the rounds of each round's
+  ratio (the two loads of a round run one after the other, so a host's drifting load hits them
+  alike); beside it the ratio of the least and of the median CPU times, lxml's parse of the same two
+  files measured alike (``xml_parse_*``: what the host does to a linear task in this run) and, as a
+  diagnostic only, the ratio with the collector disabled during the load
+  (``gc_disabled_cpu_ratio_over_size_ratio``); ``gc_collections`` counts the collections per
+  generation inside each load (see :func:`_linearity`).
 - ``urdf_peers``: the PR2 URDF of the corpus and the generated URDF through ``formats.load`` (with the
   model checks) and ``urdf.read`` (the reader alone) against ``yourdfpy.URDF.load`` (meshes not
   loaded; with and without its scene graph) and pinocchio's ``buildModelFromUrdf``, least CPU ms of N
@@ -201,12 +204,28 @@ def _steady_loads(loads: list, repeat: int) -> list[dict]:
         gc.callbacks.remove(count)
         gc.unfreeze()
     return [{"wall_s": min(r["wall"]), "cpu_s": min(r["cpu"]), "cpu_s_median": statistics.median(r["cpu"]),
-             "cpu_s_gc_disabled": min(r["nogc"]), "gc_collections": r["collections"]} for r in rows]
+             "cpu_s_rounds": r["cpu"], "cpu_s_gc_disabled": min(r["nogc"]),
+             "gc_collections": r["collections"]} for r in rows]
 
 
-def _linearity(runs: list[dict], measured: list[dict]) -> dict:
-    """Rows of ``runs`` (joints, bytes) completed with ``measured`` (:func:`_steady_loads`), and the ratios
-    of the larger to the smaller: size, least CPU time (the headline), median CPU time, gc disabled."""
+def _parse_xml(path: Path) -> None:
+    from robot_bridge.formats import xmlsafe
+    xmlsafe.parse_bytes(path.read_bytes(), file=path)
+
+
+def _linearity(runs: list[dict], measured: list[dict], parse: list[dict]) -> dict:
+    """Rows of ``runs`` (joints, bytes) completed with ``measured`` (:func:`_steady_loads` of the loads),
+    and the ratios of the larger to the smaller, each divided by the size ratio:
+
+    - ``cpu_ratio_over_size_ratio`` (the headline): the median over the rounds of each round's ratio (a
+      round's two loads run one right after the other, so the host's load, which drifts over a run, hits
+      them alike);
+    - ``least_cpu_ratio_over_size_ratio``: the ratio of the least CPU times.  On a busy host it leans
+      above the truth: a short load finds a quiet moment among N more often than a load 4x longer;
+    - ``median_cpu_ratio_over_size_ratio``, ``gc_disabled_cpu_ratio_over_size_ratio`` (a diagnostic);
+    - ``xml_parse_*``: the same measurement (``parse``) of lxml parsing the same files (linear C code):
+      how far from 1.0 this host puts a linear task in this run."""
+    import statistics
     for run, m in zip(runs, measured):
         mb = run["bytes"] / 1e6
         run.update(load_s=round(m["wall_s"], 4), load_s_per_mb=round(m["wall_s"] / mb, 3),
@@ -214,17 +233,24 @@ def _linearity(runs: list[dict], measured: list[dict]) -> dict:
                    load_cpu_s_median=round(m["cpu_s_median"], 4),
                    load_cpu_s_gc_disabled=round(m["cpu_s_gc_disabled"], 4),
                    gc_collections=m["gc_collections"])
-    small, large = measured[0], measured[-1]
     size_ratio = runs[-1]["bytes"] / runs[0]["bytes"]
-    cpu_ratio = large["cpu_s"] / small["cpu_s"]
-    median_ratio = large["cpu_s_median"] / small["cpu_s_median"]
-    nogc_ratio = large["cpu_s_gc_disabled"] / small["cpu_s_gc_disabled"]
+
+    def paired(rows) -> float:
+        return statistics.median(b / a for a, b in zip(rows[0]["cpu_s_rounds"], rows[-1]["cpu_s_rounds"]))
+
+    small, large = measured[0], measured[-1]
     return {"runs": runs, "size_ratio": round(size_ratio, 2),
             "time_ratio": round(large["wall_s"] / small["wall_s"], 2),
-            "cpu_time_ratio": round(cpu_ratio, 2),
-            "cpu_ratio_over_size_ratio": round(cpu_ratio / size_ratio, 2),
-            "median_cpu_ratio_over_size_ratio": round(median_ratio / size_ratio, 2),
-            "gc_disabled_cpu_ratio_over_size_ratio": round(nogc_ratio / size_ratio, 2)}
+            "cpu_time_ratio": round(paired(measured), 2),
+            "cpu_ratio_over_size_ratio": round(paired(measured) / size_ratio, 2),
+            "least_cpu_ratio_over_size_ratio": round(large["cpu_s"] / small["cpu_s"] / size_ratio, 2),
+            "median_cpu_ratio_over_size_ratio": round(
+                large["cpu_s_median"] / small["cpu_s_median"] / size_ratio, 2),
+            "gc_disabled_cpu_ratio_over_size_ratio": round(
+                large["cpu_s_gc_disabled"] / small["cpu_s_gc_disabled"] / size_ratio, 2),
+            "xml_parse_cpu_ratio_over_size_ratio": round(paired(parse) / size_ratio, 2),
+            "xml_parse_least_cpu_ratio_over_size_ratio": round(
+                parse[-1]["cpu_s"] / parse[0]["cpu_s"] / size_ratio, 2)}
 
 
 def _our_geometry(path: Path) -> int:
@@ -247,7 +273,7 @@ def _pycollada_geometry(path: Path) -> int:
 
 def collada_generated(repeat: int = 3, sizes: tuple[int, int] = GENERATED_SIZES) -> dict:
     """Generated COLLADA robots of ``sizes`` joints (and as many primitives on one shared source): whole
-    loads of both sizes interleaved in a steady process (:func:`_steady_loads`, 2 more rounds than
+    loads of both sizes interleaved in a steady process (:func:`_steady_loads`, 6 more rounds than
     ``repeat``), then each file's geometry pass against pycollada's."""
     import tempfile
     out: dict = {}
@@ -258,7 +284,8 @@ def collada_generated(repeat: int = 3, sizes: tuple[int, int] = GENERATED_SIZES)
             size = large_collada.write(path, joints, shared_primitives=joints)
             runs.append({"joints": joints, "bytes": size})
             paths.append(path)
-        linear = _linearity(runs, _steady_loads([lambda p=p: load(p) for p in paths], repeat + 2))
+        linear = _linearity(runs, _steady_loads([lambda p=p: load(p) for p in paths], repeat + 6),
+                            _steady_loads([lambda p=p: _parse_xml(p) for p in paths], repeat + 6))
         for run, path in zip(runs, paths):
             try:
                 triangles = _pycollada_geometry(path)
@@ -283,7 +310,7 @@ def collada_generated(repeat: int = 3, sizes: tuple[int, int] = GENERATED_SIZES)
     return out
 
 
-def generated(repeat: int = 7, sizes: tuple[int, int] = GENERATED_SIZES) -> dict:
+def generated(repeat: int = 15, sizes: tuple[int, int] = GENERATED_SIZES) -> dict:
     """Generated URDF and OpenRAVE XML robots of ``sizes`` joints: time per MB and linearity (both sizes
     timed interleaved in a steady process: :func:`_steady_loads`)."""
     import tempfile
@@ -296,7 +323,8 @@ def generated(repeat: int = 7, sizes: tuple[int, int] = GENERATED_SIZES) -> dict
                 runs.append({"joints": joints, "bytes": large_files.write(path, joints, fmt)})
                 paths.append(path)
             measured = _steady_loads([lambda p=p: load(p) for p in paths], repeat)
-        out[f"{fmt}_generated"] = _linearity(runs, measured)
+            parse = _steady_loads([lambda p=p: _parse_xml(p) for p in paths], repeat)
+        out[f"{fmt}_generated"] = _linearity(runs, measured, parse)
     return out
 
 
