@@ -24,7 +24,8 @@
   collector stays on during the load).  The headline is the median over the rounds of each round's
   ratio (the two loads of a round run one after the other, so a host's drifting load hits them
   alike); beside it the ratio of the least and of the median CPU times, lxml's parse of the same two
-  files measured alike (``xml_parse_*``: what the host does to a linear task in this run) and, as a
+  files measured alike (``xml_parse_*``: what the host does to a linear task in this run; COLLADA's is
+  not one, see :func:`_linearity`) and, as a
   diagnostic only, the ratio with the collector disabled during the load
   (``gc_disabled_cpu_ratio_over_size_ratio``); ``gc_collections`` counts the collections per
   generation inside each load (see :func:`_linearity`).
@@ -223,8 +224,10 @@ def _linearity(runs: list[dict], measured: list[dict], parse: list[dict]) -> dic
     - ``least_cpu_ratio_over_size_ratio``: the ratio of the least CPU times.  On a busy host it leans
       above the truth: a short load finds a quiet moment among N more often than a load 4x longer;
     - ``median_cpu_ratio_over_size_ratio``, ``gc_disabled_cpu_ratio_over_size_ratio`` (a diagnostic);
-    - ``xml_parse_*``: the same measurement (``parse``) of lxml parsing the same files (linear C code):
-      how far from 1.0 this host puts a linear task in this run."""
+    - ``xml_parse_*``: the same measurement (``parse``) of lxml parsing the same files: for URDF and
+      OpenRAVE XML (many small elements; 1.02 on a quiet host) how far from 1.0 this host puts a linear
+      task in this run.  Not for the generated COLLADA files: lxml itself parses the 1,000-joint one,
+      whose shared ``float_array`` is one 180,000-character text, 1.4-1.6x slower per byte."""
     import statistics
     for run, m in zip(runs, measured):
         mb = run["bytes"] / 1e6
