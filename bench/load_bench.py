@@ -226,8 +226,9 @@ def _linearity(runs: list[dict], measured: list[dict], parse: list[dict]) -> dic
     - ``median_cpu_ratio_over_size_ratio``, ``gc_disabled_cpu_ratio_over_size_ratio`` (a diagnostic);
     - ``xml_parse_*``: the same measurement (``parse``) of lxml parsing the same files: for URDF and
       OpenRAVE XML (many small elements; 1.02 on a quiet host) how far from 1.0 this host puts a linear
-      task in this run.  Not for the generated COLLADA files: lxml itself parses the 1,000-joint one,
-      whose shared ``float_array`` is one 180,000-character text, 1.4-1.6x slower per byte."""
+      task in this run.  Not for the generated COLLADA files: lxml itself parses the 1,000-joint one
+      1.4-1.6x slower per byte than the 250-joint one, repeatably (cause not found; not its long
+      ``float_array`` text: one text of 2.9 MB parses at the same speed per byte as 45 KB)."""
     import statistics
     for run, m in zip(runs, measured):
         mb = run["bytes"] / 1e6
