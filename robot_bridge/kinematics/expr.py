@@ -30,7 +30,6 @@ dropped, and the formula yields the list that remains
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 import re
@@ -415,11 +414,22 @@ def _is_plain_name(name: str) -> bool:
     return m is not None and m.lastgroup == "name"
 
 
-@functools.lru_cache(maxsize=8)
+_SPECIAL_NAMES: list = []      # (set of variables, its special names): the last few sets, newest last
+
+
 def _special_names(variables: frozenset) -> tuple[str, ...]:
     """Variables the tokenizer must match whole (not plain names), longest first; once per set of
-    variables, not per formula (a robot's formulas share one set: per formula it was quadratic)."""
-    return tuple(sorted((v for v in variables if not _is_plain_name(v)), key=len, reverse=True))
+    variables, not per formula (a robot's formulas share one set: per formula it was quadratic).
+    The sets are told apart by identity: an ``lru_cache`` compared an equal set built by another
+    caller element by element (O(joints) per formula again); each set kept here stays alive, so its
+    id is not reused."""
+    for known, names in reversed(_SPECIAL_NAMES):
+        if known is variables:
+            return names
+    names = tuple(sorted((v for v in variables if not _is_plain_name(v)), key=len, reverse=True))
+    _SPECIAL_NAMES.append((variables, names))
+    del _SPECIAL_NAMES[:-8]
+    return names
 
 
 def _fold(node):
@@ -761,7 +771,9 @@ def compile_expression(text: str, variables: Optional[Iterable[str]] = None) -> 
         raise ExpressionError(f"formula must be a string, got {type(text).__name__}")
     if len(text) > MAX_LENGTH:
         raise ExpressionError(f"formula is {len(text)} characters long (limit {MAX_LENGTH})")
-    known = frozenset(variables) if variables is not None else None
+    # a frozenset is used as it is: a robot's formulas share one (copying it per formula was O(joints) each,
+    # quadratic over a robot with mimics along its chains)
+    known = variables if isinstance(variables, frozenset) or variables is None else frozenset(variables)
     try:
         parser = _Parser(text, known)
         statements, result = parser.program()

@@ -50,7 +50,7 @@ def drop_uncompilable_formulas(robot: Robot) -> dict:
     :func:`not_compiled`).  Formulas naming joints that do not exist stay errors (broken references).
     Returns the compiled formulas, ``{(id(joint), dof, formula): expression}``, for
     :class:`MimicEvaluator`, which then compiles none of them again."""
-    variables = dof_variable_names(robot).keys()
+    variables = frozenset(dof_variable_names(robot))      # once: every formula is compiled against it
     compiled = {}
     for j in list(robot.joints.values()):
         for i, m in enumerate(j.mimic):
@@ -76,6 +76,7 @@ class MimicEvaluator:
         self._loop_values = {j.name: np.array(j.initial, dtype=float)
                              for j in robot.extras.get("closed_loop_joints", {}).values() if j.dof}
         entries = []   # (joint, dof, compiled expression, depends-on set of joints)
+        known = None   # the variable names, built at the first formula not compiled already
         for j in all_joints(robot):
             for i, m in enumerate(j.mimic):
                 if m is None:
@@ -83,7 +84,9 @@ class MimicEvaluator:
                 try:
                     expr = compiled.get((id(j), i, m.position))
                     if expr is None:
-                        expr = compile_expression(m.position, variables=self.variables.keys())
+                        if known is None:
+                            known = frozenset(self.variables)
+                        expr = compile_expression(m.position, variables=known)
                 except ExpressionError as exc:
                     raise exc.with_location(element=f"joint[@name='{j.name}']/mimic") from None
                 deps = {self.variables[v][0] for v in expr.variables}

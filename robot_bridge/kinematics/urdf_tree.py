@@ -149,8 +149,9 @@ def urdf_tree(robot: Robot) -> tuple[list[TreeLink], list[TreeJoint]]:
             joints.append(TreeJoint(names.new(f"{j.name}_offset"), "fixed", end, j.child, j.child_offset,
                                     np.zeros(3), None, -1))
 
+    known = frozenset(variables)      # once for every formula (per formula it was O(joints) each)
     for tj, formula in pending_mimic:
-        lin = linear_mimic(formula, variables.keys())
+        lin = linear_mimic(formula, known)
         target = urdf_dof_joint.get(variables[lin[0]]) if lin else None
         if target is None or target == tj.name:   # nonlinear, or driven by a frozen joint
             tj.nonlinear_mimic = True

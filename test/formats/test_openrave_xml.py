@@ -518,3 +518,14 @@ def test_unused_sensor_element_is_reported(tmp_path):
     assert robot.sensors["scan"].raw["mindistance"] == "0.1"
     assert "range_min" not in robot.sensors["scan"].params
     assert [w for w in robot.warnings if "<mindistance>" in w and "'scan'" in w]
+
+
+def test_repeated_joint_names_are_an_error_naming_each_once(tmp_path):
+    """Formulas and manipulators name joints: a repeated joint name would be ambiguous (one pass over the
+    names finds the repeats, sorted)."""
+    bodies = "".join(f'<Body name="b{i}"/>' for i in range(5))
+    joints = "".join(f'<Joint name="{name}" type="hinge"><Body>b{i}</Body><Body>b{i + 1}</Body></Joint>'
+                     for i, name in enumerate(("k", "j", "k", "j")))
+    path = write(tmp_path, f'<Robot name="r"><KinBody name="r">{bodies}{joints}</KinBody></Robot>')
+    with pytest.raises(SchemaError, match=r"duplicate joint names: j, k$"):
+        load(path)

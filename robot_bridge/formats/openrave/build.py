@@ -112,16 +112,25 @@ def _unique(name: str, taken) -> str:
     return name
 
 
+def _repeated(names) -> list:
+    """The names that occur more than once, sorted (one pass: a ``list.count`` per name was quadratic)."""
+    seen: set = set()
+    repeated = set()
+    for n in names:
+        if n in seen:
+            repeated.add(n)
+        seen.add(n)
+    return sorted(repeated)
+
+
 def build_robot(body: BodyState, notes: Notes, source: Path) -> Robot:
     if not body.links:
         raise SchemaError(f"{'robot' if body.is_robot else 'kinbody'} {body.name or ''!s} has no links",
                           file=str(source))
-    names = [link.name for link in body.links]
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    dupes = _repeated(link.name for link in body.links)
     if dupes:
         raise SchemaError(f"duplicate link names: {', '.join(dupes)}", file=str(source))
-    jnames = [j.name for j in body.joints]
-    dupes = sorted({n for n in jnames if jnames.count(n) > 1})
+    dupes = _repeated(j.name for j in body.joints)
     if dupes:
         raise SchemaError(f"duplicate joint names: {', '.join(dupes)}", file=str(source))
     robot = Robot(name=body.name or source.name.split(".")[0], is_robot=body.is_robot, source=str(source))
