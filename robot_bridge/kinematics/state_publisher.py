@@ -237,7 +237,7 @@ class StatePublisher:
             out.append(FrameTransform(world, frames.link_frame(robot.root, p), robot.placement))
         if world and self.environment:
             for body in robot.environment.values():
-                poses = KinematicModel(body).link_poses()
+                poses = KinematicModel(body, compiled=False).link_poses()   # once: no kernel compile
                 for link, pose in poses.items():
                     frame = body_link_frame(body.name, link, self.environment_prefix)
                     out.append(FrameTransform(world, frame, body.placement @ pose))

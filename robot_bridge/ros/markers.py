@@ -149,7 +149,7 @@ def body_markers(body: Robot, frame: str, ns: str, stamp, alpha: float | None = 
 
     b = _Builder(stamp)
     b.markers = []
-    poses = KinematicModel(body).link_poses()
+    poses = KinematicModel(body, compiled=False).link_poses()   # once: no kernel compile
     for link in body.links.values():
         for geom in (link.visuals or link.collisions):
             if not geom.visible:

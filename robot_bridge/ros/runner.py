@@ -142,4 +142,25 @@ def spin_node(make_node: Callable[[], Node], args=None) -> int:
                 node.destroy_node()
     finally:
         ignore_further_stop_requests()        # an executable's last step: exit 0, whatever comes now
+    _exit_now_if_threads_remain(0)
     return 0
+
+
+def _exit_now_if_threads_remain(code: int) -> None:
+    """End the process at once (``os._exit``) when a thread of ours is still running after the node is
+    destroyed and rclpy is shut down -- typically one compiling numba kernels on a fresh install.  The
+    interpreter's finalization freezes such a daemon thread where it stands, holding numba's compiler lock,
+    and a finalizer waiting for that lock hung description_node until ros2 launch killed it (SIGINT, then
+    SIGTERM ignored: exit -9 after 15 s).  Everything that needs an orderly end has had it; the output is
+    flushed first."""
+    import os
+    import sys
+
+    if not any(t.is_alive() for t in threading.enumerate() if t is not threading.main_thread()):
+        return
+    import ctypes
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    ctypes.CDLL(None).fflush(None)                      # rcutils' console output (C stdio)
+    os._exit(code)

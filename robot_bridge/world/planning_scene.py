@@ -66,7 +66,7 @@ def body_shapes(body: Robot, max_bytes: int = MAX_MESH_BYTES,
     from ..kinematics.fk import KinematicModel
 
     out = BodyShapes()
-    poses = KinematicModel(body).link_poses()
+    poses = KinematicModel(body, compiled=False).link_poses()   # once: no kernel compile
     triangles_left = max_triangles
     for link in body.links.values():
         for geom in (link.collisions or link.visuals):

@@ -141,3 +141,49 @@ def test_a_reload_during_compilation_gets_its_own_compiled_twin(held_compilation
     finally:
         release.set()
         h.close()
+
+
+_NOTHING_COMPILED = """
+import sys
+from robot_bridge.bringup import DATA_DIR
+from robot_bridge.kinematics import fk_kernel
+from robot_bridge.nodes.description import load_model
+from robot_bridge.ros.markers import robot_markers
+from robot_bridge.world.planning_scene import body_shapes
+from robot_bridge.formats import load
+
+model = load_model(str(DATA_DIR / "default.env.xml"), compiled=False,
+                   shared_frames={"world_frame": "world", "environment": True})
+assert model.robot.environment, "the world has no environment bodies"
+model.state.static_transforms()                     # /tf_static, environment bodies included
+robot_markers(model.robot, "", None)
+for body in model.robot.environment.values():
+    robot_markers(body, "", None)
+    body_shapes(body)
+for path in sys.argv[1:]:                           # OpenRAVE XML including COLLADA files
+    load(path)
+print("compiled" if fk_kernel.ready() else "nothing compiled")
+"""
+
+
+def test_start_up_work_compiles_no_kernel(tmp_path):
+    """What description_node does before its compile thread starts -- loading (an OpenRAVE XML robot
+    including COLLADA files too), /tf_static with the environment bodies, markers, the bodies' shapes --
+    compiles no numba kernel: each of those poses is evaluated once, by numpy.  (Main compiled the kernels
+    in the constructor for the environment bodies' /tf_static: on a fresh install a SIGINT then waited
+    seconds for the compiler.)  A fresh process with an empty kernel cache: nothing in memory either."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if fk_kernel.kernel() is None:
+        pytest.skip("numba unavailable: nothing could be compiled")
+    repo = Path(__file__).resolve().parents[2]
+    includes = repo / ".." / "shared" / "corpus" / "openrave" / "src" / "robots" / "pa10schunk.robot.xml"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "kernels"), "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-c", _NOTHING_COMPILED] + ([str(includes)] if includes.exists()
+                                                                       else []),
+                         capture_output=True, text=True, timeout=300, env=env, cwd=repo)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "nothing compiled", out.stdout + out.stderr

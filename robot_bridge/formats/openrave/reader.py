@@ -465,7 +465,7 @@ def merge_collada(path: Path, body: BodyState, ctx: Context, notes: Notes, el, p
     ctx.budget.charge(check_regular_file(path, None, "COLLADA file"), path)
     sub = reader.read(path, search_path=ctx.search_path)
     prefix = passed.get("prefix", "")
-    model = KinematicModel(sub)
+    model = KinematicModel(sub, compiled=False)      # one evaluation: reading compiles no kernel
     poses = model.link_poses(values={j.name: np.zeros(j.dof) for j in sub.joints.values() if j.dof})
     # a link already in the body (e.g. an arm's last link that a gripper file starts from) is
     # re-opened: its geometry is appended and the included links are placed relative to it
