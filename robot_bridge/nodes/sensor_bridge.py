@@ -201,6 +201,8 @@ class SensorBridge(ContainedNode):
         self.fast_relays: dict[tuple[str, str], object] = {}      # (sensor, topic) -> SerializedRelay
         self._count_lock = threading.Lock()     # fast relays count from their own threads
         self.sim_sensors: dict[str, SimSensor] = {}
+        self._sim_lock = threading.Lock()       # sensors started (a thread may start the cameras) or stopped
+        self._sim_stopped = False
         self._throttle = Throttle()             # repeated warnings, per kind, every warn_throttle s at most
         self.params = params.NodeParameters(self, PARAMETERS, apply=self._apply_parameters)
         self.robot: Optional[Robot] = robot
@@ -437,6 +439,9 @@ class SensorBridge(ContainedNode):
         for relay in self.fast_relays.values():     # off the middleware before the subscriptions go
             relay.close()
         self.fast_relays.clear()
+        if hasattr(self, "_sim_lock"):
+            with self._sim_lock:                    # no camera started after this
+                self._sim_stopped = True
         for sim in self.sim_sensors.values():       # sensor threads end before their publishers go
             sim.stop()
         super().destroy_node()
@@ -470,14 +475,25 @@ class SensorBridge(ContainedNode):
         if self.sim_sensors and rate > 0:
             self.diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
             self.create_timer(1.0 / rate, self._publish_diagnostics)
-        if self.scene.raster and any(s.sensor.type == "camera" for s in self.sim_sensors.values()):
-            self._warm_up_camera_zbuffer()
+        cameras = [s for s in self.sim_sensors.values() if s.sensor.type == "camera"] if self.scene.raster \
+            else []
         for sim in self.sim_sensors.values():       # every sensor on its own thread, once all are set up
-            sim.start()
+            if sim not in cameras:
+                sim.start()
+        if cameras:     # the z-buffer compiled (fresh install) or loaded off the start-up path
+            threading.Thread(target=self._start_cameras_when_warm, args=(cameras,),
+                             name="robot_bridge.compile", daemon=True).start()
+
+    def _start_cameras_when_warm(self, cameras: list) -> None:
+        self._warm_up_camera_zbuffer()
+        with self._sim_lock:
+            if not self._sim_stopped:
+                for sim in cameras:
+                    sim.start()
 
     def _warm_up_camera_zbuffer(self) -> None:
-        """Compile (first run) or load the cached camera z-buffer before the first frame, so frames never
-        pay it; if numba cannot compile it here, cameras cast rays as without numba."""
+        """Compile (first run) or load the cached camera z-buffer before the cameras' first frame, so frames
+        never pay it; if numba cannot compile it here, cameras cast rays as without numba."""
         from ..sim import raster
 
         try:

@@ -180,3 +180,39 @@ def test_sim_camera_resolution_and_rate_and_laser_resolution_from_parameters(sen
     scan = scans[-1]
     assert len(scan.ranges) == 61 and scan.angle_increment == pytest.approx(np.radians(2.0))
     assert scan.angle_max == pytest.approx(np.radians(60))
+
+
+def test_the_camera_zbuffer_compiles_off_the_start_up_path(sensor_harness, monkeypatch):
+    """On a fresh install the camera's z-buffer compiles for seconds: the node is built, and its laser
+    publishes, while that compilation runs (held here); the camera starts once it is done.  (Main compiled
+    it in the constructor: a stop during start-up waited for the compiler, over 5 s on a loaded host, and
+    ros2 launch escalated to SIGTERM.)"""
+    import threading
+
+    from robot_bridge.sim import raster
+
+    entered, release = threading.Event(), threading.Event()
+    real, unreleased = raster.warm_up, []
+
+    def held():
+        entered.set()
+        if not release.wait(20):            # the constructor itself waiting (main): never released
+            unreleased.append(True)
+        return real()
+
+    monkeypatch.setattr(raster, "warm_up", held)
+    robot = pan_robot()
+    robot.environment["wall"] = box_body("wall", [0.1, 50, 50], [1.66, 0, 0])
+    try:
+        h = sensor_harness(robot, default_mode="off",
+                           **{"sensors.cam.mode": "sim", "sensors.laser.mode": "sim"})
+        assert not unreleased, "the constructor waited for the z-buffer's compilation"
+        if not h.bridge.scene.raster:
+            pytest.skip("no z-buffer here (numba unavailable): cameras cast rays")
+        scans, images = h.listen(LaserScan, "laser/scan"), h.listen(Image, "cam/image_raw")
+        assert entered.wait(30), "the z-buffer was never warmed up"
+        assert h.spin_until(lambda: len(scans) >= 3)          # the rest of the node runs meanwhile
+        assert not images and not h.bridge.sim_sensors["cam"].worker.running
+    finally:
+        release.set()
+    assert h.spin_until(lambda: images)                        # then the camera starts
