@@ -154,20 +154,24 @@ class _Libraries:
 
 _libraries: Optional[_Libraries] = None
 _unavailable: Optional[FastPathUnavailable] = None
+_libraries_lock = threading.Lock()       # a node's constructor and its warm-up thread may ask at once
 
 
 def _libs() -> _Libraries:
     """rcl through ctypes, checked once per process (``rcl_layout``); FastPathUnavailable, logged once."""
     global _libraries, _unavailable
-    if _libraries is None:
-        if _unavailable is not None:
-            raise FastPathUnavailable(str(_unavailable))
-        try:
-            _libraries = _Libraries()
-        except FastPathUnavailable as exc:
-            _unavailable = exc
-            logging.getLogger(__name__).warning("rcl fast path off, using the executor path: %s", exc)
-            raise
+    if _libraries is not None:
+        return _libraries
+    with _libraries_lock:
+        if _libraries is None:
+            if _unavailable is not None:
+                raise FastPathUnavailable(str(_unavailable))
+            try:
+                _libraries = _Libraries()
+            except FastPathUnavailable as exc:
+                _unavailable = exc
+                logging.getLogger(__name__).warning("rcl fast path off, using the executor path: %s", exc)
+                raise
     return _libraries
 
 

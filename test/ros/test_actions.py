@@ -82,20 +82,25 @@ def test_a_node_with_action_clients_and_servers_leaves_the_graph_when_destroyed(
     from rclpy.action import ActionClient, ActionServer
 
     observer = ros_process("observer").node("observer")
-    process = ros_process("leaving")
-    held = {}
-    for name, with_actions in (("plain_destroy", False), ("destroy_actions", True)):
-        node = process.node(name)
-        held[name] = [ActionClient(node, GripperCommand, f"/{name}/client"),
-                      ActionServer(node, GripperCommand, f"/{name}/server", lambda handle: None)]
-        assert wait_for(lambda: name in observer.get_node_names(), timeout=30.0)
-        if with_actions:
-            destroy_actions(node)
-        node.destroy_node()
-        process.nodes.remove(node)
-    assert wait_for(lambda: "destroy_actions" not in observer.get_node_names(), timeout=30.0)
-    # the control case: its handle is still held, so it is still in the graph
-    assert "plain_destroy" in observer.get_node_names()
-    for waitable in held["plain_destroy"]:
-        waitable.destroy()
-    assert wait_for(lambda: "plain_destroy" not in observer.get_node_names(), timeout=30.0)
+    # the leaving nodes are not spun: destroying a node (or its actions) while an executor waits on it
+    # is outside rclpy's contract (ros2/rclpy#663)
+    context = rclpy.Context()
+    context.init()
+    try:
+        held = {}
+        for name, with_actions in (("plain_destroy", False), ("destroy_actions", True)):
+            node = rclpy.create_node(name, context=context)
+            held[name] = [ActionClient(node, GripperCommand, f"/{name}/client"),
+                          ActionServer(node, GripperCommand, f"/{name}/server", lambda handle: None)]
+            assert wait_for(lambda: name in observer.get_node_names(), timeout=30.0)
+            if with_actions:
+                destroy_actions(node)
+            node.destroy_node()
+        assert wait_for(lambda: "destroy_actions" not in observer.get_node_names(), timeout=30.0)
+        # the control case: its handle is still held, so it is still in the graph
+        assert "plain_destroy" in observer.get_node_names()
+        for waitable in held["plain_destroy"]:
+            waitable.destroy()
+        assert wait_for(lambda: "plain_destroy" not in observer.get_node_names(), timeout=30.0)
+    finally:
+        context.try_shutdown()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -174,3 +175,41 @@ def test_template_publishers_publish_from_python_when_the_fast_path_stands_down(
         executor.shutdown()
         probe.destroy_node()
         side.destroy_node()
+
+
+def test_threads_asking_at_once_check_rcl_once_and_log_once(fresh_check):
+    """A node's constructor and its warm-up thread both ask for rcl: one check, one log line."""
+    checks = []
+    barrier = threading.Barrier(4)
+
+    class SlowlyRefused:
+        def __init__(self):
+            checks.append(1)
+            time.sleep(0.05)                        # the others arrive while this check runs
+            raise fast_relay.FastPathUnavailable("refused for the test")
+
+    fresh_check.setattr(fast_relay, "_Libraries", SlowlyRefused)
+    outcomes = []
+
+    def ask():
+        barrier.wait()
+        try:
+            fast_relay._libs()
+        except fast_relay.FastPathUnavailable as exc:
+            outcomes.append(str(exc))
+
+    logger = logging.getLogger(fast_relay.__name__)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    fresh_check.setattr(logger, "disabled", False)
+    fresh_check.setattr(logger, "level", logging.WARNING)
+    fresh_check.setattr(logger, "handlers", [*logger.handlers, handler])
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert len(checks) == 1 and outcomes == ["refused for the test"] * 4
+    assert [r.getMessage() for r in records] == [
+        "rcl fast path off, using the executor path: refused for the test"]
