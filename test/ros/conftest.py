@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from fixtures.spinning import Spinner
+from rclpy.executors import SingleThreadedExecutor
 
 from robot_bridge.ros.actions import destroy_actions
 
@@ -20,14 +20,7 @@ class RosProcess:
         self.context.init()
         self.executor = SingleThreadedExecutor(context=self.context)
         self.nodes = []
-        self._thread = threading.Thread(target=self._spin, name=f"spin-{name}", daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except ExternalShutdownException:
-            pass
+        self.spinner = Spinner(self.executor, name=f"spin-{name}")
 
     def node(self, name: str):
         node = rclpy.create_node(name, context=self.context)
@@ -36,12 +29,15 @@ class RosProcess:
         return node
 
     def close(self):
-        self.executor.shutdown(timeout_sec=10)
-        self._thread.join(timeout=10)
-        for node in self.nodes:
-            destroy_actions(node)
-            node.destroy_node()
-        self.context.try_shutdown()
+        # the spinning ends (thread joined) before any node goes: rclpy does not support destroying a node
+        # under a running spin, nor Executor.shutdown() under spin() (see fixtures/spinning.py)
+        self.spinner.stop()
+        try:
+            for node in self.nodes:
+                destroy_actions(node)
+                node.destroy_node()
+        finally:
+            self.context.try_shutdown()
 
 
 @pytest.fixture
@@ -54,8 +50,14 @@ def ros_process():
         return started[-1]
 
     yield start
-    for process in reversed(started):
-        process.close()
+    errors = []
+    for process in reversed(started):       # every one closed, whichever raised
+        try:
+            process.close()
+        except Exception as exc:  # reported below, after the others are closed
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 @pytest.fixture

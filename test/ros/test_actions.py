@@ -41,9 +41,11 @@ def test_without_an_executor_the_request_is_made_at_once():
     context.init()
     try:
         node = rclpy.create_node("unspun", context=context)
-        inner = Future()
-        assert in_spin_thread(node, lambda: inner) is inner
-        node.destroy_node()
+        try:
+            inner = Future()
+            assert in_spin_thread(node, lambda: inner) is inner
+        finally:
+            node.destroy_node()
     finally:
         context.try_shutdown()
 
@@ -72,7 +74,8 @@ def test_goals_sent_from_another_thread_all_get_their_handle_and_result(ros_proc
         result = get_result(node, sent.result())
         assert wait_for(result.done, timeout=30.0), f"goal {i}: no result"
         assert result.result().result.position == pytest.approx(0.001 * i)
-    client.destroy()
+    # the client is not destroyed here, under the running spin of its node (ros2/rclpy#663): the fixture
+    # destroys it (destroy_actions) once the spin thread has ended
 
 
 def test_a_node_with_action_clients_and_servers_leaves_the_graph_when_destroyed(ros_process, wait_for):
