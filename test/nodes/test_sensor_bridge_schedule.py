@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import threading
 import time
 import uuid
 
@@ -29,6 +28,7 @@ from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import Image, Imu, JointState, LaserScan
 
 from fixtures.sim.models import box_body, pan_robot
+from fixtures.spinning import Spinner as _Spinner
 from robot_bridge.nodes.sensor_bridge import SensorBridge
 
 DEEP = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
@@ -43,18 +43,10 @@ class Spinner:
         self.executor = SingleThreadedExecutor(context=context)
         for node in nodes:
             self.executor.add_node(node)
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self):
-        while not self._stop.is_set() and self.executor.context.ok():
-            self.executor.spin_once(timeout_sec=0.05)
+        self._spinner = _Spinner(self.executor)
 
     def close(self):
-        self._stop.set()
-        self.thread.join(10)
-        self.executor.shutdown(timeout_sec=5)
+        self._spinner.stop()        # raises if the thread did not end: its nodes are then not destroyed
 
 
 def wait_for(predicate, timeout: float = 30.0) -> bool:
@@ -98,27 +90,26 @@ def slow_camera_bridge():
     probe = rclpy.create_node("probe", context=probe_context, namespace=namespace)
     spinners = [Spinner(bridge_context, bridge), Spinner(probe_context, probe)]
     yield bridge, probe, namespace
-    for spinner in spinners:
-        spinner.close()
-    bridge.destroy_node()
-    probe.destroy_node()
-    bridge_context.try_shutdown()
-    probe_context.try_shutdown()
-
-
-def _call(node, srv_type, name: str, request) -> float:
-    """Seconds until the service answered (the client is spun by the probe's own executor)."""
-    client = node.create_client(srv_type, name)
     try:
-        assert client.wait_for_service(timeout_sec=30.0), f"{name} not found"
-        start = time.monotonic()
-        future = client.call_async(request)
-        assert wait_for(future.done, timeout=30.0), f"{name} never answered"
-        elapsed = time.monotonic() - start
-        assert future.result() is not None
-        return elapsed, future.result()
+        for spinner in spinners:
+            spinner.close()
+        bridge.destroy_node()
+        probe.destroy_node()
     finally:
-        node.destroy_client(client)
+        bridge_context.try_shutdown()
+        probe_context.try_shutdown()
+
+
+def _call(client, request) -> float:
+    """Seconds until the service answered (the client is spun by the probe's own executor; it goes with the
+    probe node once that spin has stopped: a client destroyed under the spin is outside rclpy's contract)."""
+    assert client.wait_for_service(timeout_sec=30.0), f"{client.srv_name} not found"
+    start = time.monotonic()
+    future = client.call_async(request)
+    assert wait_for(future.done, timeout=30.0), f"{client.srv_name} never answered"
+    elapsed = time.monotonic() - start
+    assert future.result() is not None
+    return elapsed, future.result()
 
 
 def test_slow_sensor_starves_neither_other_sensors_nor_joint_states_nor_parameter_services(
@@ -135,14 +126,14 @@ def test_slow_sensor_starves_neither_other_sensors_nor_joint_states_nor_paramete
 
     # Parameter services answer within 1 s while the camera is in one of its 0.5 s frames.
     latencies = []
+    list_client = probe.create_client(ListParameters, f"{ns}/sensor_bridge/list_parameters")
+    get_client = probe.create_client(GetParameters, f"{ns}/sensor_bridge/get_parameters")
     window_start = bridge.get_clock().now().nanoseconds
     while bridge.get_clock().now().nanoseconds - window_start < WINDOW * 1e9:
-        seconds, listed = _call(probe, ListParameters, f"{ns}/sensor_bridge/list_parameters",
-                                ListParameters.Request())
+        seconds, listed = _call(list_client, ListParameters.Request())
         latencies.append(seconds)
         assert "sensors.cam.rate" in listed.result.names
-        seconds, got = _call(probe, GetParameters, f"{ns}/sensor_bridge/get_parameters",
-                             GetParameters.Request(names=["sensors.cam.rate", "default_mode"]))
+        seconds, got = _call(get_client, GetParameters.Request(names=["sensors.cam.rate", "default_mode"]))
         latencies.append(seconds)
         assert got.values[1].string_value == "sim"
     window_end = bridge.get_clock().now().nanoseconds
