@@ -99,9 +99,11 @@ def harness():
         return clients[-1]
     h.client = client
     yield h
-    for c in clients:
-        c.close()
-    h.close()
+    try:
+        for c in clients:
+            c.close()
+    finally:                    # the harness (spin thread, nodes, context) goes even if a client hangs
+        h.close()
 
 
 def goal(positions, t, joints=JOINTS, velocities=True, **extra) -> dict:
@@ -330,6 +332,8 @@ def test_embedded_arm_goal_succeeds():
         report("fjt_embedded", final_error_rad=final_error, feedback_messages=len(stamps),
                feedback_rate_hz=rate)
     finally:
-        if client is not None:
-            client.close()
-        h.close()
+        try:
+            if client is not None:
+                client.close()
+        finally:
+            h.close()

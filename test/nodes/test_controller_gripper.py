@@ -62,9 +62,11 @@ def gripper(request):
     h.command = command
     h.finger = h.node.joints.index(FINGER)
     yield h
-    for c in clients:
-        c.close()
-    h.close()
+    try:
+        for c in clients:
+            c.close()
+    finally:                    # the harness (spin thread, nodes, context) goes even if a client hangs
+        h.close()
 
 
 @pytest.mark.parametrize("gripper", [False], indirect=True)
