@@ -35,6 +35,8 @@ class Listener:
 
     def __init__(self, namespace: str = ""):
         from rclpy.executors import SingleThreadedExecutor
+
+        from fixtures.spinning import Spinner
         from sensor_msgs.msg import JointState
         from tf2_msgs.msg import TFMessage
 
@@ -51,8 +53,7 @@ class Listener:
                                       qos.joint_states_qos())
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self.spinner = Spinner(self.executor, name="listener-spin")
 
     def _on_tf(self, msg):
         with self.lock:
@@ -74,10 +75,11 @@ class Listener:
     def close(self):
         if not self.context.ok():
             return
-        self.executor.shutdown()
-        self.thread.join(10)
-        self.node.destroy_node()
-        self.context.try_shutdown()
+        self.spinner.stop()             # the spin thread ends before the node goes (fixtures/spinning.py)
+        try:
+            self.node.destroy_node()
+        finally:
+            self.context.try_shutdown()
 
 
 # -- ros2 launch on the embedded robot --------------------------------------------------------------------

@@ -64,6 +64,8 @@ class TfListener:
 
     def __init__(self):
         from rclpy.executors import SingleThreadedExecutor
+
+        from fixtures.spinning import Spinner
         from sensor_msgs.msg import JointState
         from tf2_msgs.msg import TFMessage
 
@@ -79,8 +81,7 @@ class TfListener:
         self.node.create_subscription(JointState, "/joint_states", self._on_js, qos.joint_states_qos())
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self.spinner = Spinner(self.executor, name="listener-spin")
 
     @staticmethod
     def _ns(stamp) -> int:
@@ -103,10 +104,11 @@ class TfListener:
             return [(self.q[s], self.tf[s]) for s in sorted(set(self.q) & set(self.tf))]
 
     def close(self):
-        self.executor.shutdown()
-        self.thread.join(10)
-        self.node.destroy_node()
-        self.context.try_shutdown()
+        self.spinner.stop()             # the spin thread ends before the node goes (fixtures/spinning.py)
+        try:
+            self.node.destroy_node()
+        finally:
+            self.context.try_shutdown()
 
 
 def expected_l1(q: float) -> np.ndarray:

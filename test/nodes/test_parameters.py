@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 
+from fixtures.spinning import Spinner  # noqa: E402
 from robot_bridge import bringup  # noqa: E402
 from robot_bridge.cli.verbs.run import create_node  # noqa: E402
 
@@ -35,22 +35,23 @@ class Bridge:
         self.context = rclpy.Context()
         self.context.init()
         self.nodes = {}
-        for spec in bringup.node_set(options or bringup.Options()):
-            spec.parameters.update(overrides.get(spec.name, {}))
-            self.nodes[spec.name] = create_node(spec, self.context)
+        try:
+            for spec in bringup.node_set(options or bringup.Options()):
+                spec.parameters.update(overrides.get(spec.name, {}))
+                self.nodes[spec.name] = create_node(spec, self.context)
+        except BaseException:   # a node that does not start: the others and the context go now
+            try:
+                for node in self.nodes.values():
+                    node.destroy_node()
+            finally:
+                self.context.try_shutdown()
+            raise
         self.client_node = rclpy.create_node("param_client", context=self.context)
         self.clients = {name: AsyncParameterClient(self.client_node, f"/{name}") for name in self.nodes}
         self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
         for node in [*self.nodes.values(), self.client_node]:
             self.executor.add_node(node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:   # shutdown
-            pass
+        self.spinner = Spinner(self.executor, name="bridge-spin")
 
     def client(self, node: str) -> AsyncParameterClient:
         client = self.clients[node]
@@ -77,11 +78,13 @@ class Bridge:
         return self.call(node, lambda c: c.set_parameters([Parameter(name, value=value)])).results[0]
 
     def close(self):
-        self.executor.shutdown(timeout_sec=10)
-        self.thread.join(timeout=10)
-        for node in [*self.nodes.values(), self.client_node]:
-            node.destroy_node()
-        self.context.try_shutdown()
+        # the spin thread ended and the pool's callbacks done before any node goes (fixtures/spinning.py)
+        self.spinner.stop()
+        try:
+            for node in [*self.nodes.values(), self.client_node]:
+                node.destroy_node()
+        finally:
+            self.context.try_shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ good robot when a bad description comes, and shows a topic that stopped as stale
 from __future__ import annotations
 
 import socket
-import threading
 import time
 
 import numpy as np
@@ -38,7 +37,8 @@ def wait_until(predicate, timeout=60.0):
 @pytest.fixture
 def view():
     import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from fixtures.spinning import Spinner
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
 
     from robot_bridge.nodes.view import ViewNode
@@ -55,21 +55,14 @@ def view():
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(peer)
-
-    def spin():
-        try:
-            executor.spin()
-        except ExternalShutdownException:
-            pass
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
+    spinner = Spinner(executor)
     yield node, peer
-    executor.shutdown(timeout_sec=10)
-    thread.join(timeout=10)
-    node.destroy_node()
-    peer.destroy_node()
-    context.try_shutdown()
+    spinner.stop()              # the spin thread has ended before the nodes go (fixtures/spinning.py)
+    try:
+        node.destroy_node()
+        peer.destroy_node()
+    finally:
+        context.try_shutdown()
 
 
 def test_robot_and_tf_are_taken_a_bad_description_keeps_the_last_good_robot(view):

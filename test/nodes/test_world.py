@@ -155,7 +155,8 @@ def wait_until(predicate, action=None, timeout: float = 60.0) -> bool:
 def detector_node():
     """The test's node in its own context, spun by a thread."""
     import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from fixtures.spinning import Spinner
+    from rclpy.executors import SingleThreadedExecutor
 
     from robot_bridge.ros.actions import destroy_actions
 
@@ -164,20 +165,11 @@ def detector_node():
     node = rclpy.create_node("detector", context=context)
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
-
-    def spin():
-        try:
-            executor.spin()
-        except ExternalShutdownException:
-            pass
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
+    spinner = Spinner(executor)
     try:
         yield node
     finally:                    # the context goes down whatever happened: no node of a test outlives it
-        executor.shutdown(timeout_sec=10)
-        thread.join(timeout=10)
+        spinner.stop()          # the spin thread has ended before the node goes (fixtures/spinning.py)
         try:
             destroy_actions(node)           # a test's action clients would keep the node in the graph
             node.destroy_node()

@@ -191,7 +191,8 @@ def bridge(browser_path):
 @pytest.fixture
 def view(bridge):
     import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from fixtures.spinning import Spinner
+    from rclpy.executors import SingleThreadedExecutor
     from rclpy.parameter import Parameter
 
     from robot_bridge.nodes.view import ViewNode
@@ -203,21 +204,14 @@ def view(bridge):
     executor = SingleThreadedExecutor(context=context)
     executor.add_node(node)
     executor.add_node(detector)
-
-    def spin():
-        try:
-            executor.spin()
-        except ExternalShutdownException:
-            pass
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
+    spinner = Spinner(executor)
     yield node, detector
-    executor.shutdown(timeout_sec=10)
-    thread.join(timeout=10)
-    node.destroy_node()
-    detector.destroy_node()
-    context.try_shutdown()
+    spinner.stop()              # the spin thread has ended before the nodes go (fixtures/spinning.py)
+    try:
+        node.destroy_node()
+        detector.destroy_node()
+    finally:
+        context.try_shutdown()
 
 
 @pytest.fixture
