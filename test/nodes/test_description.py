@@ -52,9 +52,13 @@ class Harness:
         Harness.count += 1
         params.setdefault("tf_fast_path", tf_path == "fast_path")
         self.node = DescriptionNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        # the transport under test is the one in use (no silent fallback)
-        assert (self.node.tf_relay is not None) == params["tf_fast_path"]
-        self.probe = rclpy.create_node(f"probe_{Harness.count}")
+        try:
+            # the transport under test is the one in use (no silent fallback)
+            assert (self.node.tf_relay is not None) == params["tf_fast_path"]
+            self.probe = rclpy.create_node(f"probe_{Harness.count}")
+        except BaseException:       # not left alive in the module's context for the tests after
+            self.node.destroy_node()
+            raise
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self.executor.add_node(self.probe)
@@ -90,8 +94,10 @@ class Harness:
 
     def close(self):
         self.executor.shutdown()
-        self.probe.destroy_node()
-        self.node.destroy_node()
+        try:
+            self.probe.destroy_node()
+        finally:
+            self.node.destroy_node()
 
 
 @pytest.fixture(params=TF_PATHS)
