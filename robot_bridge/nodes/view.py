@@ -510,7 +510,12 @@ class ViewNode(ContainedNode):
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         self.page.close()
-        self._topics_node.destroy_node()
+        if self._thread.is_alive():
+            # still taking from the topics node's subscriptions: destroying them under it can crash the
+            # process (rclpy does not support it); the node is left to the process exit instead
+            self.get_logger().error("the page thread did not end within 10 s: its topics node is left alive")
+        else:
+            self._topics_node.destroy_node()
         destroy_actions(self)
         return super().destroy_node()
 
