@@ -435,6 +435,25 @@ def test_pages_have_commands_and_markers_parse():
     assert goals and all("/controller_node/arm/follow_joint_trajectory" in t for t in goals)
 
 
+INDENTED_COMMAND = re.compile(r"^ {4}(\S*/)?(\.venv\S*/bin/|make |ros2 |robot-bridge |python|colcon |"
+                              r"source |cd )")
+
+
+def test_no_command_hides_outside_a_fenced_block():
+    """An indented (Markdown code) block of commands is neither run nor reported as not run: the pages
+    fence every command block, so each is run or says why not."""
+    hidden = []
+    for page in PAGES:
+        fenced, previous = False, ""
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if re.match(r"^\s*```", line):
+                fenced = not fenced
+            elif not fenced and not previous.strip() and INDENTED_COMMAND.match(line):
+                hidden.append(f"{page.relative_to(REPO)}:{number}: {line.strip()}")
+            previous = line if not fenced else ""
+    assert not hidden, hidden
+
+
 def test_a_renamed_topic_fails(tmp_path):
     """A command on a name the bridge does not serve fails within its deadline instead of passing."""
     if _ros2() is None:
