@@ -65,6 +65,10 @@ def test_demo_runs_end_to_end(tmp_path):
     assert np.allclose(numbers["ball"], ball, atol=1e-3)
     check_picture(out / "demo.png")
     assert (out / "wrist_camera.png").read_bytes().startswith(b"\x89PNG")
+    from robot_bridge.view.screenshot import find_browser
+    if find_browser()[0] is not None:                     # the live view's picture of the demo scene
+        assert f"view screenshot: {out / 'view.png'} (" in report, report
+        assert (out / "view.png").read_bytes().startswith(b"\x89PNG")
     if (REPO.parent / "shared" / "corpus").is_dir():      # the mesh robot as rviz sees it
         mesh = re.search(r"mesh robot: \S+ -> robot_description with (\d+) visuals", report)
         # 18 model visuals, and one more per further colour of a file
