@@ -111,17 +111,23 @@ def test_the_path_in_use_per_distribution(fresh_check):
         node.destroy_node()
 
 
-def test_a_wrong_rcl_layout_stands_the_fast_path_down_and_the_node_keeps_publishing(fresh_check):
-    fresh_check.setenv(rcl_layout.TEST_HOOK, "shifted")
-    # the log line caught on the module's own logger: an earlier test's logging.config
-    # (disable_existing_loggers) or propagation change must not hide it
+def _fast_relay_warnings(monkeypatch) -> list[logging.LogRecord]:
+    """The warnings of fast_relay's own logger, from now on (restored by ``monkeypatch`` even if the test
+    fails): an earlier test's logging.config (disable_existing_loggers) or propagation change must not
+    hide them."""
     logger = logging.getLogger(fast_relay.__name__)
     records: list[logging.LogRecord] = []
     handler = logging.Handler(logging.WARNING)
     handler.emit = records.append
-    fresh_check.setattr(logger, "disabled", False)
-    fresh_check.setattr(logger, "level", logging.WARNING)
-    fresh_check.setattr(logger, "handlers", [*logger.handlers, handler])      # restored even if this fails
+    monkeypatch.setattr(logger, "disabled", False)
+    monkeypatch.setattr(logger, "level", logging.WARNING)
+    monkeypatch.setattr(logger, "handlers", [*logger.handlers, handler])
+    return records
+
+
+def test_a_wrong_rcl_layout_stands_the_fast_path_down_and_the_node_keeps_publishing(fresh_check):
+    fresh_check.setenv(rcl_layout.TEST_HOOK, "shifted")
+    records = _fast_relay_warnings(fresh_check)
     node = DescriptionNode(parameter_overrides=[Parameter("description_file", value=str(TWO_LINK))])
     try:
         assert node.tf_relay is None                                   # the executor path
@@ -198,13 +204,7 @@ def test_threads_asking_at_once_check_rcl_once_and_log_once(fresh_check):
         except fast_relay.FastPathUnavailable as exc:
             outcomes.append(str(exc))
 
-    logger = logging.getLogger(fast_relay.__name__)
-    records: list[logging.LogRecord] = []
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = records.append
-    fresh_check.setattr(logger, "disabled", False)
-    fresh_check.setattr(logger, "level", logging.WARNING)
-    fresh_check.setattr(logger, "handlers", [*logger.handlers, handler])
+    records = _fast_relay_warnings(fresh_check)
     threads = [threading.Thread(target=ask) for _ in range(4)]
     for thread in threads:
         thread.start()
