@@ -75,11 +75,7 @@ class Listener:
     def close(self):
         if not self.context.ok():
             return
-        self.spinner.stop()             # the spin thread ends before the node goes (fixtures/spinning.py)
-        try:
-            self.node.destroy_node()
-        finally:
-            self.context.try_shutdown()
+        self.spinner.close([self.node], self.context)     # the spin ends before the node goes
 
 
 # -- ros2 launch on the embedded robot --------------------------------------------------------------------

@@ -104,11 +104,7 @@ class TfListener:
             return [(self.q[s], self.tf[s]) for s in sorted(set(self.q) & set(self.tf))]
 
     def close(self):
-        self.spinner.stop()             # the spin thread ends before the node goes (fixtures/spinning.py)
-        try:
-            self.node.destroy_node()
-        finally:
-            self.context.try_shutdown()
+        self.spinner.close([self.node], self.context)     # the spin ends before the node goes
 
 
 def expected_l1(q: float) -> np.ndarray:

@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 
-from fixtures.spinning import Spinner  # noqa: E402
+from fixtures.spinning import Spinner, answer  # noqa: E402
 from robot_bridge import bringup  # noqa: E402
 from robot_bridge.cli.verbs.run import create_node  # noqa: E402
 
@@ -61,15 +60,7 @@ class Bridge:
     def call(self, node: str, request):
         """The answer to ``request(client)``, asked again when lost (a reply sent before the service's
         reply writer matched this client is dropped by DDS: seen under load); idempotent requests only."""
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            future = request(self.client(node))
-            retry = time.monotonic() + 5.0
-            while not future.done() and time.monotonic() < min(retry, deadline):
-                time.sleep(0.01)
-            if future.done():
-                return future.result()
-            assert time.monotonic() < deadline, f"{node}'s parameter service did not answer"
+        return answer(lambda: request(self.client(node)), TIMEOUT, f"{node}'s parameter service")
 
     def describe(self, node: str, name: str):
         return self.call(node, lambda c: c.describe_parameters([name])).descriptors[0]
@@ -79,12 +70,7 @@ class Bridge:
 
     def close(self):
         # the spin thread ended and the pool's callbacks done before any node goes (fixtures/spinning.py)
-        self.spinner.stop()
-        try:
-            for node in [*self.nodes.values(), self.client_node]:
-                node.destroy_node()
-        finally:
-            self.context.try_shutdown()
+        self.spinner.close([*self.nodes.values(), self.client_node], self.context)
 
 
 @pytest.fixture(scope="module")

@@ -21,32 +21,18 @@ import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.srv import GetParameters, ListParameters
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import Image, Imu, JointState, LaserScan
 
 from fixtures.sim.models import box_body, pan_robot
-from fixtures.spinning import Spinner as _Spinner
+from fixtures.spinning import spun
 from robot_bridge.nodes.sensor_bridge import SensorBridge
 
 DEEP = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
 SLOW_FRAME = 0.5            # s: the camera's test hook sleeps this long in every frame
 WINDOW = 3.0                # s of header stamps over which each rate is measured
-
-
-class Spinner:
-    """An executor spinning one context's nodes on a thread of its own."""
-
-    def __init__(self, context, *nodes):
-        self.executor = SingleThreadedExecutor(context=context)
-        for node in nodes:
-            self.executor.add_node(node)
-        self._spinner = _Spinner(self.executor)
-
-    def close(self):
-        self._spinner.stop()        # raises if the thread did not end: its nodes are then not destroyed
 
 
 def wait_for(predicate, timeout: float = 30.0) -> bool:
@@ -88,16 +74,9 @@ def slow_camera_bridge():
         Parameter("diagnostics_rate", value=4.0)])
     bridge.sim_sensors["cam"].frame_hook = lambda: time.sleep(SLOW_FRAME)
     probe = rclpy.create_node("probe", context=probe_context, namespace=namespace)
-    spinners = [Spinner(bridge_context, bridge), Spinner(probe_context, probe)]
-    yield bridge, probe, namespace
-    try:
-        for spinner in spinners:
-            spinner.close()
-        bridge.destroy_node()
-        probe.destroy_node()
-    finally:
-        bridge_context.try_shutdown()
-        probe_context.try_shutdown()
+    # each spin ends before its node goes, then its context (fixtures/spinning.py)
+    with spun(bridge_context, bridge), spun(probe_context, probe):
+        yield bridge, probe, namespace
 
 
 def _call(client, request) -> float:

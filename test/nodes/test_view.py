@@ -37,8 +37,7 @@ def wait_until(predicate, timeout=60.0):
 @pytest.fixture
 def view():
     import rclpy
-    from fixtures.spinning import Spinner
-    from rclpy.executors import SingleThreadedExecutor
+    from fixtures.spinning import spun
     from rclpy.parameter import Parameter
 
     from robot_bridge.nodes.view import ViewNode
@@ -52,17 +51,8 @@ def view():
                                                           Parameter("stale_after", value=0.5),
                                                           Parameter("discover_period", value=0.2)])
     peer = rclpy.create_node("view_test_peer", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    executor.add_node(peer)
-    spinner = Spinner(executor)
-    yield node, peer
-    spinner.stop()              # the spin thread has ended before the nodes go (fixtures/spinning.py)
-    try:
-        node.destroy_node()
-        peer.destroy_node()
-    finally:
-        context.try_shutdown()
+    with spun(context, node, peer):      # the spin ends before the nodes go (fixtures/spinning.py)
+        yield node, peer
 
 
 def test_robot_and_tf_are_taken_a_bad_description_keeps_the_last_good_robot(view):

@@ -155,26 +155,16 @@ def wait_until(predicate, action=None, timeout: float = 60.0) -> bool:
 def detector_node():
     """The test's node in its own context, spun by a thread."""
     import rclpy
-    from fixtures.spinning import Spinner
-    from rclpy.executors import SingleThreadedExecutor
+    from fixtures.spinning import spun
 
-    from robot_bridge.ros.actions import destroy_actions
 
     context = rclpy.Context()
     context.init()
     node = rclpy.create_node("detector", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    spinner = Spinner(executor)
-    try:
+    # the spin ends, the test's action clients (which would keep the node in the graph) and the node go,
+    # the context goes down, whatever happened: no node of a test outlives it (fixtures/spinning.py)
+    with spun(context, node):
         yield node
-    finally:                    # the context goes down whatever happened: no node of a test outlives it
-        spinner.stop()          # the spin thread has ended before the node goes (fixtures/spinning.py)
-        try:
-            destroy_actions(node)           # a test's action clients would keep the node in the graph
-            node.destroy_node()
-        finally:
-            context.try_shutdown()
 
 
 @pytest.fixture

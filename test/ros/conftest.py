@@ -9,7 +9,6 @@ import rclpy
 from fixtures.spinning import Spinner
 from rclpy.executors import SingleThreadedExecutor
 
-from robot_bridge.ros.actions import destroy_actions
 
 
 class RosProcess:
@@ -31,13 +30,7 @@ class RosProcess:
     def close(self):
         # the spinning ends (thread joined) before any node goes: rclpy does not support destroying a node
         # under a running spin, nor Executor.shutdown() under spin() (see fixtures/spinning.py)
-        self.spinner.stop()
-        try:
-            for node in self.nodes:
-                destroy_actions(node)
-                node.destroy_node()
-        finally:
-            self.context.try_shutdown()
+        self.spinner.close(self.nodes, self.context)
 
 
 @pytest.fixture

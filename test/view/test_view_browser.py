@@ -191,8 +191,7 @@ def bridge(browser_path):
 @pytest.fixture
 def view(bridge):
     import rclpy
-    from fixtures.spinning import Spinner
-    from rclpy.executors import SingleThreadedExecutor
+    from fixtures.spinning import spun
     from rclpy.parameter import Parameter
 
     from robot_bridge.nodes.view import ViewNode
@@ -201,17 +200,8 @@ def view(bridge):
     context.init()
     node = ViewNode(context=context, parameter_overrides=[Parameter("port", value=free_port())])
     detector = rclpy.create_node("view_test_detector", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    executor.add_node(detector)
-    spinner = Spinner(executor)
-    yield node, detector
-    spinner.stop()              # the spin thread has ended before the nodes go (fixtures/spinning.py)
-    try:
-        node.destroy_node()
-        detector.destroy_node()
-    finally:
-        context.try_shutdown()
+    with spun(context, node, detector):  # the spin ends before the nodes go (fixtures/spinning.py)
+        yield node, detector
 
 
 @pytest.fixture
