@@ -235,8 +235,11 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
     def params(node_name: str, yaml_name: str, **overrides) -> dict:
         return {**yaml_parameters(config_file(yaml_name), node_name), **common, **overrides}
 
+    # the objects file's folder: the body files of world_node's documents may lie there (world/reader.py)
+    roots = [os.path.dirname(os.path.abspath(os.path.expanduser(o.objects)))] if o.objects else []
     sensors = params("sensor_bridge", "sensor_bridge.yaml", description_file=o.robot_file,
-                     frame_prefix=o.frame_prefix, default_mode="sim" if o.mode == "sim" else "relay")
+                     frame_prefix=o.frame_prefix, default_mode="sim" if o.mode == "sim" else "relay",
+                     **({"objects_roots": roots} if roots else {}))
     specs = [
         NodeSpec(PACKAGE, "description_node", "description_node", ns,
                  params("description_node", "description.yaml", description_file=o.robot_file,
@@ -248,7 +251,8 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
         # the controller publishes /joint_states: keep it next to its listeners in the namespace
         NodeSpec(PACKAGE, "controller_node", "controller_node", ns,
                  params("controller_node", "controller.yaml", description_file=o.robot_file,
-                        srdf_file=o.srdf_file, hardware=o.hardware_kind, frame_prefix=o.frame_prefix),
+                        srdf_file=o.srdf_file, hardware=o.hardware_kind, frame_prefix=o.frame_prefix,
+                        **({"sim.objects_roots": roots} if roots else {})),
                  remappings=(("/joint_states", "joint_states"),),
                  factory="robot_bridge.nodes.controller:ControllerNode"),
     ]
@@ -262,7 +266,8 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
         specs.append(NodeSpec(PACKAGE, "planner_node", "planner_node", ns,
                               params("planner_node", "planner.yaml", description_file=o.robot_file,
                                      frame_prefix=o.frame_prefix, world_frame=o.world_frame,
-                                     environment=o.environment),
+                                     environment=o.environment,
+                                     **({"objects_roots": roots} if roots else {})),
                               factory="robot_bridge.nodes.planner:PlannerNode"))
     if o.rviz:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),

@@ -68,6 +68,11 @@ def test_objects_argument_starts_world_node():
     assert w.parameters["objects_file"] == "/m/objects.yaml" and w.parameters["frame_prefix"] == "r/"
     assert w.parameters["publish_rate"] == 10.0                        # from config/world.yaml
     assert w.factory == "robot_bridge.nodes.world:WorldNode"
+    # the nodes reading world_node's documents trust the objects file's folder for its body files
+    nodes = by_name(bringup.node_set(options))
+    assert nodes["sensor_bridge"].parameters["objects_roots"] == ["/m"]
+    assert nodes["controller_node"].parameters["sim.objects_roots"] == ["/m"]
+    assert "objects_roots" not in by_name(bringup.node_set())["sensor_bridge"].parameters
 
 
 def test_planner_starts_in_sim_mode_when_installed_and_can_be_switched_off(monkeypatch):

@@ -145,3 +145,20 @@ def roots_for(description: str | os.PathLike, search_path: Iterable[str | os.Pat
     folder = _real(description).parent
     package = next((d for d in (folder, *folder.parents) if (d / "package.xml").is_file()), None)
     return AllowedRoots([folder, *([package] if package else []), *search_path])
+
+
+def launch_roots(files: Iterable[str | os.PathLike] = (),
+                 folders: Iterable[str | os.PathLike] = ()) -> AllowedRoots:
+    """The folders trusted at launch: each launch-time file's folder (widened to its ROS package, as the
+    readers do), the launch-time search path ``folders``, ``$OPENRAVE_DATA`` and
+    ``$ROBOT_BRIDGE_ALLOWED_ROOTS`` (run-time path parameters and peers' documents name files under them)."""
+    from . import normalize_search_path
+
+    roots: list = [r for r in os.environ.get(ENV_ALLOWED_ROOTS, "").split(os.pathsep) if r]
+    for file in files:
+        if file:
+            folder = _real(file).parent
+            package = next((d for d in (folder, *folder.parents) if (d / "package.xml").is_file()), None)
+            roots += [folder] + ([package] if package else [])
+    roots += normalize_search_path([os.fspath(f) for f in folders if f])
+    return AllowedRoots(roots)

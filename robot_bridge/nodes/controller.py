@@ -121,6 +121,11 @@ PARAMETERS = params.schema(
     Param("sim.objects_topic", "world_node/objects", "Sim: world_node's latched <Environment> document; its "
                                                      "detected bodies also stop the fingers (empty: none)",
           read_only=True, string="name"),
+    Param("sim.objects_roots", params.STRING_ARRAY, "Sim: folders the body files of sim.objects_topic's "
+                                                    "documents may lie in, besides those of "
+                                                    "description_file, srdf_file, search_path and this "
+                                                    "package's data (a body file elsewhere: refused unread)",
+          read_only=True, string="text"),
     Param("canopen.interface", "socketcan", "python-can interface (socketcan, pcan, virtual, ...)",
           read_only=True),
     Param("canopen.channel", "can0", "python-can channel", read_only=True),
@@ -231,15 +236,23 @@ class ControllerNode(ContainedNode):
         self.create_service(SetBool, "~/enable", self._on_enable)
         # the description node's switches of the robot file (ros2 param set /description_node ...)
         self.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event, 10)
-        self._object_bodies: dict[str, Robot | None] = {}     # sim: world_node's body files, read once
         self._world_objects: dict = {}                         # sim: name -> (body, pose) of world_node
         self.attach_pub = None             # sim: world_node's ~/attach (a body the fingers stall on)
+        self.objects_worker = None         # sim: reads world_node's documents, off the control / goal threads
         if self._param("hardware") == "sim" and self._param("sim.objects_topic"):
             from std_msgs.msg import String
 
             from ..ros import qos
+            from ..world.reader import LatestWorker, WorldReader, trusted_roots
             topic = self._param("sim.objects_topic")
-            self.create_subscription(String, topic, self._on_objects, qos.description_qos())
+            search = list(self._param("search_path"))
+            self.objects_reader = WorldReader(
+                trusted_roots([self._param("description_file"), self._param("srdf_file")],
+                              search + list(self._param("sim.objects_roots"))), search, source=topic)
+            self.objects_worker = LatestWorker(self._apply_objects, "controller_node.objects",
+                                               lambda exc: self.on_callback_error("objects document", exc))
+            self.create_subscription(String, topic, lambda msg: self.objects_worker.submit(msg.data),
+                                     qos.description_qos())
             try:
                 from moveit_msgs.msg import AttachedCollisionObject
             except ImportError:
@@ -804,28 +817,22 @@ class ControllerNode(ContainedNode):
         if self._world_objects:
             self._scene.set_objects(self._world_objects)
 
-    def _on_objects(self, msg) -> None:
-        """Sim: world_node's detected bodies, which the closing fingers also stop on."""
+    def _apply_objects(self, text: str) -> None:
+        """Sim: world_node's detected bodies, which the closing fingers also stop on (on the objects worker:
+        body files are read there, never on the control or goal threads)."""
         from ..errors import DescriptionError
-        from ..formats import load
-        from ..world.document import read_xml
 
         try:
-            placed = read_xml(msg.data, source=self._param("sim.objects_topic"))
+            read = self.objects_reader.objects(text)
         except DescriptionError as exc:
             self.get_logger().warning(f"objects document ignored: {exc}", throttle_duration_sec=5.0)
             return
-        objects = {}
-        for body in placed[:1000]:
-            if body.file not in self._object_bodies and len(self._object_bodies) < 256:
-                try:
-                    self._object_bodies[body.file] = load(body.file)
-                except Exception as exc:  # an unreadable body file: reported once, the others kept
-                    self._object_bodies[body.file] = None
-                    self.get_logger().warning(f"object body {body.file} not read: {exc}")
-            model = self._object_bodies.get(body.file)
-            if model is not None and (self.robot is None or body.name not in self.robot.environment):
-                objects[body.name] = (model, body.pose)
+        if read.problems:
+            self.get_logger().warning(f"objects document: {read.summary()}", throttle_duration_sec=5.0)
+        objects = {name: value for name, value in read.objects.items()
+                   if self.robot is None or name not in self.robot.environment}
+        if self.objects_worker.stopped:
+            return
         with self.lock:
             self._world_objects = objects
             if self._scene is not None:
@@ -1044,6 +1051,8 @@ class ControllerNode(ContainedNode):
         if not hasattr(self, "_preparation"):    # a constructor that failed (a refused start-up parameter)
             return super().destroy_node()
         self.stop_thread_timers()                # before the lock: a tick may be waiting for it
+        if getattr(self, "objects_worker", None) is not None:
+            self.objects_worker.stop()
         self._preparation.shutdown(wait=True, cancel_futures=True)
         with self.lock:
             if self.control is not None:

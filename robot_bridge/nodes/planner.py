@@ -75,6 +75,10 @@ PARAMETERS = params.schema(
                                "node publishes them on /tf_static)", read_only=True),
     Param("search_path", params.STRING_ARRAY, "Directories searched for includes, meshes and body files",
           read_only=True, string="text"),
+    Param("objects_roots", params.STRING_ARRAY, "Folders the body files of objects_topic's documents may lie "
+                                                "in, besides those of description_file, search_path and this "
+                                                "package's data (a body file elsewhere is refused unread)",
+          read_only=True, string="text"),
     Param("default_acceleration", 2.0, "Acceleration limit of joints without one (the controller's default)",
           range=(1e-6, 1e6), read_only=True),
     Param("world_frame", "", "The planner's world frame (pose goals); empty: world", read_only=True,
@@ -184,11 +188,11 @@ class PlannerNode(ContainedNode):
         self._input_lock = threading.Lock()
         self._pending_urdf: Optional[str] = None
         self._pending_srdf: Optional[str] = None
-        self._pending_objects: Optional[str] = None
+        self._pending_objects: Optional[dict] = None    # name -> (body, pose): read by objects_worker
         self._joints: dict[str, float] = {}
         self._joints_dirty = False
         self.joint_state_count = 0
-        self.objects_version = 0                      # world documents received
+        self.objects_version = 0                      # world documents read
         self._logged_problems = 0
         self._jobs: "queue.Queue[Optional[Job]]" = queue.Queue()
         self._current: Optional[Job] = None
@@ -198,8 +202,19 @@ class PlannerNode(ContainedNode):
         self.create_subscription(String, "robot_description", self._on_description, latched)
         self.create_subscription(String, "robot_description_semantic", self._on_semantic, latched)
         self.create_subscription(JointState, self.params.get("joint_states_topic"), self._on_joint_states, 10)
+        self.objects_worker = None                    # reads world_node's documents: never the service's job
         if self.params.get("objects_topic"):
-            self.create_subscription(String, self.params.get("objects_topic"), self._on_objects, latched)
+            from ..world.reader import LatestWorker, WorldReader, trusted_roots
+
+            search = list(self.params.get("search_path") or [])
+            self.objects_reader = WorldReader(
+                trusted_roots([self.params.get("description_file")],
+                              search + list(self.params.get("objects_roots") or [])),
+                search, source=self.params.get("objects_topic"))
+            self.objects_worker = LatestWorker(self._read_objects, "planner_node.objects",
+                                               lambda exc: self.on_callback_error("objects worker", exc))
+            self.create_subscription(String, self.params.get("objects_topic"),
+                                     lambda msg: self.objects_worker.submit(msg.data), latched)
         # world_node owns what the grippers hold: it tells MoveIt (/attached_collision_object), once per grasp
         self.attached_pub = self.create_publisher(
             AttachedCollisionObject, attach_topic(self.params.get("objects_topic") or "world_node/objects"),
@@ -284,9 +299,19 @@ class PlannerNode(ContainedNode):
             self._pending_srdf = msg.data
         self._wake.set()
 
-    def _on_objects(self, msg: String) -> None:
+    def _read_objects(self, text: str) -> None:
+        """world_node's document, its body files read here (objects_worker), then handed to the model."""
+        from ..errors import DescriptionError
+
+        try:
+            read = self.objects_reader.objects(text)
+        except DescriptionError as exc:
+            self.get_logger().warning(f"world objects not used: {exc}", throttle_duration_sec=5.0)
+            return
+        if read.problems:
+            self.get_logger().warning(f"world objects document: {read.summary()}", throttle_duration_sec=5.0)
         with self._input_lock:
-            self._pending_objects = msg.data
+            self._pending_objects = read.objects
             self.objects_version += 1
         self._wake.set()
 
@@ -320,7 +345,7 @@ class PlannerNode(ContainedNode):
                 self.get_logger().info(f"planning for robot {model.planner.robot.name!r}, groups "
                                        f"{', '.join(model.planner.group_names())}")
         if objects is not None:
-            reason = model.set_objects_xml(objects)
+            reason = model.set_objects(objects)
             if reason:
                 self.get_logger().warning(reason)
         for problem in model.problems[self._logged_problems:]:
@@ -994,6 +1019,8 @@ class PlannerNode(ContainedNode):
 
     def destroy_node(self):
         self._running = False
+        if getattr(self, "objects_worker", None) is not None:
+            self.objects_worker.stop()
         job = self._current
         if job is not None:
             job.request_stop("planner_node shutting down")

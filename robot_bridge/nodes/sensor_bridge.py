@@ -97,10 +97,14 @@ PARAMETERS = params.schema(
                                                  "XML) added to, moved in and removed from the simulated "
                                                  "scene; empty: none", read_only=True, string="name"),
     Param("max_objects", MAX_BODIES, "sim: bodies of one objects document simulated at most (as "
-                                     "world_node's max_bodies); the rest, and documents over 8 KiB per "
-                                     "body, are left out with one throttled warning", range=(1, 10000)),
+                                     "world_node's max_bodies); the rest are left out with one throttled "
+                                     "warning", range=(1, 10000)),
+    Param("objects_roots", params.STRING_ARRAY, "sim: folders the body files of objects_topic's documents "
+                                                "may lie in, besides those of description_file, search_path "
+                                                "and this package's data (a body file elsewhere is refused "
+                                                "unread)",
+          read_only=True, string="text"),
 )
-OBJECT_BYTES = 8192           # an objects document's size bound per body (a <KinBody> with a long file path)
 OBJECTS_PER_UPDATE = 20       # bodies added or moved per hold of the scene lock (sensor frames in between)
 
 # Declared once per sensor as sensors.<sensor>.<name>.
@@ -439,6 +443,8 @@ class SensorBridge(ContainedNode):
         for relay in self.fast_relays.values():     # off the middleware before the subscriptions go
             relay.close()
         self.fast_relays.clear()
+        if getattr(self, "objects_worker", None) is not None:
+            self.objects_worker.stop()
         if hasattr(self, "_sim_lock"):
             with self._sim_lock:                    # no camera started after this
                 self._sim_stopped = True
@@ -459,11 +465,18 @@ class SensorBridge(ContainedNode):
             self.get_logger().warning(message)
         self._dof_names = self._joint_state_names(robot)
         self.objects_seen = 0                       # ~/objects documents applied to the scene
-        self._object_bodies: dict[str, Optional[Robot]] = {}     # body file -> model (None: unreadable)
         self._objects_applied: dict[str, tuple] = {}      # the scene's objects: name -> (model, pose)
         if self._p("objects_topic"):
-            self.create_subscription(String, self._p("objects_topic"), self._on_objects,
-                                     qos.description_qos())
+            from ..world.reader import LatestWorker, WorldReader, trusted_roots
+
+            search = list(self._p("search_path") or [])
+            self.objects_reader = WorldReader(
+                trusted_roots([self._p("description_file")], search + list(self._p("objects_roots") or [])),
+                search, source=self._p("objects_topic"))
+            self.objects_worker = LatestWorker(self._apply_objects, "sensor_bridge.objects",
+                                               self._objects_error)
+            self.create_subscription(String, self._p("objects_topic"),
+                                     lambda msg: self.objects_worker.submit(msg.data), qos.description_qos())
         self.create_subscription(JointState, self._p("joint_states_topic"), self._on_joint_states,
                                  qos.sensor_data_qos())
         for sensor, values in sensors:
@@ -522,34 +535,27 @@ class SensorBridge(ContainedNode):
             self._joint_positions.update(finite)
             self._joints_dirty = True
 
-    def _on_objects(self, msg: String) -> None:
-        """world_node's environment document: the scene's detected objects become exactly its bodies (at
+    def _objects_error(self, exc: BaseException) -> None:
+        self.get_logger().error(f"objects document not applied: {type(exc).__name__}: {exc}")
+
+    def _apply_objects(self, text: str) -> None:
+        """world_node's environment document, on the objects worker (body files are read there, never on
+        the executor nor the sensor threads): the scene's detected objects become exactly its bodies (at
         most ``max_objects``; the change logged as one line)."""
         from ..errors import DescriptionError
-        from ..world.document import read_xml
 
         limit = int(self._p("max_objects"))
-        if len(msg.data) > limit * OBJECT_BYTES:
-            if self._due("objects document"):
-                self.get_logger().warning(f"objects document of {len(msg.data)} characters ignored (over "
-                                          f"{OBJECT_BYTES} per body of max_objects {limit})")
-            return
         try:
-            placed = read_xml(msg.data, source=self._p("objects_topic"))
+            read = self.objects_reader.objects(text, max_bodies=limit)
         except DescriptionError as exc:
             if self._due("objects document"):
                 self.get_logger().warning(f"objects document ignored: {exc}")
             return
-        if len(placed) > limit:
-            if self._due("objects over max_objects"):
-                self.get_logger().warning(f"objects document of {len(placed)} bodies: the first {limit} "
-                                          f"simulated (max_objects), {len(placed) - limit} left out")
-            placed = placed[:limit]
-        objects = {}
-        for body in placed:
-            model = self._object_body(body.file)
-            if model is not None:
-                objects[body.name] = (model, body.pose)
+        if read.problems and self._due("objects document bodies"):
+            self.get_logger().warning(f"objects document: {read.summary()}")
+        objects = read.objects
+        if self.objects_worker.stopped:
+            return
         clash = sorted(n for n in objects if n in self.scene.bodies and n not in self._objects_applied)
         if clash:
             if self._due("objects document"):
@@ -577,18 +583,6 @@ class SensorBridge(ContainedNode):
         if added or removed:
             self.get_logger().info(f"simulated scene: {len(added)} objects added{_names(added)}, "
                                    f"{len(removed)} removed{_names(removed)}; {len(objects)} in the scene")
-
-    def _object_body(self, path: str) -> Optional[Robot]:
-        """The body of a detected object's file, read once (a file that fails is reported once)."""
-        if path not in self._object_bodies:
-            from ..formats import load
-
-            try:
-                self._object_bodies[path] = load(path, search_path=list(self._p("search_path") or []) or None)
-            except Exception as exc:     # any reader failure: this object stays out of the scene
-                self._object_bodies[path] = None
-                self.get_logger().error(f"detected object body {path} unreadable, not simulated: {exc}")
-        return self._object_bodies[path]
 
     def _joint_state_names(self, robot: Robot) -> dict[str, tuple[str, int]]:
         """JointState name -> (model joint, DOF index): the URDF joint names the description node uses

@@ -46,9 +46,9 @@ class MasterModel:
         self._srdf: Optional[str] = None
         self._joint_state: dict[str, float] = {}
         self._objects: dict = {}
-        from .sync import BodyFiles
+        from ..world.reader import WorldReader, trusted_roots
 
-        self._files = BodyFiles(self.search_path)
+        self.reader = WorldReader(trusted_roots(folders=self.search_path), self.search_path)
 
     def _problem(self, text: str) -> str:
         if text not in self.problems:
@@ -92,14 +92,24 @@ class MasterModel:
             self.planner.set_joint_state(state)
 
     def set_objects_xml(self, text: str) -> Optional[str]:
-        """world_node's ``~/objects`` document; returns the reason when it cannot be used (the bodies known
-        before stay)."""
+        """world_node's ``~/objects`` document, read by :attr:`reader` (body files under the search path and
+        this package's data; see :mod:`robot_bridge.world.reader`); returns the reason when it cannot be
+        used (the bodies known before stay).  Bodies the reader refuses are left out, their reasons kept in
+        ``problems``."""
         from .sync import objects_from_xml
 
         try:
-            objects = objects_from_xml(text, self._files)
-        except (DescriptionError, OSError) as exc:
+            objects, problems = objects_from_xml(text, self.reader)
+        except DescriptionError as exc:
             return self._problem(f"world objects not used: {exc}")
+        if problems:
+            self._problem(f"world objects document: {problems}")
+        return self.set_objects(objects)
+
+    def set_objects(self, objects: Mapping[str, tuple]) -> Optional[str]:
+        """name -> (body, pose) of world_node's bodies, as :func:`.sync.objects_from_xml` reads them (the
+        node reads them off its service threads); returns the reason when they cannot be used."""
+        objects = dict(objects)
         clash = sorted(set(objects) & set(self.environment))
         if clash:
             return self._problem(f"world objects not used: names of environment bodies: {clash}")

@@ -171,23 +171,12 @@ def string_refusal(value, kind: str) -> Optional[str]:
 
 
 def launch_roots(files: Iterable[str] = (), folders: Iterable[str] = ()):
-    """The folders trusted at launch for run-time changes of ``confined`` parameters: each launch-time
-    file's folder (widened to its ROS package, as the readers do), the launch-time search path,
-    ``$OPENRAVE_DATA`` and ``$ROBOT_BRIDGE_ALLOWED_ROOTS`` (and, in :func:`confined_refusal`, the share
-    folder of every package of the ament index, as ``package://`` resolves)."""
-    from pathlib import Path
+    """The folders trusted at launch for run-time changes of ``confined`` parameters (and, in
+    :func:`confined_refusal`, the share folder of every package of the ament index, as ``package://``
+    resolves): :func:`robot_bridge.formats.paths.launch_roots`."""
+    from ..formats.paths import launch_roots as roots
 
-    from ..formats import normalize_search_path
-    from ..formats.paths import ENV_ALLOWED_ROOTS, AllowedRoots
-
-    roots: list = [r for r in os.environ.get(ENV_ALLOWED_ROOTS, "").split(os.pathsep) if r]
-    for file in files:
-        if file:
-            folder = Path(os.path.realpath(os.path.expanduser(file))).parent
-            package = next((d for d in (folder, *folder.parents) if (d / "package.xml").is_file()), None)
-            roots += [folder] + ([package] if package else [])
-    roots += normalize_search_path([f for f in folders if f])
-    return AllowedRoots(roots)
+    return roots(files, folders)
 
 
 def confined_refusal(name: str, value, roots) -> Optional[str]:

@@ -122,7 +122,7 @@ def limited_bridge(tmp_path, detector_node):  # noqa: F811
                             "warn_throttle:=1000.0"),
              "sensor_bridge": start("sensor_bridge", f"description_file:={WORLD}", "default_mode:=off",
                                     "sensors.base_laser.mode:=sim", "sensors.base_laser.rate:=20.0",
-                                    "output_depth:=1000")}
+                                    "output_depth:=1000", f"objects_roots:=[{tmp_path}]")}
     recorder = Recorder(detector_node)
     recorder.outputs = {}
     recorder.stop = lambda: {n: recorder.outputs.setdefault(n, stop(p)) for n, p in procs.items()}

@@ -243,7 +243,8 @@ def test_a_sim_gripper_closing_on_a_body_attaches_it_and_opening_puts_it_down(tm
     mapping = tmp_path / "objects.yaml"
     mapping.write_text(f"classes:\n  grasp_box: {{file: {body}, static: true}}\n")
     procs = [start("description", f"description_file:={WORLD}"),
-             start("controller", f"description_file:={WORLD}", "state_rate:=20.0"),
+             start("controller", f"description_file:={WORLD}", "state_rate:=20.0",
+                   f"sim.objects_roots:=[{tmp_path}]"),
              start("world", f"description_file:={WORLD}", f"objects_file:={mapping}", "publish_rate:=20.0")]
     try:
         obs, rec = Observer(detector_node), MoveItRecorder(detector_node)

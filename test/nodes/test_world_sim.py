@@ -43,7 +43,8 @@ def sim_bridge(tmp_path, detector_node):  # noqa: F811
     procs = [start("description", f"description_file:={WORLD}"),
              start("world", f"objects_file:={mapping}", "publish_rate:=20.0"),
              start("sensor_bridge", f"description_file:={WORLD}", "default_mode:=off",
-                   "sensors.base_laser.mode:=sim", "sensors.base_laser.rate:=20.0")]
+                   "sensors.base_laser.mode:=sim", "sensors.base_laser.rate:=20.0",
+                   f"objects_roots:=[{tmp_path}]")]
     yield detector_node
     for out in [stop(p) for p in procs]:
         assert "Traceback" not in out, out

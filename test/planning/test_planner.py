@@ -444,7 +444,8 @@ def test_only_the_backend_imports_planning_libraries():
 def test_planner_from_published_strings_and_world_node_objects():
     from robot_bridge.formats.srdf import to_srdf
     from robot_bridge.formats.urdf import to_urdf
-    from robot_bridge.planning.sync import BodyFiles, objects_from_xml, robot_from_description
+    from robot_bridge.planning.sync import objects_from_xml, robot_from_description
+    from robot_bridge.world.reader import WorldReader, trusted_roots
     from robot_bridge.world import load_mapping, to_xml
     from robot_bridge.world.document import PlacedBody
 
@@ -459,22 +460,23 @@ def test_planner_from_published_strings_and_world_node_objects():
     mapping = load_mapping(DATA_DIR / "objects.yaml")
     q = planner.vector({"j1": 0.0, "j2": 0.6, "j4": 0.9})
     tip = planner.link_pose("gripper_base", q)[:3, 3]
-    files = BodyFiles()
+    files = WorldReader(trusted_roots())
     document = to_xml([PlacedBody("ball_0", "ball", mapping.classes["ball"].file, _at(tip))], stamp=1.0)
-    planner.set_objects(objects_from_xml(document, files))
+    planner.set_objects(objects_from_xml(document, files)[0])
     assert list(planner.bodies) == ["ball_0"] and planner.in_collision(q)
     body = planner.bodies["ball_0"].robot
     moved = to_xml([PlacedBody("ball_0", "ball", mapping.classes["ball"].file, _at(tip + [0, 0.5, 0]))])
-    planner.set_objects(objects_from_xml(moved, files))
+    planner.set_objects(objects_from_xml(moved, files)[0])
     assert planner.bodies["ball_0"].robot is body and not planner.in_collision(q)
-    planner.set_objects(objects_from_xml('<Environment frame="world"/>', files))
+    planner.set_objects(objects_from_xml('<Environment frame="world"/>', files)[0])
     assert planner.bodies == {}
 
 
 def test_detections_of_a_class_with_an_srdf_are_graspable_by_its_handle(fresh):
     """Issue 30: the objects file gives the ball class ball.srdf; world_node's document names it, the planner
     grasps the detected ball by the class's handle name."""
-    from robot_bridge.planning.sync import BodyFiles, objects_from_xml
+    from robot_bridge.planning.sync import objects_from_xml
+    from robot_bridge.world.reader import WorldReader, trusted_roots
     from robot_bridge.world import load_mapping, to_xml
     from robot_bridge.world.document import PlacedBody
 
@@ -482,7 +484,7 @@ def test_detections_of_a_class_with_an_srdf_are_graspable_by_its_handle(fresh):
     ball = load_mapping(DATA_DIR / "objects.yaml").classes["ball"]
     pose = _at(BALL_AT)
     document = to_xml([PlacedBody("ball_0", "ball", ball.file, pose, ball.srdf)])
-    planner.set_objects(objects_from_xml(document, BodyFiles()))
+    planner.set_objects(objects_from_xml(document, WorldReader(trusted_roots()))[0])
     grasp = planner.plan_grasp(GraspGoal("hand", "ball_0", "side_grasp"), timeout=5.0)
     handle = grasp.handle
     assert handle.name == "side_grasp" and handle.mask == [True] * 5 + [False]
