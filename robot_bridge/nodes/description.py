@@ -78,10 +78,10 @@ PARAMETERS = params.schema(
     Param("mesh_uri", "file", "How robot_description names mesh files: file (file://, this host), package "
                               "(package://<pkg>/... for files inside a ROS package) or http (this node "
                               "serves the mesh cache)", choices=MESH_URI_MODES, read_only=True),
-    Param("mesh_http_host", "", "mesh_uri http: address bound and written into the URIs (empty: loopback "
-                                "127.0.0.1, viewers on this host only; rviz on another host needs an address "
-                                "it reaches, or 0.0.0.0 for every interface with URIs carrying the host name)",
-          string="text", read_only=True),
+    Param("mesh_http_host", "", "mesh_uri http: address bound and written into the URIs (empty: "
+                                "loopback 127.0.0.1, viewers on this host only; rviz on another host "
+                                "needs an address it reaches, or 0.0.0.0 for every interface with URIs "
+                                "carrying the host name)", string="text", read_only=True),
     Param("mesh_http_port", 0, "mesh_uri http: TCP port (0: any free port)", range=(0, 65535),
           read_only=True),
     Param("tf_fast_path", True, "Turn /joint_states into /tf on a thread of its own, out of the executor, "
