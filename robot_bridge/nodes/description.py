@@ -56,7 +56,7 @@ PARAMETERS = params.schema(
                                      "0 publishes on every JointState", range=(0.0, 10000.0)),
     Param("ignore_timestamp", False, "Publish every JointState regardless of publish_frequency"),
     Param("frame_prefix", "", "Prefix added to the robot's TF frames (not to the shared world_frame and "
-                              "environment bodies)", rule_text=RELOADS, string="frame"),
+                              "environment bodies)", rule_text=RELOADS, string="prefix"),
     Param("world_frame", "world", "Frame shared by every robot in one world: the robot's root is placed in "
                                   "it (its file's placement; also without an environment when frame_prefix "
                                   "is set) and so are the environment bodies; empty: none",
@@ -64,7 +64,7 @@ PARAMETERS = params.schema(
     Param("publish_environment", True, "Publish the environment bodies of the file under world_frame (false "
                                        "for every robot but one sharing a world)", rule_text=RELOADS),
     Param("environment_prefix", "", "Prefix of the environment bodies' frames (empty: shared names)",
-          rule_text=RELOADS, string="frame"),
+          rule_text=RELOADS, string="prefix"),
     Param("publish_default_joint_states", False, "Publish the initial configuration on joint_states at "
                                                  "10 Hz while no other node publishes there", read_only=True),
     Param("mesh_dir", "", "Override: directory for meshes converted for the URDF, as named files (empty: the "
