@@ -9,9 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pathlib import Path
+
 from robot_bridge import errors as E
 from robot_bridge.formats import load, meshes
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HEAD = "#Inventor V2.1 ascii\nSeparator {\n  Coordinate3 { point [ 0 0 0, 1 0 0, 0 1 0 ] }\n"
 
 
@@ -95,8 +98,6 @@ def test_binary_inventor_arrays_are_work(tmp_path):
 
 def test_collada_instance_node_amplification_is_refused(tmp_path):
     """Six levels of nodes each instancing the next ten times under a link: 10^6 nodes from a few KB."""
-    from conftest import FIXTURES
-
     levels = "".join(f'<node id="a{i}">' + f'<instance_node url="#a{i + 1}"/>' * 10 + "</node>"
                      for i in range(6)) + '<node id="a6"/>'
     text = (FIXTURES / "collada" / "interface_type.dae").read_text()
