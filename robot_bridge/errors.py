@@ -48,6 +48,16 @@ class UnsafeInputError(DescriptionError):
     paths escaping the allowed roots, zip bombs, files over a size limit (``formats/limits.py``)."""
 
 
+class WorkBudgetError(UnsafeInputError):
+    """A file asks its reader for more work than the reader's budget allows (elements processed, a node
+    used again counted again): ``budget`` names the limit (e.g. ``MAX_MESH_WORK``), ``work`` is the
+    work done when it was refused (never more than the limit)."""
+
+    def __init__(self, message: str, *, budget: str = "", work: int = 0, **where):
+        self.budget, self.work = budget, work
+        super().__init__(message, **where)
+
+
 class UnsupportedFormatError(DescriptionError):
     """No reader knows this file (suffix / root element)."""
 

@@ -1,10 +1,16 @@
 """Serve a mesh cache read-only over HTTP, so viewers on other hosts load the meshes a
 robot_description names (rviz's resource_retriever fetches ``http://`` URIs).
 
-Only regular files directly in the cache directory whose names are cache names (``<sha256>.stl|dae|obj``)
-are served, to GET and HEAD; anything else -- listings, sub-paths, ``..``, other names, symbolic links,
-FIFOs, devices -- is 404.  Files are opened without following links (``O_NOFOLLOW`` relative to the
-directory) and streamed with ``sendfile``, never read into memory.
+Only files the mesh cache wrote are served (:func:`~robot_bridge.formats.mesh_cache.recorded`: the device
+and inode recorded when it wrote them), regular files directly in the cache directory whose names are
+cache names (``<sha256>.stl|dae|obj``) with exactly one link, to GET and HEAD; anything else -- listings,
+sub-paths, ``..``, other names, symbolic links, hard links (``ln /etc/passwd cache/<sha256>.stl``), files
+someone else put or replaced, FIFOs, devices -- is 404.  Files are opened without following links
+(``O_NOFOLLOW`` relative to the directory) and streamed with ``sendfile``, never read into memory.
+
+The default address is loopback (``127.0.0.1``): only viewers on this host can fetch.  A viewer on
+another host needs the address it reaches this one at (``host``), or ``0.0.0.0`` / ``::`` for every
+interface -- an explicit choice, since every host that can reach the port can then read the cache.
 
 Bounded: at most ``max_connections`` connections are served at once (a thread each; above it a
 connection gets 503 and is closed), the request line and headers must arrive within ``header_timeout``
@@ -30,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Optional
 from urllib.parse import unquote, urlsplit
 
-from .formats.mesh_cache import CACHE_NAME
+from .formats.mesh_cache import CACHE_NAME, recorded
 
 CONTENT_TYPES = {".stl": "model/stl", ".dae": "model/vnd.collada+xml", ".obj": "model/obj"}
 MAX_CONNECTIONS = 64
@@ -71,8 +77,10 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256         # a burst of connections waits in the kernel, not in threads
 
     def __init__(self, address, directory: Path, log: Optional[Callable[[str], None]],
-                 max_connections: int, header_timeout: float, request_timeout: float):
+                 max_connections: int, header_timeout: float, request_timeout: float,
+                 trusted: Callable[[Path], Optional[tuple[int, int]]] = recorded):
         self.directory = directory
+        self.trusted = trusted
         self.log = log
         self.max_connections, self.header_timeout = max_connections, header_timeout
         self.request_timeout = request_timeout
@@ -174,7 +182,10 @@ class _Server(ThreadingHTTPServer):
         finally:
             os.close(directory)
         try:
-            if stat.S_ISREG(os.fstat(fd).st_mode) and _real_path(fd) == str(self.directory / name):
+            info = os.fstat(fd)
+            path = self.directory / name
+            if (stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and _real_path(fd) == str(path)
+                    and self.trusted(path) == (info.st_dev, info.st_ino)):    # the file the cache wrote
                 return fd
         except OSError:
             pass
@@ -237,18 +248,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.say(f"{self.address_string()} {format % args}")
 
 
+LOOPBACK = "127.0.0.1"
+EVERY_INTERFACE = ("0.0.0.0", "::")
+
+
 class MeshServer:
     """HTTP server of one cache directory.  ``host``: the address bound and written in URIs (empty:
-    every interface, URIs carry this machine's host name); ``port`` 0 picks a free port.  Limits: see
-    the module's documentation."""
+    loopback, ``127.0.0.1``; ``0.0.0.0`` or ``::``: every interface, URIs carry this machine's host
+    name); ``port`` 0 picks a free port.  ``trusted(path)``: the (device, inode) the cache wrote at
+    ``path`` (default: :func:`~robot_bridge.formats.mesh_cache.recorded`, this process's writes).
+    Limits: see the module's documentation."""
 
     def __init__(self, directory, host: str = "", port: int = 0,
                  log: Optional[Callable[[str], None]] = None, *, max_connections: int = MAX_CONNECTIONS,
-                 header_timeout: float = HEADER_TIMEOUT, request_timeout: float = REQUEST_TIMEOUT):
+                 header_timeout: float = HEADER_TIMEOUT, request_timeout: float = REQUEST_TIMEOUT,
+                 trusted: Callable[[Path], Optional[tuple[int, int]]] = recorded):
         self.directory = Path(directory).resolve()
         self.host, self.requested_port = host, int(port)
-        self._server = _Server((host or "0.0.0.0", int(port)), self.directory, log,
-                               int(max_connections), float(header_timeout), float(request_timeout))
+        self._server = _Server((host or LOOPBACK, int(port)), self.directory, log,
+                               int(max_connections), float(header_timeout), float(request_timeout), trusted)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.25},
                                         name="mesh-http", daemon=True)
@@ -256,7 +274,7 @@ class MeshServer:
 
     @property
     def base_url(self) -> str:
-        host = self.host or socket.gethostname()
+        host = socket.gethostname() if self.host in EVERY_INTERFACE else self.host or LOOPBACK
         return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     def url(self, path) -> str:

@@ -25,12 +25,17 @@ import urllib.request
 from pathlib import Path
 
 import robot_bridge
+from robot_bridge.formats.mesh_cache import MeshCache
 from robot_bridge.mesh_server import MAX_CONNECTIONS, MeshServer
 
 MB = 1024 * 1024
 CHILD = r"""
-import json, sys
+import json, pathlib, sys
+from robot_bridge.formats.mesh_cache import MeshCache
 from robot_bridge.mesh_server import MeshServer
+cache = MeshCache(sys.argv[1])           # as a restarted node: the files of an earlier run are taken over
+for p in pathlib.Path(sys.argv[1]).iterdir():
+    cache.get(p.stem, p.suffix)
 server = MeshServer(sys.argv[1], "127.0.0.1", 0, log=lambda line: print(line, file=sys.stderr, flush=True),
                     **json.loads(sys.argv[2]))
 print(server.port, flush=True)
@@ -41,6 +46,11 @@ server.stop()
 
 def cache_name(data: bytes, suffix: str = ".stl") -> str:
     return hashlib.sha256(data).hexdigest() + suffix
+
+
+def cached(directory: Path, data: bytes, suffix: str = ".stl") -> Path:
+    """``data`` written into the cache as the description node writes it (recorded: served)."""
+    return MeshCache(directory).put(hashlib.sha256(data).hexdigest(), data, suffix)
 
 
 def get(url: str, method: str = "GET") -> tuple[int, bytes]:
@@ -95,7 +105,7 @@ def test_only_regular_files_in_the_cache_are_served_never_a_planted_link(tmp_pat
     cache.mkdir()
     outside.mkdir()
     mesh = b"solid m\nendsolid m\n"
-    (cache / cache_name(mesh)).write_bytes(mesh)
+    cached(cache, mesh)
     secret = outside / "key.stl"
     secret.write_bytes(b"secret")
     planted = {"link out of the cache": secret, "link to /etc/passwd": Path("/etc/passwd"),
@@ -123,11 +133,49 @@ def test_only_regular_files_in_the_cache_are_served_never_a_planted_link(tmp_pat
         server.stop()
 
 
+def test_only_what_the_cache_wrote_is_served_not_a_hard_link_or_a_replaced_file(tmp_path):
+    """Issue 41: ``ln /etc/passwd cache/<64 hex>.stl`` was served (200, /etc/passwd's contents)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    mesh = b"solid m\nendsolid m\n"
+    served = cached(cache, mesh)
+    names = {"hard link to /etc/passwd": cache_name(b"passwd")}
+    try:
+        os.link("/etc/passwd", cache / names["hard link to /etc/passwd"])
+    except OSError:                    # fs.protected_hardlinks: a file of our own stands in for it
+        secret = tmp_path / "secret"
+        secret.write_bytes(b"secret")
+        os.link(secret, cache / names["hard link to /etc/passwd"])
+    names["hard link to a served file"] = cache_name(b"second name")
+    os.link(served, cache / names["hard link to a served file"])
+    names["file the cache did not write"] = cache_name(b"planted")
+    (cache / names["file the cache did not write"]).write_bytes(b"planted")
+    other = cached(cache, b"other mesh")
+    names["file replaced after it was written"] = other.name
+    replacement = cache / "replacement"
+    replacement.write_bytes(b"replaced")
+    os.replace(replacement, other)
+    server = MeshServer(cache)
+    try:
+        assert server._server.server_address[0] == "127.0.0.1"       # loopback unless told otherwise
+        assert server.base_url == f"http://127.0.0.1:{server.port}"
+        for what, name in names.items():
+            assert get(f"{server.base_url}/{name}") == (404, b""), what
+        os.unlink(cache / names["hard link to a served file"])          # one link again: served
+        assert get(f"{server.base_url}/{served.name}") == (200, mesh)
+        # the cache refuses them too: a hard link or another file is never returned as cached
+        for what in ("hard link to /etc/passwd", "file replaced after it was written"):
+            name = Path(names[what])
+            assert MeshCache(cache).get(name.stem, name.suffix) is None, what
+    finally:
+        server.stop()
+
+
 def test_held_partial_requests_are_dropped_at_the_timeout_and_threads_return_to_base(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     mesh = b"solid m\nendsolid m\n"
-    (cache / cache_name(mesh)).write_bytes(mesh)
+    cached(cache, mesh)
     partial = f"GET /{cache_name(mesh)} HTTP/1.1\r\nHost: bridge\r\n".encode()     # no blank line: held
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)      # 1,000 sockets here, as many there
     wanted = 2048 if hard == resource.RLIM_INFINITY else min(2048, hard)
@@ -188,7 +236,7 @@ def test_a_trickling_request_is_dropped_at_the_header_timeout(tmp_path):
 
 def test_request_headers_are_bounded(tmp_path):
     mesh = b"solid m\nendsolid m\n"
-    (tmp_path / cache_name(mesh)).write_bytes(mesh)
+    cached(tmp_path, mesh)
     server = MeshServer(tmp_path, "127.0.0.1")
     try:
         headers = "".join(f"X-Filler-{i}: {'x' * 1000}\r\n" for i in range(40))        # 40 kB
@@ -201,7 +249,7 @@ def test_request_headers_are_bounded(tmp_path):
 
 def test_a_client_that_goes_away_is_one_log_line_not_a_traceback(tmp_path, capfd):
     data = random.Random(29).randbytes(10 * MB)
-    (tmp_path / cache_name(data)).write_bytes(data)
+    cached(tmp_path, data)
     lines: list[str] = []
     server = MeshServer(tmp_path, "127.0.0.1", log=lines.append)
     try:
@@ -223,7 +271,7 @@ def test_200_concurrent_downloads_of_a_10_mb_mesh_are_streamed(tmp_path):
     cache.mkdir()
     data = random.Random(29).randbytes(10 * MB)
     name, digest = cache_name(data), hashlib.sha256(data).hexdigest()
-    (cache / name).write_bytes(data)
+    cached(cache, data)
     log = tmp_path / "server.log"
     results: list[str | None] = [None] * 200
     # a stalled transfer's timeout above what a loaded host may take to start 200 clients

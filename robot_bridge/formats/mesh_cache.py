@@ -7,6 +7,14 @@ atomic (temporary file + rename), so concurrent writers and readers never see ha
 cache is bounded (least recently used files are removed past ``max_bytes``, never those the
 current description names) and safe to delete at any time: a missing file is converted again.
 
+What is served is only what this cache wrote: :meth:`MeshCache.put` records each file's device and
+inode in this process (:func:`recorded`), and :class:`~robot_bridge.mesh_server.MeshServer` serves a
+name only when the file it opens (without following links) is that inode with one link.  A file an
+earlier run wrote is taken over by :meth:`MeshCache.get` (then recorded) only when it is a regular file
+with one link, owned by this user and writable by no one else; anything else in the cache directory --
+a hard link to ``/etc/passwd``, another user's file, a replaced file -- is neither returned nor served
+(and is replaced when the mesh is converted again).
+
 Default location: ``$ROS_HOME/robot_bridge/mesh_cache`` when ``ROS_HOME`` is set, else
 ``$XDG_CACHE_HOME/robot_bridge/meshes`` (``~/.cache/robot_bridge/meshes``).
 """
@@ -16,13 +24,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Iterable, Optional
 
 import numpy as np
 
-from ..errors import DescriptionError
+from ..errors import DescriptionError, UnsafeInputError
 from .meshes import read_mesh_bytes
 
 FORMAT_VERSION = b"robot_bridge mesh cache 3\0"       # 3: Inventor/VRML colour parts (count in the header)
@@ -30,6 +40,42 @@ DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 CACHE_NAME = re.compile(r"[0-9a-f]{64}\.(stl|dae|obj)\Z")
 _INCLUDE = re.compile(rb'\b(?:File|Inline)\s*\{[^}]*?\b(?:name|url)\s+(?:\[\s*)?"([^"]+)"')
 _MAX_INCLUDES = 64
+
+
+_RECORDED: dict[str, tuple[int, int]] = {}     # cache file -> (st_dev, st_ino) this process wrote or vetted
+_RECORDED_LOCK = threading.Lock()
+
+
+def _record(path: Path, info: os.stat_result) -> None:
+    with _RECORDED_LOCK:
+        _RECORDED[str(path)] = (info.st_dev, info.st_ino)
+
+
+def recorded(path: str | os.PathLike) -> Optional[tuple[int, int]]:
+    """(device, inode) of the cache file at ``path`` as this process wrote (or vetted) it, else None."""
+    with _RECORDED_LOCK:
+        return _RECORDED.get(str(path))
+
+
+def foreign(info: os.stat_result) -> Optional[str]:
+    """Why an opened cache file is not one this user's cache wrote, or None: not a regular file, more
+    than one link (a hard link to another file), another owner, writable by group or others."""
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    if info.st_nlink != 1:
+        return f"{info.st_nlink} links (a hard link)"
+    if info.st_uid != os.geteuid():
+        return f"owned by uid {info.st_uid}"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "writable by group or others"
+    return None
+
+
+def _open_nofollow(path: Path) -> Optional[int]:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 def default_cache_dir() -> Path:
@@ -77,19 +123,34 @@ class MeshCache:
     """One cache directory: ``get``/``put`` by key, ``adopt`` a ready file, ``prune`` to the bound."""
 
     def __init__(self, directory: str | os.PathLike | None = None, max_bytes: int = DEFAULT_MAX_BYTES):
-        self.directory = Path(directory).expanduser().resolve() if directory else default_cache_dir()
+        self.directory = Path(directory or default_cache_dir()).expanduser().resolve()
         self.max_bytes = int(max_bytes)
 
     def path(self, key: str, suffix: str = ".stl") -> Path:
         return self.directory / f"{key}{suffix}"
 
     def get(self, key: str, suffix: str = ".stl") -> Optional[Path]:
-        """The cached file for ``key`` (its use time refreshed), or None."""
+        """The cached file for ``key`` (its use time refreshed), or None: also when the file is not the one
+        this process recorded, or -- not recorded yet, from an earlier run -- is not :func:`foreign`-free
+        (then recorded).  Opened without following links; never a link's target is touched."""
         p = self.path(key, suffix)
+        fd = _open_nofollow(p)
+        if fd is None:
+            return None
         try:
-            os.utime(p)
+            info = os.fstat(fd)
+            known = recorded(p)
+            if known is not None and (known != (info.st_dev, info.st_ino) or info.st_nlink != 1):
+                return None
+            if known is None:
+                if foreign(info) is not None:
+                    return None
+                _record(p, info)
+            os.utime(fd)
         except OSError:
             return None
+        finally:
+            os.close(fd)
         return p
 
     def put(self, key: str, data: bytes, suffix: str = ".stl") -> Path:
@@ -100,8 +161,10 @@ class MeshCache:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, final)
+                os.fchmod(f.fileno(), 0o644)
+                info = os.fstat(f.fileno())
+            os.replace(tmp, final)          # the same inode under its name: recorded as written
+            _record(final, info)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -111,7 +174,11 @@ class MeshCache:
         """A cache copy of a ready-to-load mesh file (so that it can be served with the converted ones)."""
         source = Path(source)
         if source.parent.resolve() == self.directory and CACHE_NAME.match(source.name):
-            return source
+            found = self.get(source.stem, source.suffix)
+            if found is None:
+                raise UnsafeInputError("a file in the mesh cache this cache did not write (or a link, or "
+                                       "another user's): not served", file=str(source))
+            return found
         key, suffix = file_key(source), source.suffix.lower()
         return self.get(key, suffix) or self.put(key, read_mesh_bytes(source), suffix)
 
@@ -143,4 +210,5 @@ class MeshCache:
         return removed
 
 
-__all__ = ["MeshCache", "array_key", "default_cache_dir", "file_key", "part_key", "DEFAULT_MAX_BYTES"]
+__all__ = ["MeshCache", "array_key", "default_cache_dir", "file_key", "foreign", "part_key", "recorded",
+           "DEFAULT_MAX_BYTES"]

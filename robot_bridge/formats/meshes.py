@@ -38,7 +38,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import DescriptionError, MissingFileError, SchemaError, UnsafeInputError, UnsupportedFormatError
+from ..errors import (DescriptionError, MissingFileError, SchemaError, UnsafeInputError,
+                      UnsupportedFormatError, WorkBudgetError)
 from ..model import transform as tf
 
 INVENTOR_SUFFIXES = (".iv", ".wrl", ".vrml")
@@ -46,29 +47,81 @@ TRIMESH_SUFFIXES = ("stl", "obj", "off", "ply", "dae", "glb", "gltf")    # read 
 _UNITS = {"METERS": 1.0, "CENTIMETERS": 0.01, "MILLIMETERS": 0.001, "MICROMETERS": 1e-6, "MICRONS": 1e-6,
           "NANOMETERS": 1e-9, "ANGSTROMS": 1e-10, "KILOMETERS": 1000.0, "INCHES": 0.0254, "FEET": 0.3048,
           "FEET_US_SURVEY": 1200.0 / 3937.0, "YARDS": 0.9144, "MILES": 1609.344, "NAUTICAL_MILES": 1852.0}
-_TOKEN = re.compile(r'\s+|#[^\n]*|"(?:[^"\\]|\\.)*"|[{}\[\](),|]|[^\s{}\[\](),|"#]+')
+# tokens, comments and line breaks (whitespace between them is skipped by findall)
+_TOKEN = re.compile(r'\n|#[^\n]*|"(?:[^"\\]|\\.)*"|[{}\[\](),|]|[^\s{}\[\](),|"#]+')
+_BLANK = np.zeros(256, dtype=bool)                  # byte lookup tables of _token_bound
+_BLANK[list(b" \t\r\n\v\f")] = True
+_PUNCTUATION = np.zeros(256, dtype=bool)
+_PUNCTUATION[list(b"{}[](),|")] = True
 _MAX_INCLUDE_DEPTH = 16
 _MAX_BINARY_DEPTH = 200
 # Bounds on what a file controls, checked before the work or allocation they guard.
 MAX_MESH_BYTES = 64 * 1024 * 1024        # a mesh file's size, checked before it is read (as XML's)
 MAX_INVENTOR_TRIANGLES = 1_000_000       # triangles of one Inventor/VRML file, its USEs and includes counted
 MAX_INVENTOR_VISITS = 10_000             # nodes visited (a USE visits its node again)
+# Work of one mesh read, in elements processed: tokens and binary array values read, every visit's field
+# values (a USE'd node's again at each use), polygon corners and points transformed, triangles made.  A
+# node visit is cheap, its size is not: 9,000 USEs of one 300,000-index face set are 2.7e9 elements.
+MAX_MESH_WORK = 8_000_000
 MAX_INVENTOR_INCLUDES = 64               # File/Inline includes read for one mesh
 MAX_NESTING = 200                        # nodes nested in nodes
 _INT32 = 2 ** 31 - 1
 
 
+class MeshBudget:
+    """What one mesh read may still use, shared by the files it includes; ``work`` counts the elements
+    processed so far (see :data:`MAX_MESH_WORK`), checked before the work it pays for."""
+
+    def __init__(self, work: Optional[int] = None):
+        self.limit = MAX_MESH_WORK if work is None else int(work)
+        self.work = 0
+        self.triangles = MAX_INVENTOR_TRIANGLES
+        self.visits = MAX_INVENTOR_VISITS
+        self.includes = MAX_INVENTOR_INCLUDES
+
+    def left(self) -> int:
+        return self.limit - self.work
+
+    def charge(self, n: int, file=None, line: Optional[int] = None, what: str = "") -> None:
+        """Count ``n`` elements of work about to be done; past the limit a :class:`WorkBudgetError`
+        naming the file and the budget (the work is then not done and not counted)."""
+        if self.work + n > self.limit:
+            raise WorkBudgetError(
+                f"mesh needs more than {self.limit} elements of work (MAX_MESH_WORK: tokens, array values, "
+                f"points and corners of every visit, a USE'd node's at each use); {self.work} done"
+                + (f", {n} more asked by {what}" if what else ""),
+                budget="MAX_MESH_WORK", work=self.work, file=None if file is None else str(file), line=line)
+        self.work += n
+
+
+_Budget = MeshBudget
+
+
 class _Node:
-    __slots__ = ("type", "fields", "children", "line", "byte")
+    __slots__ = ("type", "fields", "children", "line", "byte", "memo")
 
     def __init__(self, type_: str, line: Optional[int] = None, byte: Optional[int] = None):
         self.type = type_
         self.fields: dict[str, list] = {}
         self.children: list[_Node] = []
+        self.memo: dict[str, np.ndarray] = {}     # fields as numbers, converted once (a USE reads them again)
         self.line, self.byte = line, byte       # where it starts: ASCII line, binary byte offset
 
     def where(self) -> str:
         return f"{self.type} (byte {self.byte})" if self.byte is not None else self.type
+
+
+def _token_bound(text: str | bytes) -> int:
+    """At least the tokens, comments and line breaks :data:`_TOKEN` finds in ``text``, counted in a few
+    array passes before the tokenizer runs: runs of non-blanks, twice the punctuation (each splits a run),
+    and the line breaks."""
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", "replace")
+    data = np.frombuffer(raw, dtype=np.uint8)
+    if not data.size:
+        return 0
+    blank = _BLANK[data]
+    runs = int(np.count_nonzero(~blank[1:] & blank[:-1])) + int(not blank[0])
+    return runs + 2 * int(np.count_nonzero(_PUNCTUATION[data])) + int(np.count_nonzero(data == 10))
 
 
 def _is_number(tok: str) -> bool:
@@ -80,14 +133,19 @@ def _is_number(tok: str) -> bool:
 
 
 class _Parser:
-    def __init__(self, text: str, file: str):
-        self.tokens, self.starts = [], []
-        for m in _TOKEN.finditer(text):
-            t = m.group()
-            if t.strip() and not t.startswith("#"):
-                self.tokens.append(t)
-                self.starts.append(m.start())
-        self.newlines = [m.start() for m in re.finditer("\n", text)]
+    def __init__(self, text: str, file: str, budget: Optional[MeshBudget] = None):
+        """Tokens and their lines; every token and comment is work (``budget``), counted as it is found:
+        the scan stops at the budget, not at the end of a 64 MB file."""
+        budget = budget if budget is not None else MeshBudget()
+        budget.charge(_token_bound(text), file, what="the file's tokens (at most)")
+        raw = _TOKEN.findall(text)
+        self.at = [i for i, t in enumerate(raw) if t != "\n" and t[0] != "#"]     # raw index of each token
+        self.tokens = [raw[i] for i in self.at]
+        # raw indices of line breaks (a string spanning lines: one per break in it) for line numbers
+        self.breaks = [i for i, t in enumerate(raw) if t == "\n"]
+        if '"' in text:
+            spanning = [i for i, t in enumerate(raw) if t[0] == '"' and "\n" in t]
+            self.breaks = sorted(self.breaks + [i for i in spanning for _ in range(raw[i].count("\n"))])
         self.pos = 0
         self.depth = 0
         self.file = file
@@ -96,8 +154,9 @@ class _Parser:
     def line(self, pos: Optional[int] = None) -> int:
         """The 1-based line of token ``pos`` (default: the current one; past the end: the last line)."""
         pos = self.pos if pos is None else pos
-        offset = self.starts[min(pos, len(self.starts) - 1)] if self.starts else 0
-        return bisect.bisect_right(self.newlines, offset) + 1
+        if not self.at:
+            return 1
+        return bisect.bisect_left(self.breaks, self.at[min(pos, len(self.at) - 1)]) + 1
 
     def error(self, message: str, at: Optional[int] = None) -> SchemaError:
         at = self.pos if at is None else at
@@ -163,6 +222,15 @@ class _Parser:
         tok = self.peek()
         if tok == "[":
             self.pos += 1
+            tokens = self.tokens
+            try:
+                end = tokens.index("]", self.pos)
+            except ValueError:
+                raise self.error("unterminated '['") from None
+            run = tokens[self.pos:end]
+            if "{" not in run and "DEF" not in run and "USE" not in run:     # values only: one slice
+                self.pos = end + 1
+                return [t for t in run if t != ","]
             items = []
             while self.peek() != "]":
                 if self.peek() is None:
@@ -214,10 +282,11 @@ class _BinaryParser:
     _NODE = {"vertexProperty"}
     _GROUPS = {"Separator", "TransformSeparator", "Group", "Switch", "LOD", "LevelOfDetail", "Anchor"}
 
-    def __init__(self, data: bytes, pos: int, file: str):
+    def __init__(self, data: bytes, pos: int, file: str, budget: Optional[MeshBudget] = None):
         self.data, self.pos, self.file = data, pos, file
         self.defs: dict[str, _Node] = {}
         self.depth = 0
+        self.budget = budget if budget is not None else MeshBudget()
 
     def error(self, message: str) -> SchemaError:
         return SchemaError(f"binary Inventor: {message} (byte {self.pos})", file=self.file)
@@ -236,6 +305,7 @@ class _BinaryParser:
         return np.frombuffer(self._take(4 * n), ">f4").astype(float).tolist()
 
     def string(self) -> str:
+        self.budget.charge(1, self.file, what=f"a string at byte {self.pos}")
         n = self.int32()
         if not 0 <= n <= 1 << 20:
             raise self.error(f"string length {n}")
@@ -313,18 +383,25 @@ class _BinaryParser:
         n = self.int32()
         if not 0 <= n <= (len(self.data) - self.pos) // 4:     # checked before the array is allocated
             raise self.error(f"unexpected end of file: array length {n}, more than the bytes left hold")
+        self.budget.charge(n, self.file, what=f"an array of {n} values at byte {self.pos}")
         return n
 
 
 def _floats(node: _Node, name: str, default=None) -> np.ndarray:
+    """A field's numbers (read-only: converted once per node, shared by every use of it)."""
     raw = node.fields.get(name)
     if raw is None:
         return np.asarray(default if default is not None else [], dtype=float)
-    try:
-        return np.array([float(v) for v in raw if not isinstance(v, _Node)], dtype=float)
-    except (TypeError, ValueError):
-        got = " ".join(map(str, raw[:6]))
-        raise SchemaError(f"{node.type}.{name}: expected numbers, got {got!r}") from None
+    values = node.memo.get(name)
+    if values is None:
+        try:
+            values = np.array([float(v) for v in raw if not isinstance(v, _Node)], dtype=float)
+        except (TypeError, ValueError):
+            got = " ".join(map(str, raw[:6]))
+            raise SchemaError(f"{node.type}.{name}: expected numbers, got {got!r}") from None
+        values.setflags(write=False)
+        node.memo[name] = values
+    return values
 
 
 def _fixed(node: _Node, name: str, default) -> np.ndarray:
@@ -360,18 +437,54 @@ def _triples(node: _Node, name: str) -> np.ndarray:
     return values.reshape(-1, 3)
 
 
-def _index_groups(indices: np.ndarray) -> list[list[int]]:
-    """An index field split at its -1 separators (coordIndex, colorIndex, materialIndex)."""
-    groups, cur = [], []
-    for i in indices:
-        if i < 0:
-            groups.append(cur)
-            cur = []
-        else:
-            cur.append(int(i))
-    if cur:
-        groups.append(cur)
-    return groups
+class _Polys:
+    """Polygons (or index groups) as one flat index array and each one's size."""
+
+    __slots__ = ("flat", "sizes")
+
+    def __init__(self, flat: np.ndarray, sizes: np.ndarray):
+        self.flat = np.asarray(flat, dtype=np.int64).reshape(-1)
+        self.sizes = np.asarray(sizes, dtype=np.int64).reshape(-1)
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def starts(self) -> np.ndarray:
+        return np.cumsum(self.sizes) - self.sizes
+
+    def firsts(self) -> np.ndarray:
+        """Each polygon's first index (0 for an empty one)."""
+        out = np.zeros(len(self.sizes), dtype=np.int64)
+        full = self.sizes > 0
+        out[full] = self.flat[self.starts[full]]
+        return out
+
+
+def _index_groups(indices: np.ndarray) -> _Polys:
+    """An index field split at its -1 separators (coordIndex, colorIndex, materialIndex); a separator
+    closes a group (two in a row: an empty one), a last group without one counts when not empty."""
+    indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+    negative = indices < 0
+    ends = np.flatnonzero(negative)
+    sizes = np.diff(np.concatenate([[-1], ends])) - 1
+    tail = len(indices) - (int(ends[-1]) + 1 if ends.size else 0)
+    if tail > 0:
+        sizes = np.append(sizes, tail)
+    return _Polys(indices[~negative], sizes)
+
+
+def _strip_triangles(strips: _Polys) -> _Polys:
+    """The triangles of triangle strips: (vi, vi+1, vi+2), odd ones (vi+1, vi, vi+2)."""
+    ntri = np.maximum(strips.sizes - 2, 0)
+    total = int(ntri.sum())
+    i = np.arange(total) - np.repeat(np.cumsum(ntri) - ntri, ntri)         # 0 .. size-3 per strip
+    at = np.repeat(strips.starts, ntri) + i
+    idx = strips.flat
+    a, b, c = idx[at], idx[at + 1], idx[at + 2]
+    odd = (i % 2) == 1
+    tris = np.column_stack([np.where(odd, b, a), np.where(odd, a, b), c])
+    return _Polys(tris.reshape(-1), np.full(total, 3))
 
 
 def _packed_colours(node: _Node, name: str) -> np.ndarray:
@@ -396,50 +509,41 @@ def _colour_table(node: _Node, state: dict) -> tuple[Optional[np.ndarray], str]:
     return state.get("diffuse_list"), state.get("binding", "OVERALL")
 
 
-def _per_triangle(colour: Optional[np.ndarray], faces: list[list[int]]) -> Optional[np.ndarray]:
+def _per_triangle(colour: Optional[np.ndarray], faces: _Polys) -> Optional[np.ndarray]:
     """A colour per face spread over the face's triangles (a fan of len - 2); one colour as it is."""
     if colour is None or np.ndim(colour) == 1 or len(colour) != len(faces):
         return colour
-    return np.repeat(colour, [max(len(f) - 2, 0) for f in faces], axis=0)
+    return np.repeat(colour, np.maximum(faces.sizes - 2, 0), axis=0)
 
 
 def _first_of_groups(indices: np.ndarray, n: int) -> np.ndarray:
     """The first entry of each of the first ``n`` groups of a per-vertex index field (0 where short)."""
-    firsts = [g[0] if g else 0 for g in _index_groups(indices)][:n]
-    return np.array(firsts + [0] * (n - len(firsts)), dtype=np.int64)
-
-
-class _Budget:
-    """What one mesh read may still use, shared by the files it includes."""
-
-    def __init__(self):
-        self.triangles = MAX_INVENTOR_TRIANGLES
-        self.visits = MAX_INVENTOR_VISITS
-        self.includes = MAX_INVENTOR_INCLUDES
+    firsts = _index_groups(indices).firsts()[:n]
+    return np.concatenate([firsts, np.zeros(n - len(firsts), dtype=np.int64)])
 
 
 class _Collector:
-    def __init__(self, file: Path, depth: int = 0, budget: Optional[_Budget] = None):
+    def __init__(self, file: Path, depth: int = 0, budget: Optional[MeshBudget] = None):
         self.file = file
         self.depth = depth
-        self.budget = budget or _Budget()
+        self.budget = budget if budget is not None else MeshBudget()
         self.vertices: list[np.ndarray] = []
         self.triangles: list[np.ndarray] = []
         self.colours: list[np.ndarray] = []       # per triangle diffuse rgb (NaN: no Material)
         self.count = 0
 
-    def add(self, points: np.ndarray, polygons, t: np.ndarray, colour=None) -> None:
-        """Polygons (sequences of point indices) as triangle fans; indices and the triangle budget are
-        checked before the triangles are made."""
-        sizes = np.fromiter((len(p) for p in polygons), dtype=np.int64, count=len(polygons))
+    def add(self, points: np.ndarray, polygons: _Polys, t: np.ndarray, colour=None) -> None:
+        """Polygons as triangle fans; indices, the triangle budget and the work (corners, points,
+        triangles) are checked before the triangles are made."""
+        sizes, flat = polygons.sizes, polygons.flat
         fans = np.maximum(sizes - 2, 0)
         n = int(fans.sum())
         if n == 0:
             return
         if n > self.budget.triangles:
             raise SchemaError(f"more than {MAX_INVENTOR_TRIANGLES} triangles (USE and includes counted)")
+        self.budget.charge(flat.size + n, self.file, what=f"{n} triangles")
         self.budget.triangles -= n
-        flat = np.fromiter((i for p in polygons for i in p), dtype=np.int64, count=int(sizes.sum()))
         if flat.size and (flat.min() < 0 or flat.max() >= len(points)):
             bad = int(flat.max()) if flat.max() >= len(points) else int(flat.min())
             raise SchemaError(f"face index {bad} out of range ({len(points)} points)")
@@ -449,13 +553,24 @@ class _Collector:
         tri = np.stack([flat[first], flat[first + k], flat[first + k + 1]], axis=1)
         rgb = np.full((1, 3), np.nan) if colour is None else np.asarray(colour, dtype=float).reshape(-1, 3)
         self.colours.append(np.broadcast_to(rgb if len(rgb) in (1, n) else rgb[:1], (n, 3)))
-        world = points @ t[:3, :3].T + t[:3, 3]
+        # only the points the triangles use: a small face on a large Coordinate3 costs its corners
+        if len(points) > 4 * flat.size + 256:
+            used, inverse = np.unique(tri, return_inverse=True)
+        else:
+            mark = np.zeros(len(points), dtype=bool)
+            mark[tri] = True
+            used = np.flatnonzero(mark)
+            renumber = np.empty(len(points), dtype=np.int64)
+            renumber[used] = np.arange(used.size)
+            inverse = renumber[tri]
+        world = points[used] @ t[:3, :3].T + t[:3, 3]
         self.vertices.append(world)
-        self.triangles.append(tri + self.count)
+        self.triangles.append(inverse.reshape(-1, 3) + self.count)
         self.count += len(world)
 
     def add_trimesh(self, mesh, t: np.ndarray, colour=None) -> None:
-        self.add(np.asarray(mesh.vertices), [list(f) for f in mesh.faces], t, colour)
+        faces = np.asarray(mesh.faces, dtype=np.int64)
+        self.add(np.asarray(mesh.vertices), _Polys(faces.reshape(-1), np.full(len(faces), 3)), t, colour)
 
     # state: dict(t=4x4, coords=array, units=float)
     def walk(self, nodes: list[_Node], state: dict) -> None:
@@ -465,6 +580,9 @@ class _Collector:
             if self.budget.visits < 0:
                 raise SchemaError(f"more than {MAX_INVENTOR_VISITS} nodes to visit (USE counted)",
                                   file=str(self.file), line=node.line)
+            # a visit reads the node's field values again, however often it is USE'd
+            self.budget.charge(1 + sum(len(v) for v in node.fields.values()), self.file, node.line,
+                               f"{node.where()}'s values")
             try:
                 self.visit(node, state)
             except DescriptionError as err:
@@ -531,15 +649,16 @@ class _Collector:
             available = len(state["coords"])
             if not 0 <= start <= available:
                 raise SchemaError(f"FaceSet.startIndex {start} out of range ({available} points)")
-            polys, i = [], start
-            for n in _ints(node, "numVertices", []):
+            sizes, i = [], start
+            for n in _ints(node, "numVertices", []).tolist():
                 if n < 0:             # -1: the remaining points
                     n = available - i
                 if i + n > available:        # checked before the face is made
                     raise SchemaError(f"FaceSet.numVertices: a face of {n} vertices from point {i} is out of "
                                       f"range ({available} points)")
-                polys.append(range(i, i + n))
+                sizes.append(n)
                 i += n
+            polys = _Polys(np.arange(start, i), sizes)
             self.add(state["coords"], polys, t, _per_triangle(self._face_colours(node, state, polys), polys))
         elif kind in ("IndexedFaceSet", "IndexedTriangleStripSet"):
             coords = state["coords"]
@@ -549,8 +668,7 @@ class _Collector:
             groups = _index_groups(_ints(node, "coordIndex"))
             faces = groups                                   # what a colour is bound to
             if kind == "IndexedTriangleStripSet":
-                groups = [[g[k], g[k + 1], g[k + 2]] if k % 2 == 0 else [g[k + 1], g[k], g[k + 2]]
-                          for g in faces for k in range(len(g) - 2)]
+                groups = _strip_triangles(faces)
                 if not _colour_table(node, state)[1].startswith("PER_PART"):   # a part is a strip
                     faces = groups
             self.add(coords, groups, t, _per_triangle(self._face_colours(node, state, faces), faces))
@@ -583,7 +701,8 @@ class _Collector:
                 raise SchemaError(f"{kind}: no file name")
             sub = _Collector(self.file.parent / name, self.depth + 1, self.budget)
             v, f = sub.read()
-            self.add(v, f.tolist(), t, np.vstack(sub.colours) if sub.colours else None)
+            self.add(v, _Polys(f.reshape(-1), np.full(len(f), 3)), t,
+                     np.vstack(sub.colours) if sub.colours else None)
         elif kind == "Material":                 # several diffuse colours: per face as MaterialBinding says
             diffuse = _floats(node, "diffuseColor")
             if diffuse.size >= 3:
@@ -597,7 +716,7 @@ class _Collector:
             self.walk(node.children, state)      # materials, normals, hints: no geometry
 
     @staticmethod
-    def _face_colours(node: _Node, state: dict, faces: list[list[int]]) -> Optional[np.ndarray]:
+    def _face_colours(node: _Node, state: dict, faces: _Polys) -> Optional[np.ndarray]:
         """A colour per face of a face set ((len(faces), 3)), or the one colour in force (None: none).
 
         VRML 2: a ``Color`` node replaces the material's diffuse colour, per face (``colorPerVertex
@@ -606,7 +725,7 @@ class _Collector:
         ``materialIndex``).  A colour per vertex colours each face by its first corner (an STL face has one
         colour); an index past the table's end wraps around."""
         n = len(faces)
-        first_corners = np.array([f[0] if f else 0 for f in faces], dtype=np.int64)
+        first_corners = faces.firsts()
         color = [v for v in node.fields.get("color", []) if isinstance(v, _Node)]
         if color:
             table = _floats(color[0], "color")
@@ -628,7 +747,7 @@ class _Collector:
         elif binding in ("PER_FACE_INDEXED", "PER_PART_INDEXED"):
             which = index[:n] if index.size >= n else np.arange(n)
         elif binding == "PER_VERTEX":
-            which = np.concatenate([[0], np.cumsum([len(f) for f in faces])[:-1]]).astype(np.int64)
+            which = faces.starts
         elif binding == "PER_VERTEX_INDEXED":
             which = _first_of_groups(index, n) if index.size else first_corners
         else:
@@ -659,7 +778,7 @@ class _Collector:
             if not first.startswith("#Inventor V2"):
                 raise UnsupportedFormatError(f"{first.strip()!r} files are not supported (convert to ASCII)",
                                              file=str(self.file))
-            self.walk(_BinaryParser(data, len(first) + 1, str(self.file)).nodes(),
+            self.walk(_BinaryParser(data, len(first) + 1, str(self.file), self.budget).nodes(),
                       {"t": np.eye(4), "coords": np.zeros((0, 3)), "units": 1.0})
             if not self.triangles:
                 return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
@@ -667,7 +786,7 @@ class _Collector:
         if not head.startswith(("#Inventor", "#VRML")):
             raise UnsupportedFormatError("not an Inventor/VRML ASCII file (no '#Inventor' / '#VRML' header)",
                                          file=str(self.file))
-        nodes = _Parser(data.decode("utf-8", errors="replace"), str(self.file)).nodes()
+        nodes = _Parser(data.decode("utf-8", errors="replace"), str(self.file), self.budget).nodes()
         self.walk(nodes, {"t": np.eye(4), "coords": np.zeros((0, 3)), "units": 1.0})
         if not self.triangles:
             return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
@@ -723,10 +842,11 @@ def read_mesh_bytes(path: Path, limit: Optional[int] = None) -> bytes:
         os.close(fd)
 
 
-def read_inventor(path) -> tuple[np.ndarray, np.ndarray]:
+def read_inventor(path, budget: Optional[MeshBudget] = None) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (N x 3, metres when the file says its units) and triangles (M x 3) of an
-    Inventor/VRML ASCII file, all transforms applied."""
-    return _Collector(Path(path)).read()
+    Inventor/VRML ASCII file, all transforms applied; ``budget`` (default: a new :class:`MeshBudget`)
+    bounds the work and counts it."""
+    return _Collector(Path(path), budget=budget).read()
 
 
 def read_inventor_coloured(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -804,10 +924,22 @@ def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
                                          f"(expected {known} or Inventor/VRML)", file=str(p))
         if kind == "stl":
             _check_stl(data, p)
+        budget = MeshBudget()
+        budget.charge(_trimesh_work(data, kind), p, what=f"the file's elements ({kind})")
         try:
-            mesh = trimesh.load(io.BytesIO(data), file_type=kind, force="mesh",
-                                resolver=trimesh.resolvers.FilePathResolver(p))
+            scene = trimesh.load_scene(io.BytesIO(data), file_type=kind,
+                                       resolver=trimesh.resolvers.FilePathResolver(p))
         except Exception as exc:       # trimesh raises many types for unreadable files
+            raise UnsupportedFormatError(f"cannot read mesh: {type(exc).__name__}: {exc}",
+                                         file=str(p)) from None
+        # every instance of a geometry (glTF/COLLADA nodes) is a copy in the one mesh made of the scene
+        for node in scene.graph.nodes_geometry:
+            geometry = scene.geometry.get(scene.graph[node][1])
+            size = len(getattr(geometry, "faces", ())) + len(getattr(geometry, "vertices", ()))
+            budget.charge(size, p, what=f"instance {node!r} ({size} faces and vertices)")
+        try:
+            mesh = scene.to_mesh()
+        except Exception as exc:
             raise UnsupportedFormatError(f"cannot read mesh: {type(exc).__name__}: {exc}",
                                          file=str(p)) from None
         vertices = np.asarray(getattr(mesh, "vertices", np.zeros((0, 3))), dtype=float).reshape(-1, 3)
@@ -815,6 +947,16 @@ def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
     if scale is not None:
         vertices = vertices * _scale3(scale)
     return vertices, triangles
+
+
+def _trimesh_work(data: bytes, kind: str) -> int:
+    """The elements trimesh will read of a file, counted before it runs: a binary STL's triangles (9
+    coordinates each), a binary glTF/PLY's 4-byte words, a text format's tokens (at most)."""
+    if kind == "stl" and len(data) >= 84 and 84 + 50 * int.from_bytes(data[80:84], "little") == len(data):
+        return 9 * int.from_bytes(data[80:84], "little")
+    if kind == "glb" or (kind == "ply" and b"binary" in data[:200]):
+        return len(data) // 4
+    return _token_bound(data)
 
 
 def _check_stl(data: bytes, path: Path) -> None:

@@ -51,7 +51,10 @@ from ..ros.template_publishers import TemplatePublishers, state_source, state_vi
 from ..ros.thread_timers import ThreadTimer
 
 RATE = (0.1, 10000.0)          # Hz: accepted range of the loop and publishing rates
-TOLERANCE = (0.0, 1e6)
+# tolerances as a joint can mean them: a few tenths of a radian (or metre, or per second) at most -- a
+# wider one is no check at all (0 is the way to say "not checked"); a peer cannot loosen them further
+TOLERANCE = (0.0, 0.5)
+GOAL_TIME = (0.0, 60.0)             # s
 # The one parameter schema (names, defaults, descriptions, constraints); read-only where a change needs a
 # restart (the hardware, the joint set and the action servers are built at start-up).
 PARAMETERS = params.schema(
@@ -76,7 +79,7 @@ PARAMETERS = params.schema(
           rule=lambda v: "duplicate controller names" if len(set(v)) != len(v) else None,
           rule_text="distinct SRDF groups / manipulators sharing no joint", string="name"),
     Param("frame_prefix", "", "Prefix of the robot's TF frames (as the description node's): the sim gripper "
-                              "names its links so on world_node/attach", read_only=True, string="frame"),
+                              "names its links so on world_node/attach", read_only=True, string="prefix"),
     Param("state_rate", 50.0, "Hz of /joint_states, the controller states and the action feedback",
           range=RATE),
     Param("control_rate", 100.0, "Hz of the control loop (trajectory sampling, hardware read/write, goal "
@@ -90,7 +93,7 @@ PARAMETERS = params.schema(
                                               "(the others hold their position)"),
     Param("constraints.goal_time", 0.5, "Seconds after a trajectory's end to be within the goal tolerances "
                                         "(a goal's goal_time_tolerance overrides it; 0: wait indefinitely)",
-          range=TOLERANCE),
+          range=GOAL_TIME),
     Param("constraints.goal_position", 0.01, "Default goal tolerance of every joint's position (0: not "
                                              "checked)", range=TOLERANCE),
     Param("constraints.stopped_velocity_tolerance", 0.01, "Default goal tolerance of every joint's velocity "
@@ -113,7 +116,7 @@ PARAMETERS = params.schema(
           range=(1e-6, 1e6), read_only=True),
     Param("sim.seed", 0, "Seed of the simulation's random generator (faults, noise)", range=(0, 2**31 - 1),
           read_only=True),
-    Param("sim.fault_rate", 0.0, "Random faults per module and second (0: none)", range=(0.0, 1000.0)),
+    Param("sim.fault_rate", 0.0, "Random faults per module and second (1/s; 0: none)", range=(0.0, 1.0)),
     Param("sim.noise", 0.0, "Standard deviation of the simulated position measurement noise",
           range=(0.0, 1.0)),
     Param("sim.grasp_objects", True, "Simulated fingers stop on the environment's bodies (collision "

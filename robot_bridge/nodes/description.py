@@ -56,7 +56,7 @@ PARAMETERS = params.schema(
                                      "0 publishes on every JointState", range=(0.0, 10000.0)),
     Param("ignore_timestamp", False, "Publish every JointState regardless of publish_frequency"),
     Param("frame_prefix", "", "Prefix added to the robot's TF frames (not to the shared world_frame and "
-                              "environment bodies)", rule_text=RELOADS, string="frame"),
+                              "environment bodies)", rule_text=RELOADS, string="prefix"),
     Param("world_frame", "world", "Frame shared by every robot in one world: the robot's root is placed in "
                                   "it (its file's placement; also without an environment when frame_prefix "
                                   "is set) and so are the environment bodies; empty: none",
@@ -64,7 +64,7 @@ PARAMETERS = params.schema(
     Param("publish_environment", True, "Publish the environment bodies of the file under world_frame (false "
                                        "for every robot but one sharing a world)", rule_text=RELOADS),
     Param("environment_prefix", "", "Prefix of the environment bodies' frames (empty: shared names)",
-          rule_text=RELOADS, string="frame"),
+          rule_text=RELOADS, string="prefix"),
     Param("publish_default_joint_states", False, "Publish the initial configuration on joint_states at "
                                                  "10 Hz while no other node publishes there", read_only=True),
     Param("mesh_dir", "", "Override: directory for meshes converted for the URDF, as named files (empty: the "
@@ -78,8 +78,10 @@ PARAMETERS = params.schema(
     Param("mesh_uri", "file", "How robot_description names mesh files: file (file://, this host), package "
                               "(package://<pkg>/... for files inside a ROS package) or http (this node "
                               "serves the mesh cache)", choices=MESH_URI_MODES, read_only=True),
-    Param("mesh_http_host", "", "mesh_uri http: address bound and written into the URIs (empty: every "
-                                "interface, URIs carry the host name)", string="text", read_only=True),
+    Param("mesh_http_host", "", "mesh_uri http: address bound and written into the URIs (empty: "
+                                "loopback 127.0.0.1, viewers on this host only; rviz on another host "
+                                "needs an address it reaches, or 0.0.0.0 for every interface with URIs "
+                                "carrying the host name)", string="text", read_only=True),
     Param("mesh_http_port", 0, "mesh_uri http: TCP port (0: any free port)", range=(0, 65535),
           read_only=True),
     Param("tf_fast_path", True, "Turn /joint_states into /tf on a thread of its own, out of the executor, "

@@ -84,7 +84,7 @@ PARAMETERS = params.schema(
     Param("world_frame", "", "The planner's world frame (pose goals); empty: world", read_only=True,
           string="frame"),
     Param("frame_prefix", "", "Prefix of the robot's TF frames (as the description node's)", read_only=True,
-          string="frame"),
+          string="prefix"),
     Param("limit_margin", 0.1, "Trajectories keep this fraction below the velocity and acceleration limits "
                                "(the controller's interpolation between samples overshoots them slightly)",
           range=(0.0, 0.9)),

@@ -69,7 +69,7 @@ PARAMETERS = params.schema(
     Param("xacro_args", "", params.XACRO_ARGS_TEXT,
           read_only=True, string="text"),
     Param("frame_prefix", "", "Prefix of every frame_id (as the description node's frame_prefix)",
-          read_only=True, string="frame"),
+          read_only=True, string="prefix"),
     Param("default_mode", "sim", "Mode of sensors without sensors.<name>.mode: relay, sim or off",
           choices=MODES, any_type=True, normalize=_mode, read_only=True),
     Param("relay_namespace", "driver", "Relay input topics default to <relay_namespace>/<sensor>/<topic>",

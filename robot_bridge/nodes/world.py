@@ -86,7 +86,7 @@ PARAMETERS = params.schema(
     Param("environment", True, "Send the environment bodies of description_file (false: detected bodies "
                                "only)"),
     Param("frame_prefix", "", "Prefix of every published object frame (as the description node's)",
-          read_only=True, string="frame"),
+          read_only=True, string="prefix"),
     Param("world_frame", "", "Frame the bodies are placed in; empty: world (the description node's shared "
                              "world_frame default)", read_only=True, string="frame"),
     Param("publish_rate", 10.0, "Hz: /tf of every body, and how often timeouts are checked",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
@@ -133,6 +134,8 @@ def positive(text: str = "> 0") -> Callable[[Any], Optional[str]]:
 
 STRING_RULES = {
     "frame": "tf2 frame id: no whitespace or control characters, no leading '/'",
+    "prefix": ("tf2 frame id prefix: ROS name tokens [A-Za-z_][A-Za-z0-9_]* separated by '/' (ASCII, no "
+               "'..', no leading '/', a trailing '/' or '_' allowed)"),
     "name": "ROS name: no whitespace or control characters",
     "text": "no control characters",
 }
@@ -145,6 +148,9 @@ def shown(value, limit: int = 200) -> str:
     """``repr(value)`` clipped: a reason quotes what a peer sent, not all of it."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+_PREFIX = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*/)*(?:[A-Za-z_][A-Za-z0-9_]*)?")
 
 
 def string_refusal(value, kind: str) -> Optional[str]:
@@ -165,8 +171,14 @@ def string_refusal(value, kind: str) -> Optional[str]:
         space = next((i for i, char in enumerate(text) if char.isspace()), None) if kind != "text" else None
         if space is not None:
             return f"whitespace {text[space]!r} at index {space}; expected a {STRING_RULES[kind]}"
-        if kind == "frame" and text.startswith("/"):
+        if kind in ("frame", "prefix") and text.startswith("/"):
             return f"leading '/' in {shown(text)}; expected a {STRING_RULES[kind]}"
+        if kind == "prefix" and not _PREFIX.fullmatch(text):
+            bad = next((i for i, char in enumerate(text) if not (char.isascii() and (char.isalnum() or
+                                                                                      char in "_/"))), None)
+            what = f"character {text[bad]!r} at index {bad}" if bad is not None else \
+                "a name token starting with a digit, or an empty one ('//')"
+            return f"{what} in {shown(text)}; expected a {STRING_RULES[kind]}"
     return None
 
 

@@ -329,3 +329,47 @@ def test_read_only_parameters_describing_the_robot_hold_their_values(bridge):
     got = bridge.call("controller_node", lambda c: c.get_parameters(["controllers"])).values[0]
     assert got.type == ParameterType.PARAMETER_STRING_ARRAY                     # not "Parameter not set"
     assert list(got.string_array_value) == []          # none named: the one controller at ~/ (config default)
+
+
+# -- safety parameters a peer could loosen: physical ranges, ROS-name prefixes (issue 41) ----------------
+
+LOOSENED = [
+    ("controller_node", "constraints.path_position", 7.0, r"out of range|outside \[0\.0, 0\.5\]"),
+    ("controller_node", "constraints.goal_position", 7.0, r"out of range|outside \[0\.0, 0\.5\]"),
+    ("controller_node", "constraints.stopped_velocity_tolerance", 7.0,
+     r"out of range|outside \[0\.0, 0\.5\]"),
+    ("controller_node", "sim.fault_rate", 7.0, r"out of range|outside \[0\.0, 1\.0\]"),
+    ("description_node", "frame_prefix", "../../../../etc/passwd", r"character '\.' at index 0"),
+    ("description_node", "frame_prefix", "arm\u202e/", r"character '\\u202e' at index 3"),
+    ("description_node", "environment_prefix", "env/../x", r"character '\.' at index 4"),
+    ("description_node", "frame_prefix", "arm//", r"an empty one"),
+]
+
+
+@pytest.mark.parametrize("node, name, value, reason", LOOSENED)
+def test_loosened_safety_parameters_are_refused_at_run_time(bridge, node, name, value, reason):
+    before = bridge.nodes[node].params.get(name)
+    for result in (bridge.nodes[node].set_parameters([Parameter(name, value=value)])[0],
+                   bridge.set(node, name, value)):
+        assert not result.successful and re.search(reason, result.reason), result.reason
+    assert bridge.nodes[node].params.get(name) == before
+
+
+def test_loosened_safety_parameters_are_refused_at_start_up():
+    context = rclpy.Context()
+    context.init()
+    try:
+        for node, name, value, reason in LOOSENED:
+            spec = next(s for s in bringup.node_set() if s.name == node)
+            spec.parameters[name] = value
+            with pytest.raises(InvalidParameterValueException, match=reason):
+                create_node(spec, context)
+    finally:
+        context.try_shutdown()
+
+
+def test_ros_name_prefixes_are_accepted():
+    from robot_bridge.ros.params import string_refusal
+
+    for good in ("", "arm1/", "left_", "robot/arm_2/", "_x"):
+        assert string_refusal(good, "prefix") is None, good

@@ -124,7 +124,10 @@ def test_names_and_texts_refuse_control_characters():
 def test_every_frame_name_and_path_parameter_is_checked():
     """Frame parameters are frame ids; topic and controller names are names; every file, folder and search
     path parameter refuses control characters and is read-only or confined to the launch-time roots."""
-    frames = {(node, p.name) for node, schema in SCHEMAS.items() for p in schema if p.string == "frame"}
+    frames = {(node, p.name) for node, schema in SCHEMAS.items() for p in schema
+              if p.string in ("frame", "prefix")}
+    prefixes = {(node, p.name) for node, schema in SCHEMAS.items() for p in schema if p.string == "prefix"}
+    assert prefixes == {f for f in frames if f[1].endswith("_prefix")}          # ROS name prefixes
     assert frames == {("description_node", "frame_prefix"), ("description_node", "world_frame"),
                       ("description_node", "environment_prefix"), ("world_node", "frame_prefix"),
                       ("world_node", "world_frame"), ("sensor_bridge", "frame_prefix"),

@@ -40,6 +40,7 @@ from .. import zae
 from ..xmlsafe import read_file
 from . import extras as ex
 from .document import Document, parse
+from ...errors import WorkBudgetError
 from .geometry import VNode, bound_materials, material_of, read_geometry, visual_tree, walk
 from .mathml import MathMLConverter
 
@@ -53,6 +54,7 @@ _KNOWN_ROOT = {"asset", "library_visual_scenes", "library_geometries", "library_
 _KNOWN_EXTRAS = {"interface_type", "manipulator", "collision", "library_sensors", "library_actuators",
                  "attach_sensor", "attach_actuator", "geometry_info"}
 _AXIS_KINDS = ("revolute", "prismatic")
+MAX_INSTANCED_TRIANGLES = 8_000_000     # triangles of all geometry instances (a geometry at each use)
 
 
 def read(path, search_path=None, **options) -> Robot:
@@ -605,10 +607,11 @@ class _Reader:
 
     def _attach_geometry(self, vroots, link_of_node) -> int:
         unbound = 0
+        instanced = 0                    # triangles of every instance: each is a mesh of its own downstream
         seen_links: dict[str, VNode] = {}
 
         def visit(vn: VNode, owner: Optional[str], owner_node: Optional[VNode]):
-            nonlocal unbound
+            nonlocal unbound, instanced
             link = link_of_node.get(vn.el)
             if link is not None and link not in seen_links:
                 seen_links[link] = vn
@@ -627,6 +630,15 @@ class _Reader:
                 if not _unit_scale(scale):
                     rel[:3, :3] /= np.where(scale > 0, scale, 1.0)
                 for g in self._instantiate(geom_el, ig, rel, scale):
+                    triangles = getattr(g.shape, "triangles", None)
+                    instanced += 0 if triangles is None else len(triangles)
+                    if instanced > MAX_INSTANCED_TRIANGLES:
+                        err = self.doc.error(WorkBudgetError, f"geometry instances hold more than "
+                                             f"{MAX_INSTANCED_TRIANGLES} triangles together "
+                                             "(MAX_INSTANCED_TRIANGLES: a geometry counts at each instance)",
+                                             ig)
+                        err.budget, err.work = "MAX_INSTANCED_TRIANGLES", instanced
+                        raise err
                     self.robot.links[owner].visuals.append(g)
                     self.robot.links[owner].collisions.append(g)
             for child in vn.children:

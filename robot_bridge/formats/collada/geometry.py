@@ -7,7 +7,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ...errors import SchemaError
+from ...errors import SchemaError, WorkBudgetError
 from ...model import Box, Cylinder, Geometry, Material, Mesh, Sphere
 from .document import _STRICT_FROMSTRING, Document, floats
 
@@ -30,13 +30,29 @@ class VNode:
     children: list["VNode"] = field(default_factory=list)
 
 
-def visual_tree(doc: Document, scene_el) -> list[VNode]:
-    """Expanded node trees of a <visual_scene> (world transforms at the file's values)."""
+# nodes of a visual scene once <instance_node> references are expanded: each reference builds its node's
+# subtree again, so a few nodes referencing each other ten times a level are 10^depth nodes
+MAX_VISUAL_NODES = 100_000
+
+
+def visual_tree(doc: Document, scene_el, max_nodes: Optional[int] = None) -> list[VNode]:
+    """Expanded node trees of a <visual_scene> (world transforms at the file's values); more than
+    ``max_nodes`` (:data:`MAX_VISUAL_NODES`) expanded nodes is a :class:`WorkBudgetError`, raised when
+    the count is passed (before the next node is built)."""
     roots: list[VNode] = []
+    limit = MAX_VISUAL_NODES if max_nodes is None else max_nodes
+    built = 0
 
     def build(el, parent: Optional[VNode], depth: int) -> VNode:
+        nonlocal built
         if depth > 64:
             raise doc.error(SchemaError, "visual scene nodes nest deeper than 64 (instance_node cycle?)", el)
+        if built >= limit:
+            err = doc.error(WorkBudgetError, f"visual scene expands to more than {limit} nodes "
+                            "(MAX_VISUAL_NODES: <instance_node> references built again at each use)", el)
+            err.budget, err.work = "MAX_VISUAL_NODES", built
+            raise err
+        built += 1
         world = (parent.world if parent else np.eye(4)) @ doc.transform(el, allow_scale=True)
         node = VNode(el, parent, world)
         for child in el:
