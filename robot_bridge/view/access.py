@@ -81,9 +81,15 @@ class ViewAccess:
         self.allow_control = bool(allow_control)
         self.token = secrets.token_urlsafe(32) if allow_control else None
         self.max_size, self.max_connections = int(max_size), int(max_connections)
-        self.report = report
+        self._report, self._said = report, set()
         self.port = 0                         # set once the server is bound (viser may take the next port)
         self.installed = False
+
+    def report(self, text: str) -> None:
+        """Each refusal once (at most 100 different ones): a client retrying is not a log line each time."""
+        if text not in self._said and len(self._said) < 100:
+            self._said.add(text)
+            self._report(text)
 
     # -- what the page is ----------------------------------------------------------------------------
     @property

@@ -175,6 +175,7 @@ class ViewPage:
                                                                   verbose=False))
         self.access.port = self.server.get_port()
         self.report = report
+        self._refusal_said = False
         self.fixed_frame = fixed_frame
         self.on_joint_goal = on_joint_goal
         self._lock = threading.RLock()
@@ -289,8 +290,10 @@ class ViewPage:
         if event.client is None:
             return
         if not panel.granted:
-            self.report("live view: a slider moved on a page without control was ignored (control: "
-                        "--allow-control and the URL with its token)")
+            if not self._refusal_said:
+                self._refusal_said = True
+                self.report("live view: a slider moved on a page without control was ignored (control: "
+                            "--allow-control and the URL with its token); said once")
             return
         with self._lock:
             self.targets.moved(name, float(event.target.value))
