@@ -189,3 +189,24 @@ def _opens(port) -> bool:
         return True
     except InvalidStatus:
         return False
+
+
+def test_in_chromium_only_the_token_url_grants_control(control):
+    """Debian's chromium (skipped without it): the page's own WebSocket opens (its Origin), and presents the
+    token only when the page was opened with the token URL (the cookie that URL set)."""
+    from robot_bridge.view.screenshot import Browser, find_browser
+
+    path, why = find_browser()
+    if path is None:
+        pytest.skip(why)
+    browser = Browser(path)
+    try:
+        for url, granted in ((f"http://127.0.0.1:{control.port}/", False), (control.access.url(), True)):
+            before = set(control.page._panels)
+            browser.open(url)
+            panel = wait_until(lambda: next((p for cid, p in list(control.page._panels.items())
+                                             if cid not in before and p.sliders), None), 120)
+            assert panel is not None, f"{url}: the page never connected"
+            assert panel.granted == granted, url
+    finally:
+        browser.close()
