@@ -55,6 +55,9 @@ ARGUMENTS = [
                       "warning, the bridge starts without it)"),
     ("view", "false", "Also start the live browser view (view_node: http://127.0.0.1:8080/, this host only; "
                       "robot-bridge view serves it on other interfaces)"),
+    ("allow_control", "false", "With view: its joint sliders send goals to the controller, on the page "
+                               "opened with the URL view_node prints (a secret token, new at every start); "
+                               "false: a read-only view"),
     ("objects", "", "Object mapping YAML (detection class ids -> body files); given: also start world_node, "
                     "which turns vision_msgs/Detection3DArray on `detections` into environment bodies"),
     ("planner", "true", "Sim mode: also start planner_node (move_group's MoveGroup, Pickup, Place actions "
@@ -62,7 +65,8 @@ ARGUMENTS = [
                         "installed"),
 ]
 TRUE, FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off", "")
-BOOLEAN_ARGUMENTS = ("use_sim_time", "rviz", "environment", "keep_going", "view", "planner")
+BOOLEAN_ARGUMENTS = ("use_sim_time", "rviz", "environment", "keep_going", "view", "allow_control",
+                     "planner")
 
 
 def _flag(name: str, value) -> bool:
@@ -93,6 +97,7 @@ class Options:
     use_sim_time: bool = False
     rviz: bool = False
     view: bool = False
+    allow_control: bool = False
     objects: str = ""
     planner: bool = True
 
@@ -273,7 +278,8 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),
                               arguments=("-d", str(config_file(RVIZ_CONFIG))), optional=True))
     if o.view:
-        specs.append(NodeSpec(PACKAGE, "view_node", "view_node", ns, dict(common),
+        specs.append(NodeSpec(PACKAGE, "view_node", "view_node", ns,
+                              {**common, **({"allow_control": True} if o.allow_control else {})},
                               factory="robot_bridge.nodes.view:ViewNode"))
     return [_with_files(spec, o) for spec in specs]
 

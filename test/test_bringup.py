@@ -366,3 +366,22 @@ def test_view_node_only_on_request():
     view = specs[-1]
     assert (view.executable, view.namespace) == ("view_node", "/x")
     assert view.factory == "robot_bridge.nodes.view:ViewNode"
+    assert "allow_control" not in view.parameters                   # read-only unless asked
+
+
+def test_control_of_the_view_only_on_request_from_run_and_view():
+    import argparse
+
+    from robot_bridge.cli.verbs import run as run_verb
+    from robot_bridge.cli.verbs import view as view_verb
+
+    parser = argparse.ArgumentParser()
+    run_verb.add_arguments(parser)
+    options = run_verb.options_from_args(parser.parse_args(["--view", "--allow-control"]))
+    view = [s for s in bringup.node_set(options) if s.name == "view_node"][0]
+    assert view.parameters["allow_control"] is True
+    assert run_verb.options_from_args(parser.parse_args(["--view"])).allow_control is False
+    parser = argparse.ArgumentParser()
+    view_verb.add_arguments(parser)
+    assert view_verb.parameter_overrides(parser.parse_args([]))["allow_control"] is False
+    assert view_verb.parameter_overrides(parser.parse_args(["--allow-control"]))["allow_control"] is True

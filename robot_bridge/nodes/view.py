@@ -18,12 +18,15 @@ first, an older message with the same frames skipped undecoded (latest pose wins
   as an arrow of its linear acceleration (topics found by type, re-discovered every ``discover_period``);
 - the planned path: moveit_msgs/DisplayTrajectory on ``path_topic`` (default ``/display_planned_path``, what
   planner_node and move_group publish for each plan), the tip link's positions along it as a polyline;
-- joint sliders that follow /joint_states (where the robot is); moving one sends a
+- joint sliders that follow /joint_states (where the robot is); with ``allow_control`` (default false) and
+  on the page opened with the start's token only (:mod:`robot_bridge.view.access`), moving one sends a
   control_msgs/FollowJointTrajectory goal to each trajectory controller of ``controller`` (found by its
-  ``.../controller_state`` topics: their joint_names say which joints it drives);
+  ``.../controller_state`` topics: their joint_names say which joints it drives) naming all of the
+  controller's joints, the others held where they are;
 - a table of topics with the age of their last message, **STALE** after ``stale_after`` seconds.
 
-The page is served by viser on ``host``:``port`` (127.0.0.1:8080 by default: this host only).
+The page is served by viser on ``host``:``port`` (127.0.0.1:8080 by default: this host only); its WebSocket
+takes only this page's Origin, messages up to 1 MiB and 8 connections (:mod:`robot_bridge.view.access`).
 """
 
 from __future__ import annotations
@@ -49,7 +52,9 @@ from ..ros import params, qos
 from ..ros.actions import destroy_actions
 from ..ros.guard import ContainedNode
 from ..ros.logs import Throttle
-from ..view.page import DEFAULT_HOST, DEFAULT_PORT, MarkerShape, ViewPage, depth_to_rgb, scan_points
+from ..view.access import ViewAccess
+from ..view.images import image_array
+from ..view.page import DEFAULT_HOST, DEFAULT_PORT, MarkerShape, ViewPage, hold_others, scan_points
 from ..view.planning_scene import ObjectUpdate, PlanningScene
 from ..view.scene import RobotScene, robot_scene
 from ..view.status import TopicStatus
@@ -57,8 +62,11 @@ from ..view.tf_cdr import LatestTF, quat_matrices
 
 PARAMETERS = params.schema(
     params.Param("host", DEFAULT_HOST, "Interface the page is served on (127.0.0.1: this host only; 0.0.0.0: "
-                                       "every interface, anyone who reaches the port sees the robot and can "
-                                       "send joint goals)", read_only=True),
+                                       "every interface, anyone who reaches the port sees the robot, its "
+                                       "world and camera images)", read_only=True),
+    params.Param("allow_control", False, "Offer joint sliders that send goals to the controller, on the page "
+                                         "opened with this start's token (its URL is printed on stdout); "
+                                         "false: a read-only view", read_only=True),
     params.Param("port", DEFAULT_PORT, "TCP port of the page (HTTP and its WebSocket)", range=(1, 65535),
                  read_only=True),
     params.Param("fixed_frame", "world", "Frame the scene is drawn in", read_only=True, string="frame"),
@@ -85,7 +93,6 @@ PARAMETERS = params.schema(
 TF_DEPTH = 100
 MAX_TAKE = 1000                  # messages taken from one subscription per page update
 MAX_DISCOVERED = 16              # topics of one kind
-MAX_IMAGE_PIXELS = 16 << 20
 SENSOR_TYPES = {"sensor_msgs/msg/LaserScan": LaserScan, "sensor_msgs/msg/Image": Image,
                 "sensor_msgs/msg/Imu": Imu}
 CONTROLLER_STATE = "control_msgs/msg/JointTrajectoryControllerState"
@@ -144,41 +151,13 @@ def _object_update(obj) -> ObjectUpdate:
          for m, q in zip(obj.meshes, obj.mesh_poses)])
 
 
-def image_array(msg: Image) -> tuple[Optional[np.ndarray], str]:
-    """(RGB uint8 array, "") or (None, why not) of a sensor_msgs/Image; depth encodings as grey levels."""
-    h, w, enc = int(msg.height), int(msg.width), msg.encoding.lower()
-    if h * w == 0 or h * w > MAX_IMAGE_PIXELS:
-        return None, f"{w}x{h} pixels (expected 1..{MAX_IMAGE_PIXELS})"
-    channels = {"rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "mono8": 1, "8uc1": 1, "8uc3": 3}
-    data = memoryview(msg.data).cast("B") if not isinstance(msg.data, (bytes, bytearray)) else msg.data
-    step = int(msg.step)
-    try:
-        if enc in channels:
-            c = channels[enc]
-            rows = np.frombuffer(bytes(data), dtype=np.uint8)[: step * h].reshape(h, step)[:, : w * c]
-            img = rows.reshape(h, w, c)
-            if c == 1:
-                return np.repeat(img, 3, axis=2), ""
-            if enc.startswith("bgr"):
-                img = img[..., 2::-1]
-            return np.ascontiguousarray(img[..., :3]), ""
-        if enc in ("32fc1", "16uc1", "mono16"):
-            dtype = np.dtype("<f4" if enc == "32fc1" else "<u2")
-            if msg.is_bigendian:
-                dtype = dtype.newbyteorder(">")
-            rows = np.frombuffer(bytes(data), dtype=np.uint8)[: step * h].reshape(h, step)
-            rows = rows[:, : w * dtype.itemsize]
-            depth = rows.copy().view(dtype).reshape(h, w).astype(float)
-            if enc != "32fc1":
-                depth *= 0.001                                  # mm -> m
-            return depth_to_rgb(depth), ""
-    except ValueError as exc:
-        return None, f"data does not fit {w}x{h} {msg.encoding} with step {step}: {exc}"
-    return None, f"encoding {msg.encoding!r} is not shown (rgb8, bgr8, rgba8, bgra8, mono8, 32FC1, 16UC1)"
+CONTROL_URL = "view_node: control granted to the page at"     # printed on stdout (not logged to /rosout)
 
 
 class ViewNode(ContainedNode):
-    def __init__(self, **kwargs):
+    def __init__(self, print_url: bool = True, **kwargs):
+        """``print_url``: print the URL with the token on stdout when control is allowed (``robot-bridge
+        view`` prints it itself)."""
         super().__init__("view_node", **kwargs)
         self.params = params.NodeParameters(self, PARAMETERS)
         p = self.params.get
@@ -186,6 +165,7 @@ class ViewNode(ContainedNode):
         self.status = TopicStatus()
         self.stale_after = float(p("stale_after"))
         self._reported: set[str] = set()
+        self._reported_lock = threading.Lock()
         self._throttle = Throttle()
         self._scene: Optional[RobotScene] = None
         self._joint_positions: dict[str, float] = {}
@@ -194,8 +174,10 @@ class ViewNode(ContainedNode):
         self._goal_clients: dict[str, ActionClient] = {}
         self._goal_lock = threading.Lock()
         self._last_image: dict[str, float] = {}
-        self.page = ViewPage(str(p("host")), int(p("port")), str(p("fixed_frame")), self.send_joint_goal)
-        self.url = f"http://{p('host')}:{self.page.port}/"
+        access = ViewAccess(str(p("host")), bool(p("allow_control")), report=self._report_once)
+        self.page = ViewPage(str(p("host")), int(p("port")), str(p("fixed_frame")), self.send_joint_goal,
+                             access=access, report=self._report_once)
+        self.url = access.url()                                # with the token when control is allowed
         # the subscriptions live on a node no executor spins: the page thread takes from them
         self._topics_node = self._make_topics_node()
         n = self._topics_node
@@ -219,7 +201,12 @@ class ViewNode(ContainedNode):
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="view_page", daemon=True)
         self._thread.start()
-        self.get_logger().info(f"live view on {self.url} (fixed frame {p('fixed_frame')})")
+        control = ("joint control allowed on the page opened with the token URL printed on stdout"
+                   if access.token else "read-only: no joint control")
+        self.get_logger().info(f"live view on {self.url.partition('?')[0]} (fixed frame {p('fixed_frame')}; "
+                               f"{control})")
+        if access.token and print_url:
+            print(f"{CONTROL_URL} {self.url}", flush=True)
 
     def _make_topics_node(self):
         from rclpy.node import Node
@@ -323,9 +310,11 @@ class ViewNode(ContainedNode):
                                                             topic, QoSProfile(depth=1))
 
     def _report_once(self, text: str) -> None:
-        if text not in self._reported and len(self._reported) < 1000:
+        with self._reported_lock:           # the page thread and viser's (refused handshakes, sliders)
+            if text in self._reported or len(self._reported) >= 1000:
+                return
             self._reported.add(text)
-            self.get_logger().warning(text)
+        self.get_logger().warning(text)
 
     # -- content --------------------------------------------------------------------------------------
     def _load_robot(self, text: str) -> None:
@@ -445,32 +434,38 @@ class ViewNode(ContainedNode):
 
     # -- joint goals ------------------------------------------------------------------------------------
     def send_joint_goal(self, values: dict[str, float]) -> str:
-        """One FollowJointTrajectory goal per controller that drives some of these joints."""
+        """One FollowJointTrajectory goal per controller that drives some of these joints, naming all its
+        joints: the others at their /joint_states positions (a controller refuses a goal without them)."""
         from control_msgs.action import FollowJointTrajectory
         from rclpy.duration import Duration
 
         scene = self._scene
         if scene is None:
             return "no robot yet"
-        controllers = dict(self._controllers) or {
-            str(self.params.get("controller")).rstrip("/") + "/follow_joint_trajectory": list(values)}
+        controllers = dict(self._controllers) or {     # none seen yet: the refusal names what it drives
+            str(self.params.get("controller")).rstrip("/") + "/follow_joint_trajectory":
+                [s.name for s in scene.sliders]}
         velocity = {s.name: s.velocity for s in scene.sliders}
         sent = []
         with self._goal_lock:
             for action, joints in controllers.items():
                 joints = self._driven.get(action, joints)
-                names = [j for j in joints if j in values]
-                if not names:
+                if not any(j in values for j in joints):
                     continue
+                target, unknown = hold_others(joints, values, self._joint_positions)
+                if unknown:
+                    sent.append(f"{action}: no /joint_states position of {unknown[:5]} yet")
+                    continue
+                names = list(target)
                 duration = MIN_GOAL_TIME
                 for j in names:
                     v = velocity.get(j) or 1.0
-                    delta = abs(values[j] - self._joint_positions.get(j, values[j]))
+                    delta = abs(target[j] - self._joint_positions.get(j, target[j]))
                     duration = max(duration, delta / (GOAL_SPEED_FRACTION * v))
                 goal = FollowJointTrajectory.Goal()
                 goal.trajectory.joint_names = names
                 goal.trajectory.points = [JointTrajectoryPoint(
-                    positions=[float(values[j]) for j in names],
+                    positions=[target[j] for j in names],
                     time_from_start=Duration(seconds=duration).to_msg())]
                 client = self._goal_clients.get(action)
                 if client is None:

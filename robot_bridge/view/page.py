@@ -15,6 +15,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from ..model.transform import to_quat_wxyz
+from .access import ViewAccess
 from .scene import JointSlider, RobotScene, primitive_part
 from .status import TopicStatus
 from .tf_cdr import LatestTF
@@ -137,12 +138,44 @@ class _DrawnBody:
     handle: object                   # the body's pose in its frame node
 
 
+@dataclass
+class _Panel:
+    """One connected page's joint sliders (viser client-scoped GUI: only that page sees and sends them)."""
+
+    client: object
+    granted: bool
+    folder: object = None
+    sliders: dict = field(default_factory=dict)
+    result: object = None
+
+
+def hold_others(joints: list[str], targets: dict[str, float], positions: dict[str, float]
+                ) -> tuple[dict[str, float], list[str]]:
+    """The goal of a controller that drives ``joints`` (and wants all of them in every goal): the moved
+    joints at their targets, the others held where they are.  Returns (goal, joints without a position)."""
+    goal, unknown = {}, []
+    for j in joints:
+        if j in targets:
+            goal[j] = float(targets[j])
+        elif j in positions:
+            goal[j] = float(positions[j])
+        else:
+            unknown.append(j)
+    return goal, unknown
+
+
 class ViewPage:
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, fixed_frame: str = "world",
-                 on_joint_goal: Optional[Callable[[dict], str]] = None, label: str = "robot_bridge"):
+                 on_joint_goal: Optional[Callable[[dict], str]] = None, label: str = "robot_bridge",
+                 access: Optional[ViewAccess] = None, report: Callable[[str], None] = lambda _t: None):
         import viser
 
-        self.server = viser.ViserServer(host=host, port=port, label=label, verbose=False)
+        self.access = access or ViewAccess(host)
+        self.server = self.access.serve(lambda: viser.ViserServer(host=host, port=port, label=label,
+                                                                  verbose=False))
+        self.access.port = self.server.get_port()
+        self.report = report
+        self._refusal_said = False
         self.fixed_frame = fixed_frame
         self.on_joint_goal = on_joint_goal
         self._lock = threading.RLock()
@@ -150,8 +183,9 @@ class ViewPage:
         self._robot_nodes: list[str] = []
         self._markers: dict[tuple[str, int], str] = {}
         self._bodies: dict[str, _DrawnBody] = {}
-        self._sliders: dict[str, object] = {}
-        self._slider_folder = None
+        self._slider_specs: list[JointSlider] = []
+        self._shown: dict[str, float] = {}             # joint -> what its sliders show
+        self._panels: dict[int, _Panel] = {}           # client id -> its sliders
         self._images: dict[str, object] = {}
         self._serial = 0
         self.poses_sent = 0
@@ -166,9 +200,32 @@ class ViewPage:
         with gui.add_folder("Topics"):
             self._status = gui.add_markdown("")
         self._notes = gui.add_markdown("")
-        self._goal_result = None
         self.targets = JointTargets()
         self._sliders_due = 0.0
+        self.server.on_client_connect(self._client_connected)
+        self.server.on_client_disconnect(self._client_gone)
+
+    # -- the pages connected -------------------------------------------------------------------------
+    async def _client_connected(self, client) -> None:
+        """A page connected (async: it runs in the connection's own task, where its grant is known); its
+        sliders are built on a worker thread (they take the page lock)."""
+        import asyncio
+
+        granted = self.access.granted()
+        await asyncio.get_running_loop().run_in_executor(None, self._add_panel, client, granted)
+
+    def _add_panel(self, client, granted: bool) -> None:
+        with self._lock:
+            panel = self._panels[client.client_id] = _Panel(client, granted)
+            self._build_panel(panel)
+
+    def _client_gone(self, client) -> None:
+        with self._lock:
+            self._panels.pop(client.client_id, None)
+
+    def granted_clients(self) -> list[int]:
+        with self._lock:
+            return [cid for cid, p in self._panels.items() if p.granted]
 
     # -- the robot ------------------------------------------------------------------------------------
     def set_robot(self, scene: RobotScene, sliders: list[JointSlider]) -> None:
@@ -197,38 +254,66 @@ class ViewPage:
             self._set_sliders(sliders)
 
     def _set_sliders(self, sliders: list[JointSlider]) -> None:
-        if self._slider_folder is not None:
-            self._slider_folder.remove()
-        self._sliders = {}
+        self._slider_specs = list(sliders)
+        self._shown = {s.name: min(max(0.0, _range(s)[0]), _range(s)[1]) for s in sliders}
         self.targets = JointTargets()
-        gui = self.server.gui
-        self._slider_folder = gui.add_folder("Joints (move one: goal to the controller)")
-        with self._slider_folder:
-            for s in sliders:
-                lo, hi = (s.lower, s.upper) if s.upper > s.lower else (-math.pi, math.pi)
-                handle = self._sliders[s.name] = gui.add_slider(
-                    s.name, min=lo, max=hi, step=(hi - lo) / 1000.0, initial_value=min(max(0.0, lo), hi))
-                handle.on_update(lambda event, name=s.name: self._slider_moved(name, event))
-            self._goal_result = gui.add_markdown("")
+        for panel in self._panels.values():
+            self._build_panel(panel)
 
-    def _slider_moved(self, name: str, event) -> None:
-        """A person moved a slider (the page's own updates, client None, are not goals)."""
+    def _build_panel(self, panel: _Panel) -> None:
+        """A page's sliders: enabled on a page granted control, disabled (what the joints do) elsewhere."""
+        if panel.folder is not None:
+            panel.folder.remove()
+        panel.folder, panel.sliders, panel.result = None, {}, None
+        if not self._slider_specs:
+            return
+        gui = panel.client.gui
+        if panel.granted:
+            title, why = "Joints (move one: goal to the controller)", ""
+        elif self.access.allow_control:
+            title, why = "Joints (read-only)", "Moving joints: open the URL with the token the view printed."
+        else:
+            title, why = "Joints (read-only)", "Moving joints: start the view with `--allow-control`."
+        panel.folder = gui.add_folder(title)
+        with panel.folder:
+            for s in self._slider_specs:
+                lo, hi = _range(s)
+                handle = panel.sliders[s.name] = gui.add_slider(
+                    s.name, min=lo, max=hi, step=(hi - lo) / 1000.0, disabled=not panel.granted,
+                    initial_value=min(max(self._shown.get(s.name, 0.0), lo), hi))
+                handle.on_update(lambda event, name=s.name, p=panel: self._slider_moved(p, name, event))
+            panel.result = gui.add_markdown(why)
+
+    def _slider_moved(self, panel: _Panel, name: str, event) -> None:
+        """A person moved a slider (the page's own updates, client None, are not goals); from a page without
+        control it moves nothing (said once)."""
         if event.client is None:
+            return
+        if not panel.granted:
+            if not self._refusal_said:
+                self._refusal_said = True
+                self.report("live view: a slider moved on a page without control was ignored (control: "
+                            "--allow-control and the URL with its token); said once")
             return
         with self._lock:
             self.targets.moved(name, float(event.target.value))
 
     def slider_values(self) -> dict[str, float]:
+        """What the sliders show (every page's alike, but for a slider a person is dragging)."""
         with self._lock:
-            return {name: float(h.value) for name, h in self._sliders.items()}
+            return dict(self._shown)
 
     def set_slider_values(self, values: dict[str, float]) -> None:
         with self._lock:
+            ranges = {s.name: _range(s) for s in self._slider_specs}
             for name, value in values.items():
-                h = self._sliders.get(name)
-                if h is not None:
-                    value = float(min(max(value, h.min), h.max))
-                    if abs(value - h.value) >= h.step / 2:      # a move the slider can show
+                if name not in ranges:
+                    continue
+                lo, hi = ranges[name]
+                self._shown[name] = value = float(min(max(value, lo), hi))
+                for panel in self._panels.values():
+                    h = panel.sliders.get(name)
+                    if h is not None and abs(value - h.value) >= h.step / 2:      # a move it can show
                         h.value = value
 
     def follow_joints(self, positions: dict[str, float], now: float) -> None:
@@ -244,13 +329,14 @@ class ViewPage:
         """Ask ``on_joint_goal`` to move the joints to the sliders' targets (or ``values``)."""
         goal = dict(self.targets.targets) if values is None else dict(values)
         text = self.on_joint_goal(goal) if self.on_joint_goal else "no controller connected"
-        if self._goal_result is not None:
-            self._goal_result.content = text
+        self.set_goal_result(text)
         return text
 
     def set_goal_result(self, text: str) -> None:
-        if self._goal_result is not None:
-            self._goal_result.content = text
+        with self._lock:
+            for panel in self._panels.values():
+                if panel.granted and panel.result is not None:
+                    panel.result.content = text
 
     # -- frames posed from TF ----------------------------------------------------------------------------
     def _framed(self, name: str, tf_frame: str) -> _Framed:
@@ -422,6 +508,10 @@ class ViewPage:
     @property
     def port(self) -> int:
         return self.server.get_port()
+
+
+def _range(s: JointSlider) -> tuple[float, float]:
+    return (s.lower, s.upper) if s.upper > s.lower else (-math.pi, math.pi)
 
 
 def _node_name(topic: str) -> str:

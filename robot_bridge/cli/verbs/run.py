@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         flag = "--" + name.replace("_", "-")
         if name in RUN_FLAGS:                                   # above: repeatable, or a run default
             continue
-        if name in ("use_sim_time", "rviz", "view"):
+        if name in ("use_sim_time", "rviz", "view", "allow_control"):
             parser.add_argument(flag, dest=name, action="store_true", help=description)
         elif name in bringup.BOOLEAN_ARGUMENTS:                 # default true: --environment / --no-...
             parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,

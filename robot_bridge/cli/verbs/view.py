@@ -1,8 +1,9 @@
 """``robot-bridge view``: the live browser view of a running bridge (see robot_bridge.nodes.view).
 
-Serves http://127.0.0.1:8080/ by default: this host only.  ``--host 0.0.0.0`` (or one interface's address)
-serves it to other hosts: anyone who reaches the port sees the robot, its world and its sensor data (camera
-images included) and can send joint goals to the controller -- there is no login."""
+Serves http://127.0.0.1:8080/ by default: this host only, read-only.  ``--allow-control`` adds joint sliders
+that send goals to the controller, on the page opened with the URL printed (it carries this start's secret
+token).  ``--host 0.0.0.0`` (or one interface's address) serves it to other hosts: anyone who reaches the port
+sees the robot, its world and its sensor data (camera images included); only the token moves it."""
 
 from __future__ import annotations
 
@@ -19,7 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=DEFAULT_HOST,
                         help=f"interface to serve on (default {DEFAULT_HOST}: this host only; 0.0.0.0: "
                              "every interface: anyone who reaches the port sees the robot, world and camera "
-                             "images and can send joint goals)")
+                             "images)")
+    parser.add_argument("--allow-control", action="store_true",
+                        help="joint sliders that send goals to the controller, on the page opened with "
+                             "the printed URL (it carries a secret token, new at every start); default: "
+                             "read-only")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
     parser.add_argument("--fixed-frame", default="world", help="frame the scene is drawn in (default world)")
     parser.add_argument("--rate", type=float, default=30.0, help="page updates per second (default 30)")
@@ -31,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parameter_overrides(args: argparse.Namespace) -> dict:
     out = {"host": args.host, "port": int(args.port), "fixed_frame": args.fixed_frame,
-           "page_rate": float(args.rate)}
+           "page_rate": float(args.rate), "allow_control": bool(args.allow_control)}
     if args.search_path:
         out["search_path"] = [str(p) for p in args.search_path]
     return out
@@ -51,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
         overrides = [Parameter(k, value=v) for k, v in parameter_overrides(args).items()]
         namespace = "/" + args.namespace.strip("/") if args.namespace.strip("/") else None
         try:
-            node = ViewNode(namespace=namespace, parameter_overrides=overrides)
+            node = ViewNode(namespace=namespace, parameter_overrides=overrides, print_url=False)
         except OSError as exc:          # the port is taken, the address is not this host's
             print(f"robot-bridge view: error: cannot serve on {args.host}:{args.port}: {exc}",
                   file=sys.stderr)
