@@ -224,6 +224,9 @@ class ControllerNode(ContainedNode):
         self._scene = None                     # sim: the world the fingers close on (built on first use)
         self._templates = None                 # (joints list, its names, serialized state templates)
         self._source: np.ndarray | None = None  # the state messages' numbers without templates, reused
+        # held by a state tick while it publishes (templates through raw rcl handles, goal feedback) and by
+        # a robot switch while it destroys those publishers and servers: never one under the other
+        self._state_lock = threading.Lock()
         # goals are checked and converted here, never on the control / state thread nor under self.lock
         self._preparation = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="controller_goals")
 
@@ -422,7 +425,12 @@ class ControllerNode(ContainedNode):
         return None
 
     def _switch_robot(self, robot: Robot, description: dict) -> None:
-        """Under the lock, nothing moving: the old robot's servers and hardware go, the new robot's come."""
+        """Under the lock, nothing moving: the old robot's servers and hardware go, the new robot's come
+        (after a state tick publishing on them has finished: _state_lock)."""
+        with self._state_lock:
+            self._replace_robot(robot, description)
+
+    def _replace_robot(self, robot: Robot, description: dict) -> None:
         for server in [c.server for c in self.controllers] + [g.server for g in self.grippers]:
             if server is not None:
                 server.destroy()
@@ -936,6 +944,11 @@ class ControllerNode(ContainedNode):
             stamp = control.sample_time
             reference = control.reference(self._now())
             goals = [(g.handle, g.controller) for g in self.goals.values()] if self.goals else None
+        with self._state_lock:
+            self._publish_sample(sample, stamp, reference, goals)
+
+    def _publish_sample(self, sample, stamp: int, reference, goals) -> None:
+        """/joint_states, the controller states and the goals' feedback of one sample (under _state_lock)."""
         actual_rows = (sample.position, sample.velocity, sample.acceleration)
         templates = self._state_templates()
         if templates is not None:              # the messages' numbers written into serialized templates

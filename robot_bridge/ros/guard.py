@@ -99,7 +99,8 @@ class ContainedNode(Node):
         return self._thread_timers.create(timer_period_sec, self._injected(callback))
 
     def stop_thread_timers(self) -> None:
-        """No thread timer callback runs after this (called by destroy_node; idempotent)."""
+        """No thread timer callback runs after this (called by destroy_node; idempotent).  Raises
+        ``TimersStillRunning`` when a callback does not end: destroy_node then destroys nothing."""
         if self._thread_timers is not None:
             self._thread_timers.stop()
 

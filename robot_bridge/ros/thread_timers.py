@@ -21,6 +21,11 @@ import time
 from typing import Callable
 
 MAX_SLEEP = 0.1        # s: longest sleep, so a new timer, a cancel or stop() is seen within it
+STOP_TIMEOUT = 30.0    # s: longest wait of stop() for a callback under way
+
+
+class TimersStillRunning(RuntimeError):
+    """A thread timer callback did not end within the stop timeout: what it uses must be left alive."""
 
 
 def first_deadline(now: int, period: int) -> int:
@@ -78,11 +83,19 @@ class ThreadTimers:
                                         next(self._order), timer))
         return timer
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """No callback runs after this returns (unless one is stuck past ``timeout``)."""
+    def stop(self, timeout: float | None = None) -> None:
+        """No callback runs after this returns.  A callback still under way after ``timeout`` s (default
+        STOP_TIMEOUT) raises :class:`TimersStillRunning`: the node must then keep its publishers, which
+        the callback may be publishing on through their raw rcl handles (``template_publishers``), so
+        returning as if stopped would let destroy_node free them under it."""
         self._stopped = True
-        if threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
+        if threading.current_thread() is self._thread:
+            return
+        self._thread.join(STOP_TIMEOUT if timeout is None else timeout)
+        if self._thread.is_alive():
+            raise TimersStillRunning(f"{self._thread.name}: a callback still runs after "
+                                     f"{STOP_TIMEOUT if timeout is None else timeout} s; the node's "
+                                     "entities are left alive")
 
     def _due(self) -> tuple[list[ThreadTimer], int | None]:
         """The timers due now (rescheduled) and the next deadline (None: no timer)."""

@@ -84,3 +84,70 @@ def test_the_controller_follows_a_switched_description_only_when_nothing_moves(t
         positions=[0.1, 0.2, 0.3], time_from_start=Duration(sec=1))]))
     wait(lambda: np.allclose(controller.control.sample.position, [0.1, 0.2, 0.3], atol=1e-3),
          what="robot b at its goal")
+
+
+def test_a_switch_never_destroys_the_state_publishers_under_a_state_tick(tmp_path):
+    """The state tick publishes (serialized templates through the publishers' raw rcl handles, goal
+    feedback) outside the controller's lock; a robot switch used to destroy a named controller's state
+    publisher under it (a use after free in C).  Now the switch waits for the tick: held here inside its
+    publish until the switch either reaches the state lock or has destroyed the publisher."""
+    import threading
+
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from robot_bridge.nodes.controller import ControllerNode
+
+    description = {}
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.urdf").write_text(chain(name, [f"{name}1", f"{name}2"]))
+        group = f'<group name="arm"><joint name="{name}1"/><joint name="{name}2"/></group>'
+        (tmp_path / f"{name}.srdf").write_text(f'<robot name="{name}">{group}</robot>')
+        description[name] = {"description_file": str(tmp_path / f"{name}.urdf"), "search_path": [],
+                              "xacro_args": "", "srdf_file": str(tmp_path / f"{name}.srdf")}
+    context = rclpy.Context()
+    context.init()
+    node = ControllerNode(context=context, parameter_overrides=[
+        Parameter(k, value=v) for k, v in description["a"].items() if v] + [
+        Parameter("controllers", value=["arm"])])
+    try:
+        old = node.controllers[0].state_pub
+        assert old is not None and node._templates[2] is not None
+        templates = node._templates[2]
+        publish = templates.publish_state
+        inside, attempted, switched, seen = threading.Event(), threading.Event(), threading.Event(), []
+        switcher = threading.Thread(target=lambda: (seen.append(node.follow_description(description["b"])),
+                                                    switched.set()))
+
+        class Watched:                      # the state lock, telling when the switch reaches it
+            def __init__(self, lock):
+                self.lock = lock
+
+            def __enter__(self):
+                if threading.current_thread() is switcher:
+                    attempted.set()
+                return self.lock.__enter__()
+
+            def __exit__(self, *exc):
+                return self.lock.__exit__(*exc)
+
+        def held(*args):
+            if not inside.is_set():
+                inside.set()
+                deadline = time.monotonic() + 60
+                while not (attempted.is_set() or switched.is_set()) and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                seen.append(("publisher alive", old in node.publishers))
+            return publish(*args)
+        node._state_lock = Watched(getattr(node, "_state_lock", threading.Lock()))
+        templates.publish_state = held
+        assert inside.wait(30)
+        switcher.start()
+        switcher.join(60)
+        assert not switcher.is_alive()
+        assert seen[0] == ("publisher alive", True), seen          # the switch waited for the tick
+        assert seen[1] is True and node.joints == ["b1", "b2"] and old not in node.publishers
+        assert node.controllers[0].state_pub is not None
+    finally:
+        node.destroy_node()
+        context.try_shutdown()

@@ -135,3 +135,39 @@ def test_under_ros_time_a_thread_timer_is_an_executor_timer(context):
         assert isinstance(node.timer, rclpy.timer.Timer) and node._thread_timers is None
     finally:
         node.destroy_node()
+
+
+class Stuck(ContainedNode):
+    """A thread timer callback that blocks until ``release`` (a tick stuck in a publish, say)."""
+
+    def __init__(self, **kwargs):
+        super().__init__("stuck", **kwargs)
+        from std_msgs.msg import Empty
+
+        self.pub = self.create_publisher(Empty, "~/out", 10)
+        self.inside, self.release = threading.Event(), threading.Event()
+        self.create_thread_timer(0.005, self._tick)
+
+    def _tick(self):
+        self.inside.set()
+        self.release.wait(60)
+
+
+def test_a_node_whose_thread_timer_callback_does_not_end_is_not_destroyed_under_it(monkeypatch, context):
+    """stop() used to return after 5 s whatever the callback did, and destroy_node then freed the publishers
+    the callback may be publishing on through their raw rcl handles (template_publishers): a heap corruption.
+    Now it raises and the node keeps its entities until the callback has ended."""
+    from robot_bridge.ros import thread_timers
+
+    monkeypatch.setattr(thread_timers, "STOP_TIMEOUT", 0.5, raising=False)
+    node = Stuck(context=context)
+    try:
+        assert node.inside.wait(30)
+        with pytest.raises(getattr(thread_timers, "TimersStillRunning", RuntimeError)):
+            node.destroy_node()
+        assert node.pub in node.publishers
+        assert node.pub.get_subscription_count() == 0          # its rcl handle is still valid
+    finally:
+        node.release.set()
+        node.destroy_node()
+    assert node.pub not in node.publishers

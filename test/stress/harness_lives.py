@@ -1,0 +1,294 @@
+"""Issue 40's reproduction loop: N lives of the controller test harness, each in a child process.
+
+    python test/stress/harness_lives.py --lives N [--fast-path off] [--templates off] [--probe-first]
+                                        [--malloc-check] [--cores DIR] [--budget SECONDS]
+
+A life is what test_controller_gripper.py and test_controller_actions.py do to the harness
+(fixtures/hardware/lwa_fixture.py): ControllerNode + the probe node in one Context, spun on a thread;
+GripperCommand goals (open, close on a body: stalled) and a FollowJointTrajectory goal from
+action_client.py processes, as the tests send them; then the teardown (spin stopped and joined, the
+controller destroyed, then the probe, then the context).  A child killed by a signal is counted with
+that signal (faulthandler's traceback of every thread is kept; with ``--cores`` its core file too)
+instead of ending the loop.  Prints one JSON object: lives run, crashes, their signals and tails.
+
+``--fast-path off``: rcl not called through ctypes (the ``ROBOT_BRIDGE_TEST_RCL_LAYOUT=shifted`` hook:
+the template publishers publish ``bytes`` through rclpy); ``--templates off``: no serialized templates
+at all (messages built and published by rclpy); ``--probe-first``: the probe destroyed before the
+controller; ``--malloc-check``: glibc's checking allocator (``MALLOC_CHECK_=3``, ``MALLOC_PERTURB_``;
+glibc >= 2.34 needs ``libc_malloc_debug.so`` preloaded, done here when found), which aborts at the call
+that finds the heap corrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TEST = Path(__file__).resolve().parents[1]
+HARDWARE = TEST / "fixtures" / "hardware"
+MALLOC_DEBUG = ("/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0", "/usr/lib/aarch64-linux-gnu/"
+                "libc_malloc_debug.so.0", "/lib64/libc_malloc_debug.so.0")
+LIFE_TIMEOUT = 240.0            # s: a child still running then is killed and counted as hung
+
+
+# -- the child: one life --------------------------------------------------------------------------------
+def _instrument_thread_timers(record: dict) -> None:
+    """Count ThreadTimers.stop calls whose thread was still alive afterwards (a tick running on)."""
+    from robot_bridge.ros import thread_timers
+
+    stop = thread_timers.ThreadTimers.stop
+
+    def timed_stop(self, *a, **k):
+        started = time.monotonic()
+        result = stop(self, *a, **k)
+        record["stop_max_s"] = max(record.get("stop_max_s", 0.0), round(time.monotonic() - started, 3))
+        if self._thread.is_alive():
+            record["timer_thread_alive_after_stop"] = record.get("timer_thread_alive_after_stop", 0) + 1
+        return result
+    thread_timers.ThreadTimers.stop = timed_stop
+
+
+class InProcessClient:
+    """action_client.py's events from an rclpy ActionClient in a Context of its own in this process."""
+
+    def __init__(self, action_type, action: str, goal):
+        import threading
+
+        import rclpy
+        from rclpy.action import ActionClient
+        from rclpy.executors import SingleThreadedExecutor
+
+        from fixtures.spinning import Spinner
+        from robot_bridge.ros.actions import send_goal
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("stress_action_client", context=self.context)
+        self.client = ActionClient(self.node, action_type, action)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.spinner = Spinner(self.executor, name="client-spin")
+        self.accepted, self.done, self.response = threading.Event(), threading.Event(), None
+        if not self.client.wait_for_server(timeout_sec=60.0):
+            raise AssertionError(f"no action server {action}")
+
+        def on_goal(future):
+            handle = future.result()
+            self.accepted.set()
+            if handle.accepted:
+                handle.get_result_async().add_done_callback(on_result)
+            else:
+                self.done.set()
+
+        def on_result(future):
+            self.response = future.result()
+            self.done.set()
+        send_goal(self.node, self.client, goal).add_done_callback(on_goal)
+
+    def result(self, timeout: float) -> dict:
+        assert self.done.wait(timeout), "no result"
+        return {"status": self.response.status}
+
+    def wait(self, _kind: str, timeout: float) -> None:
+        assert self.accepted.wait(timeout), "not accepted"
+
+    def close(self) -> None:
+        self.spinner.close([self.node], self.context)
+
+
+def one_life(args, Harness, embedded_robot, record: dict) -> dict:
+    from control_msgs.action import FollowJointTrajectory, GripperCommand
+
+    if args.clients == "process":
+        from test_controller_actions import Client
+
+        def gripper_client(position, effort):
+            return Client({"position": position, "max_effort": effort}, "/controller_node/gripper_cmd",
+                          "--gripper")
+
+        def arm_client(action, joints, target):
+            return Client({"joint_names": joints, "points": [{"positions": target,
+                                                              "velocities": [0.0] * len(joints),
+                                                              "time_from_start": 0.6}]}, action)
+    else:
+        from builtin_interfaces.msg import Duration
+        from trajectory_msgs.msg import JointTrajectoryPoint
+
+        def gripper_client(position, effort):
+            goal = GripperCommand.Goal()
+            goal.command.position, goal.command.max_effort = float(position), float(effort)
+            return InProcessClient(GripperCommand, "/controller_node/gripper_cmd", goal)
+
+        def arm_client(action, joints, target):
+            goal = FollowJointTrajectory.Goal()
+            goal.trajectory.joint_names = list(joints)
+            goal.trajectory.points = [JointTrajectoryPoint(positions=target, velocities=[0.0] * len(joints),
+                                                           time_from_start=Duration(nanosec=600_000_000))]
+            return InProcessClient(FollowJointTrajectory, action, goal)
+
+    h = Harness(embedded_robot(box=True), state_rate=50.0)
+    clients = []
+    templates = h.node._templates[2] if h.node._templates else None
+    outcome = {"publishing": "compiled" if templates is not None and templates.compiled else
+               "templates" if templates is not None else "messages"}
+    try:
+        for position, effort in ((0.04, 0.0), (0.0, 30.0), (0.04, 0.0)):
+            clients.append(gripper_client(position, effort))
+            outcome.setdefault("gripper", []).append(clients[-1].result(timeout=120.0)["status"])
+        ctl = h.node.controllers[0]
+        action = "/controller_node/" + ctl.prefix[2:] + "follow_joint_trajectory"
+        clients.append(arm_client(action, ctl.joints, [0.2 * (-1) ** i for i in range(len(ctl.joints))]))
+        outcome["trajectory"] = clients[-1].result(timeout=120.0)["status"]
+        # one goal left running at the teardown, as a test that fails mid-goal leaves it
+        clients.append(gripper_client(0.0, 0.0))
+        clients[-1].wait("accepted", timeout=60.0)
+    finally:
+        for c in clients:
+            c.close()
+        if args.probe_first:                            # the same steps, the probe's destroy first
+            h.spinner.stop()
+            h.probe.destroy_node()
+            h.node.destroy_node()
+            h.context.try_shutdown()
+        else:
+            h.close()
+    return outcome
+
+
+def life(args) -> int:
+    """``args.per_child`` lives in this process, one after the other (as a pytest process runs tests)."""
+    import faulthandler
+
+    faulthandler.enable(all_threads=True)
+    for path in (TEST, TEST / "nodes", HARDWARE):
+        sys.path.insert(0, str(path))
+    if args.templates == "off":
+        from robot_bridge.ros.cdr_template import TemplateUnavailable
+
+        def unavailable(*_args, **_kwargs):
+            raise TemplateUnavailable("harness_lives --templates off")
+        import robot_bridge.nodes.controller as controller
+        controller.TemplatePublishers = unavailable
+    from lwa_fixture import Harness
+    from test_controller_gripper import embedded_robot
+
+    record: dict = {}
+    _instrument_thread_timers(record)
+    for _ in range(args.per_child):
+        outcome = one_life(args, Harness, embedded_robot, record)
+        print(json.dumps({**outcome, **record}), flush=True)
+    return 0
+
+
+# -- the parent: the loop --------------------------------------------------------------------------------
+def run_child(args, index: int, lives: int, cores: Path | None) -> dict:
+    """``lives`` lives in one child process; its return code, the lives it finished, and on a failure
+    the tail of its stderr (faulthandler's tracebacks) and its core files."""
+    env = dict(os.environ)
+    env["ROS_DOMAIN_ID"] = str(random.randrange(1, 100))
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if args.fast_path == "off":
+        env["ROBOT_BRIDGE_TEST_RCL_LAYOUT"] = "shifted"
+    if args.malloc_check:
+        env.update(MALLOC_CHECK_="3", MALLOC_PERTURB_="165")
+        debug = next((p for p in MALLOC_DEBUG if os.path.exists(p)), None)
+        if debug:
+            env["LD_PRELOAD"] = ":".join(filter(None, [debug, env.get("LD_PRELOAD")]))
+    command = [sys.executable, __file__, "--child", "--templates", args.templates, "--clients", args.clients,
+               "--per-child", str(lives)]
+    if args.probe_first:
+        command.append("--probe-first")
+    workdir = Path(tempfile.mkdtemp(prefix=f"child{index}-", dir=cores)) if cores else None
+
+    def limits():
+        if cores is not None:
+            resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        os.setsid()
+    started = time.monotonic()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               cwd=workdir, preexec_fn=limits)
+    try:
+        out, err = process.communicate(timeout=LIFE_TIMEOUT * lives)
+        hung = False
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGABRT)      # faulthandler prints every thread
+        out, err = process.communicate()
+        hung = True
+    outcomes = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    result = {"child": index, "returncode": process.returncode, "lives": len(outcomes),
+              "seconds": round(time.monotonic() - started, 1), "outcome": outcomes[-1] if outcomes else None}
+    if hung:
+        result["hung"] = True
+    if process.returncode != 0:
+        result["signal"] = signal.Signals(-process.returncode).name if process.returncode < 0 else None
+        result["stderr_tail"] = err[-8000:]
+        if workdir is not None:
+            result["cores"] = sorted(glob.glob(str(workdir / "core*")))
+    elif workdir is not None:
+        for leftover in workdir.iterdir():
+            leftover.unlink()
+        workdir.rmdir()
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lives", type=int, default=10, help="harness lives in all")
+    parser.add_argument("--per-child", type=int, default=1, help="lives one after the other in each child "
+                                                                 "process (as a pytest process runs tests)")
+    parser.add_argument("--fast-path", choices=("on", "off"), default="on")
+    parser.add_argument("--templates", choices=("on", "off"), default="on")
+    parser.add_argument("--probe-first", action="store_true")
+    parser.add_argument("--clients", choices=("process", "inprocess"), default="process",
+                        help="goals from action_client.py processes (as the tests) or from a node of this "
+                             "process in a Context of its own (faster)")
+    parser.add_argument("--malloc-check", action="store_true")
+    parser.add_argument("--cores", default="", help="directory for the crashed children's core files")
+    parser.add_argument("--budget", type=float, default=1800.0, help="s: no child started after this")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return life(args)
+    cores = Path(args.cores).resolve() if args.cores else None
+    if cores:
+        cores.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    lives, children, failures, publishing, alive_after_stop, stop_max = 0, 0, [], set(), 0, 0.0
+    while lives < args.lives and time.monotonic() - started < args.budget:
+        result = run_child(args, children, min(args.per_child, args.lives - lives), cores)
+        children += 1
+        # a crashed child's interrupted life counts as run
+        lives += result["lives"] + (1 if result["returncode"] != 0 else 0)
+        if result["outcome"]:
+            publishing.add(result["outcome"]["publishing"])
+            alive_after_stop += result["outcome"].get("timer_thread_alive_after_stop", 0)
+            stop_max = max(stop_max, result["outcome"].get("stop_max_s", 0.0))
+        if result["returncode"] != 0:
+            failures.append(result)
+            print(f"child {result['child']}: {result.get('signal') or result['returncode']}", file=sys.stderr,
+                  flush=True)
+    crashes = [f for f in failures if f.get("signal") and not f.get("hung")]
+    print(json.dumps({"lives": lives, "children": children, "crashes": len(crashes),
+                      "signals": [f["signal"] for f in crashes],
+                      "other_failures": len(failures) - len(crashes),
+                      "timer_thread_alive_after_stop": alive_after_stop, "timer_stop_max_s": stop_max,
+                      "options": {"fast_path": args.fast_path, "templates": args.templates,
+                                  "probe_first": args.probe_first, "malloc_check": args.malloc_check,
+                                  "clients": args.clients, "per_child": args.per_child},
+                      "publishing": sorted(publishing),
+                      "seconds": round(time.monotonic() - started, 1), "failures": failures}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
