@@ -1,6 +1,7 @@
 """ament_python package robot_bridge (also a plain pip-installable package)."""
 
 import os
+import runpy
 import xml.etree.ElementTree as ET
 from glob import glob
 
@@ -45,6 +46,12 @@ def _version() -> str:
     return ET.parse(os.path.join(HERE, "package.xml")).getroot().findtext("version").strip()
 
 
+def _console_scripts() -> list[str]:
+    """The node executables and the CLI, from robot_bridge/node_table.py (plain data: read by path, so
+    neither robot_bridge nor rclpy is imported here)."""
+    return runpy.run_path(os.path.join(HERE, PACKAGE, "node_table.py"))["CONSOLE_SCRIPTS"]
+
+
 def _files(pattern: str) -> list[str]:
     return sorted(p for p in glob(pattern) if os.path.isfile(p))
 
@@ -69,15 +76,5 @@ setup(
     maintainer_email="robot_bridge@example.com",
     description="OpenRAVE XML / COLLADA / URDF / SRDF robots as ROS 2 citizens",
     license="Apache-2.0",
-    entry_points={
-        "console_scripts": [
-            "description_node = robot_bridge.nodes.description:main",
-            "sensor_bridge_node = robot_bridge.nodes.sensor_bridge:main",
-            "controller_node = robot_bridge.nodes.controller:main",
-            "world_node = robot_bridge.nodes.world:main",
-            "view_node = robot_bridge.nodes.view:main",
-            "planner_node = robot_bridge.nodes.planner:main",
-            "robot-bridge = robot_bridge.cli.main:main",
-        ],
-    },
+    entry_points={"console_scripts": _console_scripts()},
 )

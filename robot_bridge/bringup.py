@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Mapping
 
-PACKAGE = "robot_bridge"
+from . import node_table
+
+PACKAGE = node_table.PACKAGE
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_ROBOT = DATA_DIR / "default.env.xml"          # the LWA3-style arm in its world
 DEFAULT_SRDF = DATA_DIR / "lwa3_gripper.srdf"
@@ -232,65 +234,55 @@ def _sensor_modes(params: dict, mode: str) -> dict:
 
 
 def node_set(options: Options | None = None) -> list[NodeSpec]:
-    """The nodes of the bridge for these launch arguments, in start order."""
+    """The nodes of the bridge for these launch arguments, in start order (executable, factory and YAML file
+    of each from robot_bridge.node_table)."""
     o = options or Options()
     ns = o.node_namespace
     common = {"use_sim_time": o.use_sim_time}
 
-    def params(node_name: str, yaml_name: str, **overrides) -> dict:
-        return {**yaml_parameters(config_file(yaml_name), node_name), **common, **overrides}
+    def node(name: str, **overrides) -> NodeSpec:
+        """The spec of the table's node ``name``: its config/ YAML, then ``common``, then ``overrides``."""
+        entry = node_table.BY_NAME[name]
+        yaml = yaml_parameters(config_file(entry.config), name) if entry.config else {}
+        return NodeSpec(PACKAGE, entry.executable, name, ns, {**yaml, **common, **overrides},
+                        factory=entry.factory)
 
     # the objects file's folder: the body files of world_node's documents may lie there (world/reader.py)
     roots = [os.path.dirname(os.path.abspath(os.path.expanduser(o.objects)))] if o.objects else []
-    sensors = params("sensor_bridge", "sensor_bridge.yaml", description_file=o.robot_file,
-                     frame_prefix=o.frame_prefix, default_mode="sim" if o.mode == "sim" else "relay",
-                     **({"objects_roots": roots} if roots else {}))
+    sensors = node("sensor_bridge", description_file=o.robot_file, frame_prefix=o.frame_prefix,
+                   default_mode="sim" if o.mode == "sim" else "relay",
+                   **({"objects_roots": roots} if roots else {}))
     specs = [
-        NodeSpec(PACKAGE, "description_node", "description_node", ns,
-                 params("description_node", "description.yaml", description_file=o.robot_file,
-                        srdf_file=o.srdf_file, frame_prefix=o.frame_prefix, world_frame=o.world_frame,
-                        publish_environment=o.environment, publish_default_joint_states=False),
-                 factory="robot_bridge.nodes.description:DescriptionNode"),
-        NodeSpec(PACKAGE, "sensor_bridge_node", "sensor_bridge", ns, _sensor_modes(sensors, o.mode),
-                 factory="robot_bridge.nodes.sensor_bridge:SensorBridge"),
+        node("description_node", description_file=o.robot_file, srdf_file=o.srdf_file,
+             frame_prefix=o.frame_prefix, world_frame=o.world_frame, publish_environment=o.environment,
+             publish_default_joint_states=False),
+        replace(sensors, parameters=_sensor_modes(sensors.parameters, o.mode)),
         # the controller publishes /joint_states: keep it next to its listeners in the namespace
-        NodeSpec(PACKAGE, "controller_node", "controller_node", ns,
-                 params("controller_node", "controller.yaml", description_file=o.robot_file,
-                        srdf_file=o.srdf_file, hardware=o.hardware_kind, frame_prefix=o.frame_prefix,
-                        **({"sim.objects_roots": roots} if roots else {})),
-                 remappings=(("/joint_states", "joint_states"),),
-                 factory="robot_bridge.nodes.controller:ControllerNode"),
+        replace(node("controller_node", description_file=o.robot_file, srdf_file=o.srdf_file,
+                     hardware=o.hardware_kind, frame_prefix=o.frame_prefix,
+                     **({"sim.objects_roots": roots} if roots else {})),
+                remappings=(("/joint_states", "joint_states"),)),
     ]
     if o.objects:
-        specs.append(NodeSpec(PACKAGE, "world_node", "world_node", ns,
-                              params("world_node", "world.yaml", objects_file=o.objects,
-                                     description_file=o.robot_file, environment=o.environment,
-                                     frame_prefix=o.frame_prefix, world_frame=o.world_frame),
-                              factory="robot_bridge.nodes.world:WorldNode"))
+        specs.append(node("world_node", objects_file=o.objects, description_file=o.robot_file,
+                          environment=o.environment, frame_prefix=o.frame_prefix, world_frame=o.world_frame))
     if o.planner and o.mode == "sim" and planner_unavailable() is None:
-        specs.append(NodeSpec(PACKAGE, "planner_node", "planner_node", ns,
-                              params("planner_node", "planner.yaml", description_file=o.robot_file,
-                                     frame_prefix=o.frame_prefix, world_frame=o.world_frame,
-                                     environment=o.environment,
-                                     **({"objects_roots": roots} if roots else {})),
-                              factory="robot_bridge.nodes.planner:PlannerNode"))
+        specs.append(node("planner_node", description_file=o.robot_file, frame_prefix=o.frame_prefix,
+                          world_frame=o.world_frame, environment=o.environment,
+                          **({"objects_roots": roots} if roots else {})))
     if o.rviz:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),
                               arguments=("-d", str(config_file(RVIZ_CONFIG))), optional=True))
     if o.view:
-        specs.append(NodeSpec(PACKAGE, "view_node", "view_node", ns,
-                              {**common, **({"allow_control": True} if o.allow_control else {})},
-                              factory="robot_bridge.nodes.view:ViewNode"))
+        specs.append(node("view_node", **({"allow_control": True} if o.allow_control else {})))
     return [_with_files(spec, o) for spec in specs]
 
 
-READS_ROBOT = ("description_node", "sensor_bridge", "controller_node")     # read description_file
+READS_ROBOT = node_table.READS_ROBOT      # read description_file with xacro_args (robot-bridge run: once)
 
 
 def _with_files(spec: NodeSpec, o: Options) -> NodeSpec:
     """``spec`` with xacro_args, the search path and every parameters file applied (files last)."""
-    from dataclasses import replace
-
     parameters = dict(spec.parameters)
     if spec.name in READS_ROBOT and o.xacro_args:
         parameters["xacro_args"] = o.xacro_args

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from robot_bridge import bringup
+from robot_bridge import bringup, node_table
 from robot_bridge.ros import rcl_layout
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,13 +24,11 @@ def by_name(specs):
 
 def schema(spec: bringup.NodeSpec) -> dict:
     """name -> default of every parameter the node declares (sensor parameters for the default robot)."""
-    from robot_bridge.nodes import controller, description, sensor_bridge, world
+    import importlib
 
-    if spec.name == "planner_node":
-        from robot_bridge.nodes import planner as module
-    else:
-        module = {"description_node": description, "sensor_bridge": sensor_bridge,
-                  "controller_node": controller, "world_node": world}[spec.name]
+    from robot_bridge.nodes import sensor_bridge
+
+    module = importlib.import_module(node_table.BY_NAME[spec.name].module)
     declared = {name: default for name, default, _ in module.PARAMETERS}
     if spec.name == "sensor_bridge":
         for sensor in ("base_laser", "wrist_camera", "wrist_imu"):
@@ -162,7 +160,8 @@ def test_invalid_arguments(values, message):
 
 @pytest.mark.parametrize("mode", ["sim", "real"])
 def test_every_parameter_is_declared_by_its_node_with_the_same_type(mode):
-    options = bringup.Options(mode=mode, namespace="n", frame_prefix="p/", objects="/o.yaml")
+    options = bringup.Options(mode=mode, namespace="n", frame_prefix="p/", objects="/o.yaml", view=True,
+                              search_path="/s")
     for spec in bringup.node_set(options):
         declared = schema(spec)
         for name, value in spec.parameters.items():
@@ -310,16 +309,13 @@ def test_run_reports_a_node_that_cannot_start(monkeypatch, capsys):
 
 def test_every_node_parameter_is_in_its_yaml():
     """config/<node>.yaml lists every parameter of the node's schema (arrays without a value: commented)."""
-    from robot_bridge.nodes import controller, description, sensor_bridge, world
+    import importlib
 
-    nodes = [(description, "description_node", "description.yaml"),
-             (sensor_bridge, "sensor_bridge", "sensor_bridge.yaml"),
-             (controller, "controller_node", "controller.yaml"), (world, "world_node", "world.yaml")]
-    if bringup.planner_unavailable() is None:
-        from robot_bridge.nodes import planner
-
-        nodes.append((planner, "planner_node", "planner.yaml"))
-    for module, node, name in nodes:
+    nodes = [(n.module, n.name, n.config) for n in node_table.NODES if n.config]
+    if bringup.planner_unavailable() is not None:
+        nodes = [n for n in nodes if n[1] != "planner_node"]
+    for module_name, node, name in nodes:
+        module = importlib.import_module(module_name)
         text = (REPO / "config" / name).read_text()
         values = bringup.yaml_parameters(REPO / "config" / name, node)
         for parameter, default, _ in module.PARAMETERS:

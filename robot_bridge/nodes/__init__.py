@@ -8,7 +8,7 @@ not a KeyboardInterrupt traceback from the middle of an import: the node's main 
 import os as _os
 import sys as _sys
 
-EXECUTABLES = ("description_node", "sensor_bridge_node", "controller_node", "world_node")
+from ..node_table import EXECUTABLES     # every node executable, from the one table of nodes
 
 
 def _started_as_executable() -> bool:

@@ -1,30 +1,29 @@
 """The parameter tables of the node pages in docs/ (one page per node), from every node's schema:
 ``python -m robot_bridge.nodes.parameter_tables`` regenerates them (a test keeps them in step).  The schema
-module (robot_bridge.ros.params) knows no node; this one imports them."""
+module (robot_bridge.ros.params) knows no node; this one finds them in robot_bridge.node_table."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
+from ..node_table import NODES
 from ..ros.params import markdown_table, update_tables
 
 PAGES: dict[str, tuple[str, ...]] = {   # page (from the repository's top) -> the tables it carries, in order
-    "docs/description_node.md": ("description_node",),
-    "docs/sensor_bridge_node.md": ("sensor_bridge", "sensor_bridge.sensors"),
-    "docs/controller_node.md": ("controller_node",),
-    "docs/world_node.md": ("world_node",),
-}
+    node.docs: tuple(schema.key for schema in node.schemas) for node in NODES}
+
+
+def node_tables(node) -> dict[str, str]:
+    """Table key -> table, for the schemas of one :class:`robot_bridge.node_table.NodeEntry` (imports its
+    module)."""
+    module = importlib.import_module(node.module)
+    return {s.key: markdown_table(getattr(module, s.attribute), s.prefix) for s in node.schemas}
 
 
 def tables() -> dict[str, str]:
-    """Table key (``<!-- parameters: KEY -->``) -> the table of that schema."""
-    from . import controller, description, sensor_bridge, world
-
-    return {"description_node": markdown_table(description.PARAMETERS),
-            "world_node": markdown_table(world.PARAMETERS),
-            "sensor_bridge": markdown_table(sensor_bridge.PARAMETERS),
-            "sensor_bridge.sensors": markdown_table(sensor_bridge.SENSOR_PARAMETERS, "sensors.<name>."),
-            "controller_node": markdown_table(controller.PARAMETERS)}
+    """Table key (``<!-- parameters: KEY -->``) -> the table of that schema, for every node."""
+    return {key: table for node in NODES for key, table in node_tables(node).items()}
 
 
 def update_page(text: str) -> str:

@@ -38,44 +38,11 @@ def test_constraints_text_states_choices_lengths_and_restart():
     assert cov.constraints().startswith("length 0 or 9")
 
 
-def test_every_schema_entry_is_well_formed():
-    """Names unique, defaults satisfy their own constraints, every parameter described."""
-    for schema in (controller.PARAMETERS, description.PARAMETERS, sensor_bridge.PARAMETERS,
-                   sensor_bridge.SENSOR_PARAMETERS, world.PARAMETERS):
-        names = [p.name for p in schema]
-        assert len(names) == len(set(names))
-        for p in schema:
-            assert p.description, p.name
-            default = [] if isinstance(p.default, params.EmptyArray) else p.default
-            assert p.refusal(default) is None, p.name
-
-
 def test_bare_tuples_become_params():
     (p,) = params.schema(("x", 1, "an x"))
     assert p == Param("x", 1, "an x")
     name, default, text = p
     assert (name, default, text) == ("x", 1, "an x")
-
-
-def test_docs_parameter_tables_match_the_schemas():
-    """Each node's page carries its own tables (and no other page any), as the schemas generate them."""
-    import re
-    from pathlib import Path
-
-    from robot_bridge.nodes.parameter_tables import PAGES, tables, update_page
-
-    root = Path(__file__).resolve().parents[2]
-    found = {}
-    for page in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
-        keys = tuple(re.findall(r"<!-- parameters: (\S+) -->", page.read_text(encoding="utf-8")))
-        if keys:
-            found[page.relative_to(root).as_posix()] = keys
-    assert found == PAGES
-    assert sorted(k for keys in PAGES.values() for k in keys) == sorted(tables())
-    for name in PAGES:
-        page = (root / name).read_text(encoding="utf-8")
-        assert update_page(page) == page, \
-            f"{name}: parameter tables are stale: python -m robot_bridge.nodes.parameter_tables"
 
 
 def test_the_schema_module_knows_no_node():

@@ -71,20 +71,17 @@ def create_node(spec: bringup.NodeSpec, context=None, robot=None):
     cli_args = ["--ros-args", "-r", f"__node:={spec.name}"]
     for source, target in spec.remappings:
         cli_args += ["-r", f"{source}:={target}"]
-    extra = {"robot": robot} if robot is not None and spec.name in READS_ROBOT else {}
+    extra = {"robot": robot} if robot is not None and spec.name in bringup.READS_ROBOT else {}
     overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
     return node_class(context=context, namespace=spec.namespace or None, cli_args=cli_args,
                       parameter_overrides=overrides, **extra)
-
-
-READS_ROBOT = bringup.READS_ROBOT      # take a Robot read once
 
 
 def _read_robot_once(specs: list[bringup.NodeSpec]):
     """The robot file every node reads, read once (its warnings then appear once, from the description
     node); None when the nodes disagree on it or it does not load (each node then reports for itself)."""
     files = {(s.parameters.get("description_file"), tuple(s.parameters.get("search_path") or ()),
-              s.parameters.get("xacro_args", "")) for s in specs if s.name in READS_ROBOT}
+              s.parameters.get("xacro_args", "")) for s in specs if s.name in bringup.READS_ROBOT}
     if len(files) != 1:
         return None
     ((path, search_path, xacro_args),) = files
