@@ -58,13 +58,21 @@ def visit(arguments: dict[str, str]):
     return description, environment, nodes
 
 
+class _ParamsFileLoader(yaml.SafeLoader):
+    """Reads the file as rcl's parser does: launch_ros writes a list parameter as ``!!python/tuple`` (its
+    yaml.dump of the tuples it normalizes lists to), which rcl takes as a plain sequence."""
+
+
+_ParamsFileLoader.add_constructor("tag:yaml.org,2002:python/tuple", yaml.SafeLoader.construct_sequence)
+
+
 def node_parameters(node) -> dict:
     """The parameters launch_ros hands the process: it writes the dict to a parameter file."""
     params = {}
     for argument, is_file in node._Node__expanded_parameter_arguments or []:
         assert is_file, f"unexpected inline parameter {argument}"
         with open(argument, encoding="utf-8") as stream:
-            (section,) = yaml.safe_load(stream).values()      # keyed by the node's full name
+            (section,) = yaml.load(stream, _ParamsFileLoader).values()      # keyed by the node's full name
         os.unlink(argument)
         params.update(bringup.flatten(section["ros__parameters"]))
     return params
