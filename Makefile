@@ -24,9 +24,11 @@ $(error ROS_DISTRO=$(WHEELS_DISTRO): the wheels setup knows kilted (default) and
 endif
 VPY := $(VENV)/bin/python
 # VENV_INTERFACES: the tools/venv_interfaces packages to build (space-separated, their local dependencies come
-# along; default: all), e.g. a CI subset.  TESTS: what `make test` runs (pytest paths or node ids; default: test).
+# along; default: all), e.g. a CI subset.  TESTS: what `make test` runs (pytest paths or node ids, or options such
+# as -m "node or system"; default: test).  PYTEST_ARGS: added to every run (default: the 25 slowest tests listed).
 VENV_INTERFACES ?=
 TESTS ?= test
+PYTEST_ARGS ?= --durations=25
 export PYTHON CMAKE CC CXX VENV REQUIREMENTS VENV_INTERFACES
 
 # The setup is redone only when one of its inputs changes (the stamp name carries their hash).
@@ -69,11 +71,12 @@ test-jazzy:
 	$(MAKE) test ROS_DISTRO=jazzy
 
 # Lint and tests both run so CI reports both; the target fails if either does. pytest exits 5 when it
-# collects no tests: like any non-zero status, that fails the target.
+# collects no tests: like any non-zero status, that fails the target.  One pytest run: its "layers" section
+# (test/fixtures/layer_report.py) gives each layer's counts and time, its last line the totals.
 test: setup
 	@status=0; \
 	$(VPY) -m ruff check $(LINT_PATHS) || status=$$?; \
-	ROS_DOMAIN_ID=$$(( RANDOM % 100 + 1 )) $(VPY) -m pytest $(TESTS) || status=$$?; \
+	ROS_DOMAIN_ID=$$(( RANDOM % 100 + 1 )) $(VPY) -m pytest $(PYTEST_ARGS) $(TESTS) || status=$$?; \
 	exit $$status
 
 # The bridge in sim mode on the embedded robot and world, a master client, a report and demo_out/demo.png.

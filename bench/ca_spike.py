@@ -42,7 +42,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "test" / "planning"))
+sys.path.insert(0, str(REPO / "test" / "fixtures" / "planning"))
 
 FLOOR = 1e-4          # rad: a smaller advance is refused
 

@@ -2,12 +2,13 @@
 roboplan's RRT-Connect called directly vs OMPL's RRTConnect with a Python validity checker -- the same
 queries, the same seeds, interleaved in the same run, several repeats (prints JSON).
 
-Scenes (test/planning/scenes.py): ``embedded`` -- the embedded LWA3 arm in the demo world (default.env.xml:
-table, crate, can, block, ball); ``panda`` -- example-robot-data's Panda with a table and a box on it.  The
-queries (bench/plan_queries.json, made once by ``--generate`` with a fixed seed): collision-free start and
-goal of the arm group, the end effector left of the obstacle at the start and right of it at the goal.  Every
-run asserts that each query's straight joint segment collides, by the planner (every 0.01 rad) and by the
-independent checker (test/planning/pin_checker.py, pinocchio + coal on the same URDF, every 0.01 rad).
+Scenes (test/fixtures/planning/scenes.py): ``embedded`` -- the embedded LWA3 arm in the demo world
+(default.env.xml: table, crate, can, block, ball); ``panda`` -- example-robot-data's Panda with a table and a
+box on it.  The queries (bench/plan_queries.json, made once by ``--generate`` with a fixed seed):
+collision-free start and goal of the arm group, the end effector left of the obstacle at the start and right
+of it at the goal.  Every run asserts that each query's straight joint segment collides, by the planner (every
+0.01 rad) and by the independent checker (test/fixtures/planning/pin_checker.py, pinocchio + coal on the same
+URDF, every 0.01 rad).
 
 Repeat ``r`` of query ``k`` uses seed ``1000 r + k + 1`` for every method:
 
@@ -46,7 +47,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "test" / "planning"))
+sys.path.insert(0, str(REPO / "test" / "fixtures" / "planning"))
 
 QUERIES = Path(__file__).resolve().parent / "plan_queries.json"
 GROUP = "arm"

@@ -1,4 +1,8 @@
-"""Shared test set-up: an isolated ROS 2 domain per test run and the corpus location."""
+"""Shared test set-up: an isolated ROS 2 domain per test run, the corpus location, and the plugins every
+folder uses: the rclpy fixtures (fixtures/ros_fixtures.py) and the layers (fixtures/layer_report.py).
+
+This folder is on sys.path (pytest's rootdir conftest import), so tests import their helpers as
+``fixtures.X`` from test/fixtures/; no test module imports another, nor edits sys.path (test_layout.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = (REPO / ".." / "shared" / "corpus").resolve()
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+pytest_plugins = ["fixtures.ros_fixtures", "fixtures.layer_report"]
 
 # One DDS domain per pytest process so parallel runs never see each other, and
 # discovery stays on this machine.

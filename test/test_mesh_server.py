@@ -27,6 +27,7 @@ from pathlib import Path
 import robot_bridge
 from robot_bridge.formats.mesh_cache import MeshCache
 from robot_bridge.mesh_server import MAX_CONNECTIONS, MeshServer
+from fixtures.waiting import wait_until
 
 MB = 1024 * 1024
 CHILD = r"""
@@ -89,15 +90,6 @@ def child_server(directory: Path, log: Path, **options):
             proc.kill()
             proc.wait()
         proc.stdout.close()
-
-
-def wait_for(condition, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def test_only_regular_files_in_the_cache_are_served_never_a_planted_link(tmp_path):
@@ -208,8 +200,8 @@ def test_held_partial_requests_are_dropped_at_the_timeout_and_threads_return_to_
         for s in held:
             s.close()
         assert not still_open, f"{len(still_open)} of 1000 held connections open 30 s after the last"
-        assert wait_for(lambda: proc_status(pid, "Threads") <= base, 30.0), \
-            f"{proc_status(pid, 'Threads')} threads in the server, {base} before"
+        wait_until(lambda: proc_status(pid, "Threads") <= base, 30.0,
+                   lambda: f"{proc_status(pid, 'Threads')} threads in the server, {base} before")
         assert get(f"http://127.0.0.1:{port}/{cache_name(mesh)}") == (200, mesh)     # still serving
 
 
@@ -258,7 +250,8 @@ def test_a_client_that_goes_away_is_one_log_line_not_a_traceback(tmp_path, capfd
         assert s.recv(65536)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))    # reset, mid-file
         s.close()
-        assert wait_for(lambda: any("went away" in line for line in lines), 30.0), lines
+        wait_until(lambda: any("went away" in line for line in lines), 30.0,
+                   lambda: f"'went away' in {lines}")
     finally:
         server.stop()
     assert sum("went away" in line for line in lines) == 1, lines

@@ -17,9 +17,7 @@ from robot_bridge.bringup import DEFAULT_ROBOT, DEFAULT_SRDF
 from robot_bridge.cli.main import main as cli
 from robot_bridge.formats import srdf, urdf
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nodes"))
-from lwa_fixture import Harness  # noqa: E402
+from fixtures.hardware.lwa_fixture import Harness
 
 ACTION_TYPES = {"FollowJointTrajectory": "control_msgs/action/FollowJointTrajectory",
                 "GripperCommand": "control_msgs/action/GripperCommand"}
@@ -110,7 +108,7 @@ def test_embedded_robot_with_its_srdf(tmp_path):
 
     def execute(h):
         """What MoveIt's controller manager does with the config: a goal on <name>/<action_ns>."""
-        from test_controller_actions import SUCCEEDED, Client
+        from fixtures.hardware.controller import SUCCEEDED, Client
 
         entry = files["moveit_controllers.yaml"]["moveit_simple_controller_manager"]["controller_node/arm"]
         client = Client({"joint_names": entry["joints"], "points": [

@@ -3,8 +3,6 @@ joints stay within their limits and end held."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +12,7 @@ from robot_bridge.control import (ErrorCode, GoalState, GoalTracker, JointContro
 from robot_bridge.hardware import FaultKind, create, limits_from_robot
 from robot_bridge.hardware.trajectory import Trajectory
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
-from lwa_fixture import ACCELERATION, JOINTS, LOWER, UPPER, VELOCITY, lwa_robot  # noqa: E402
+from fixtures.hardware.lwa_fixture import ACCELERATION, JOINTS, LOWER, UPPER, VELOCITY, lwa_robot  # noqa: E402
 
 DT = 0.01
 

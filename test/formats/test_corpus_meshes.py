@@ -6,7 +6,6 @@ equals the model's (1 mm).  Meshes that are absent upstream are named in the con
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -27,8 +26,7 @@ pytest.importorskip("rclpy")
 
 from robot_bridge.nodes.description import PARAMETERS, load_model, mesh_target  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_corpus_urdf_export import CORPUS, load_or_skip, pinocchio_q  # noqa: E402
+from fixtures.urdf_export import CORPUS, load_or_skip, pinocchio_q  # noqa: E402
 
 BBOX_TOL = 1e-3          # m
 LOADABLE = (".stl", ".dae", ".obj")

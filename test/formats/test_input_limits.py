@@ -19,8 +19,7 @@ from robot_bridge import errors as E
 from robot_bridge.formats import limits, load
 from robot_bridge.world import load_mapping
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
-from cases import openrave, urdf  # noqa: E402
+from fixtures.hostile_cases import openrave, urdf  # noqa: E402
 
 GB = 1 << 30
 VALID_BODY = ('<KinBody name="box"><Body name="b"><Geom type="box"><Extents>0.1 0.1 0.1</Extents></Geom>'

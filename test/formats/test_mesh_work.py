@@ -11,6 +11,7 @@ import pytest
 
 from pathlib import Path
 
+from fixtures.inventor import iv_binary
 from robot_bridge import errors as E
 from robot_bridge.formats import load, meshes
 
@@ -85,10 +86,8 @@ def test_a_small_face_on_many_points_costs_its_corners_not_the_points(tmp_path):
 
 
 def test_binary_inventor_arrays_are_work(tmp_path):
-    from test_meshes import _iv_binary
-
     path = tmp_path / "binary.iv"
-    path.write_bytes(_iv_binary("Separator", 0, 0, 1, "Coordinate3", 0, 1, "point", 3000,
+    path.write_bytes(iv_binary("Separator", 0, 0, 1, "Coordinate3", 0, 1, "point", 3000,
                                 *([0.0] * 9000), 0))
     budget = meshes.MeshBudget(work=5_000)
     with pytest.raises(E.WorkBudgetError, match="binary.iv.*MAX_MESH_WORK"):

@@ -10,6 +10,7 @@ import trimesh
 
 from robot_bridge.errors import MissingFileError, SchemaError, UnsafeInputError, UnsupportedFormatError
 from robot_bridge.formats import meshes, urdf
+from fixtures.inventor import iv_binary
 from robot_bridge.model import Geometry, Link, Mesh, Robot
 
 
@@ -93,22 +94,6 @@ def test_urdf_writer_converts_inventor_for_rviz_and_pinocchio(fixtures, tmp_path
     np.testing.assert_array_equal(geom.geometryObjects[0].meshScale, [1, 2, 1])
 
 
-def _iv_binary(*words) -> bytes:
-    """Inventor V2.1 binary: big-endian int32/float32 words, strings length-prefixed and 4-byte padded."""
-    import struct
-
-    out = [b"#Inventor V2.1 binary  \n"]
-    for w in words:
-        if isinstance(w, str):
-            raw = w.encode()
-            out.append(struct.pack(">i", len(raw)) + raw + b"\0" * (-len(raw) % 4))
-        elif isinstance(w, float):
-            out.append(struct.pack(">f", w))
-        else:
-            out.append(struct.pack(">i", w))
-    return b"".join(out)
-
-
 def test_binary_inventor_strip_with_material(tmp_path):
     from robot_bridge.formats import meshes
 
@@ -116,7 +101,7 @@ def test_binary_inventor_strip_with_material(tmp_path):
     #             Translation { translation 1 0 0 }
     #             IndexedTriangleStripSet { vertexProperty VertexProperty { vertex [4 points] }
     #                                       coordIndex [0 1 2 3 -1] } }
-    data = _iv_binary(
+    data = iv_binary(
         "Separator", 2, 0, 3,
         "DEF", "paint", "Material", 0, 1, "diffuseColor", 1, 0.5, 0.25, 1.0, 0,
         "Translation", 0, 1, "translation", 1.0, 0.0, 0.0, 0,
@@ -136,7 +121,7 @@ def test_binary_inventor_strip_with_material(tmp_path):
     path.write_bytes(data[:-20])
     with pytest.raises(SchemaError, match="unexpected end of file"):
         meshes.read_inventor(path)
-    path.write_bytes(_iv_binary(*["Separator", 0, 0, 1] * 500))           # hostile nesting
+    path.write_bytes(iv_binary(*["Separator", 0, 0, 1] * 500))           # hostile nesting
     with pytest.raises(SchemaError, match="nested deeper"):
         meshes.read_inventor(path)
 
@@ -237,7 +222,7 @@ Separator {{
 """)
     np.testing.assert_allclose(meshes.read_inventor_coloured(path)[2], [RED, BLUE, BLUE])
     points = [float(c) for c in _POINTS.replace(",", " ").split()]
-    path.write_bytes(_iv_binary(
+    path.write_bytes(iv_binary(
         "Separator", 2, 0, 1,
         "IndexedFaceSet", 0, 2,
         "vertexProperty", "VertexProperty", 0, 3, "vertex", 5, *points, 0,
@@ -307,7 +292,7 @@ def test_counts_are_checked_against_the_file_before_allocating(tmp_path):
                         "  FaceSet { numVertices [ 99999999 ] }\n}\n")
     binary = tmp_path / "binary.iv"
     triangle = map(float, [0, 0, 0, 1, 0, 0, 0, 1, 0])
-    binary.write_bytes(_iv_binary("Separator", 0, 0, 2, "Coordinate3", 0, 1, "point", 3, *triangle, 0,
+    binary.write_bytes(iv_binary("Separator", 0, 0, 2, "Coordinate3", 0, 1, "point", 3, *triangle, 0,
                                   "FaceSet", 0, 1, "numVertices", 1, 99999999, 0))
     uses = tmp_path / "uses.iv"               # 2^40 triangles through USE
     uses.write_text(_doubling_uses(40))

@@ -5,7 +5,6 @@ more than 1e-6, so FK, TF and the exported URDF agree."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +17,7 @@ from robot_bridge.kinematics import KinematicModel
 from robot_bridge.model import transform as tf
 from robot_bridge.sim import Scene
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_corpus_urdf_export import assert_export_matches  # noqa: E402
+from fixtures.urdf_export import assert_export_matches  # noqa: E402
 
 TOO_LONG = "a" * 300 + ".kinbody.xml"
 INCLUDE = '<Robot name="r"><KinBody name="r" file="{ref}"/></Robot>'

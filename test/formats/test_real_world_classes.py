@@ -5,7 +5,6 @@ accepts and whose pinocchio FK equals ours (test_corpus_urdf_export.assert_expor
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +17,7 @@ from robot_bridge.formats.srdf import semantics_from_model, to_srdf
 from robot_bridge.formats.urdf import to_urdf
 from robot_bridge.kinematics import KinematicModel
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_corpus_urdf_export import assert_export_matches  # noqa: E402
+from fixtures.urdf_export import assert_export_matches  # noqa: E402
 
 REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
 DUMMIES = REALWORLD / "collada" / "openrave_dummies.dae"

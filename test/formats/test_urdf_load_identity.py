@@ -23,8 +23,7 @@ import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "fixtures"))
-import large_files  # noqa: E402
+from fixtures import large_files  # noqa: E402
 
 from robot_bridge import formats  # noqa: E402
 from robot_bridge.errors import DescriptionError  # noqa: E402

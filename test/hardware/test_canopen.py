@@ -13,6 +13,7 @@ from robot_bridge.hardware.base import FaultKind, HardwareError, JointLimits, Mo
 from robot_bridge.hardware.canopen_driver import CanopenHardware
 from robot_bridge.hardware.cia402 import DEFAULT_EDS, SW_STATE
 from robot_bridge.hardware.cia402_sim import Cia402DriveSim
+from fixtures.waiting import wait_until
 
 LIMITS = [JointLimits(-2.0, 2.0, 1.0, 2.0, 50.0), JointLimits(-1.5, 1.5, 1.5, 3.0, 50.0)]
 NODE_IDS = [5, 6]
@@ -20,15 +21,6 @@ _channels = itertools.count()
 
 
 TIMEOUT = 15.0          # generous: two loaded cores; the checks use the drives' recorded state, not time
-
-
-def wait_for(predicate, timeout=TIMEOUT, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -86,13 +78,13 @@ def test_enable_move_fault_reset(bus):
     assert positions(hardware) == pytest.approx([0.0, 0.1])            # enabling does not move
 
     hardware.command_position([1.5, -0.4])
-    wait_for(lambda: positions(hardware) == pytest.approx([1.5, -0.4], abs=1e-6), what="move")
+    wait_until(lambda: positions(hardware) == pytest.approx([1.5, -0.4], abs=1e-6), TIMEOUT, "move")
     assert drives[0].axis.position == pytest.approx(1.5)
     hardware.command_position([5.0, 0.0])                             # beyond the limit: clipped
-    wait_for(lambda: positions(hardware)[0] == pytest.approx(2.0, abs=1e-6), what="limit")
+    wait_until(lambda: positions(hardware)[0] == pytest.approx(2.0, abs=1e-6), TIMEOUT, "limit")
 
     drives[1].inject_fault(FaultKind.FOLLOWING_ERROR)
-    wait_for(lambda: hardware.status()[1].state is ModuleState.FAULT, what="fault")
+    wait_until(lambda: hardware.status()[1].state is ModuleState.FAULT, TIMEOUT, "fault")
     status = hardware.status()[1]
     assert status.fault is FaultKind.FOLLOWING_ERROR and status.error_code == 0x8611   # from EMCY
     assert drives[1].node.sdo[0x603F].raw == 0x8611
@@ -106,7 +98,8 @@ def test_enable_move_fault_reset(bus):
     assert drives[1].state == "OPERATION ENABLED" and drives[1].node.sdo[0x603F].raw == 0
     assert [s.state for s in hardware.status()] == [ModuleState.ENABLED] * 2
     hardware.command_position([1.5, 0.0])
-    wait_for(lambda: positions(hardware) == pytest.approx([1.5, 0.0], abs=1e-6), what="move after reset")
+    wait_until(lambda: positions(hardware) == pytest.approx([1.5, 0.0], abs=1e-6), TIMEOUT,
+               "move after reset")
 
     hardware.enable(False)
     assert [d.state for d in drives] == ["SWITCH ON DISABLED"] * 2
@@ -119,9 +112,9 @@ def test_halt_and_quick_stop(bus):
     hardware.open()
     hardware.enable(True)
     hardware.command_position([2.0, 0.1])
-    wait_for(lambda: drives[0].axis.velocity > 0.9, what="cruise")
+    wait_until(lambda: drives[0].axis.velocity > 0.9, TIMEOUT, "cruise")
     hardware.halt()
-    wait_for(lambda: drives[0].axis.velocity == 0.0, what="halted")
+    wait_until(lambda: drives[0].axis.velocity == 0.0, TIMEOUT, "halted")
     stopped = drives[0].axis.position
     # from where the drive was when the halt reached it (recorded by the drive, whatever the scheduling):
     # decelerating at the halt deceleration (0x6084 = the acceleration limit) it never travels more than
@@ -137,10 +130,11 @@ def test_halt_and_quick_stop(bus):
     assert drives[0].node.sdo[0x6041].raw & (1 << 10)                  # target reached (halted)
 
     hardware.command_position([-1.0, 0.1])                           # new set-point resumes
-    wait_for(lambda: drives[0].axis.velocity < -0.5, what="moving again")
+    wait_until(lambda: drives[0].axis.velocity < -0.5, TIMEOUT, "moving again")
     hardware.quick_stop()
-    wait_for(lambda: drives[0].state == "SWITCH ON DISABLED", what="quick stop complete")
-    wait_for(lambda: hardware.status()[0].state is ModuleState.DISABLED, what="the master sees it (TPDO)")
+    wait_until(lambda: drives[0].state == "SWITCH ON DISABLED", TIMEOUT, "quick stop complete")
+    wait_until(lambda: hardware.status()[0].state is ModuleState.DISABLED, TIMEOUT,
+               "the master sees it (TPDO)")
     assert hardware.status()[0].state is ModuleState.DISABLED and hardware.status()[0].brake
 
 
@@ -157,8 +151,8 @@ def test_heartbeat_supervision(bus):
     hardware.read()
     assert hardware.status()[0].state is ModuleState.ENABLED
     drives[0].silence()
-    wait_for(lambda: (hardware.read(), hardware.status()[0].state is ModuleState.FAULT)[1],
-             what="the silent drive reported faulted")
+    wait_until(lambda: (hardware.read(), hardware.status()[0].state is ModuleState.FAULT)[1], TIMEOUT,
+               "the silent drive reported faulted")
     status = hardware.status()[0]
     assert status.state is ModuleState.FAULT and status.fault is FaultKind.COMMUNICATION_TIMEOUT
     assert hardware.status()[1].state is ModuleState.ENABLED

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +9,7 @@ import pytest
 from robot_bridge.hardware import FaultKind, HardwareError, ModuleState, create, limits_from_robot
 from robot_bridge.model import Joint, Link, Robot
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
-from lwa_fixture import ACCELERATION, JOINTS, LOWER, UPPER, VELOCITY, lwa_robot  # noqa: E402
+from fixtures.hardware.lwa_fixture import ACCELERATION, JOINTS, LOWER, UPPER, VELOCITY, lwa_robot  # noqa: E402
 
 
 class Clock:

@@ -17,12 +17,11 @@ import pytest
 from robot_bridge import errors as E
 from robot_bridge.formats import _reader
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import FORMATS, SUFFIX, all_cases, load_any, valid  # noqa: E402
+from fixtures.hostile_cases import FORMATS, SUFFIX, all_cases, load_any, valid  # noqa: E402
 
 import trimesh  # noqa: E402,F401  (imported now so its lazy module loads are not audited as reads)
 
-GUARD_SECONDS = 5.0          # generous CI guard; the < 1 s figure is measured by `python cases.py`
+GUARD_SECONDS = 5.0          # generous CI guard; `python test/fixtures/hostile_cases.py` measures the < 1 s
 _OPENED: list[str] | None = None
 
 
@@ -137,7 +136,7 @@ def test_check_cli_exit_2_one_line(case, tmp_path, monkeypatch):
 
 def test_srdf_file_with_urdf_content_uses_the_same_roots(tmp_path):
     """``load()`` reads a .srdf holding URDF content as URDF: its meshes obey the roots too."""
-    from cases import urdf
+    from fixtures.hostile_cases import urdf
     from robot_bridge.formats import load
 
     (tmp_path / "outside").mkdir()

@@ -10,7 +10,6 @@ import contextlib
 import io
 import os
 import random
-import sys
 import threading
 from pathlib import Path
 
@@ -19,8 +18,7 @@ import pytest
 from robot_bridge import errors as E
 from robot_bridge.formats import load
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cases import openrave  # noqa: E402
+from fixtures.hostile_cases import openrave  # noqa: E402
 
 LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [\n <!ENTITY lol "lol">\n'
           + "".join(f' <!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">\n'

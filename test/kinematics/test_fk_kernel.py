@@ -12,7 +12,7 @@ from robot_bridge.kinematics.fk import KinematicModel
 from robot_bridge.model import Joint, Link, Mimic, Robot
 from robot_bridge.model.transform import translation
 
-from test_state_publisher_fk import _random_tree  # noqa: E402  (tests dir on sys.path)
+from fixtures.random_trees import random_tree
 
 needs_numba = pytest.mark.skipif(not fk_kernel.AVAILABLE, reason="numba not installed")
 EMBEDDED = "robot_bridge/data/lwa3_gripper.robot.xml"
@@ -32,7 +32,7 @@ def _assert_same(a: dict, b: dict, atol=1e-12):
 @pytest.mark.parametrize("seed", range(6))
 def test_kernel_equals_numpy_on_random_trees(seed):
     rng = np.random.default_rng(seed)
-    robot = _random_tree(rng, [4, 12, 30, 90, 7, 25][seed])
+    robot = random_tree(rng, [4, 12, 30, 90, 7, 25][seed])
     robot.links["lonely"] = Link("lonely")                 # a second root: identity in both
     fast, slow = _both(robot)
     assert fast._kernel is not None and slow._kernel is None

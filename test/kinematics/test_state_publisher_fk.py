@@ -9,32 +9,13 @@ from scipy.spatial.transform import Rotation
 from robot_bridge.kinematics import fk_kernel
 from robot_bridge.kinematics.fk import KinematicModel, forward_kinematics
 from robot_bridge.model import Joint, Link, Mimic, Robot
-from robot_bridge.model.transform import make, translation
+from robot_bridge.model.transform import translation
+
+from fixtures.random_trees import TYPES, random_tree  # noqa: F401
 
 # every FK test on both paths: the numba kernel (when numba is installed) and the numpy composition
 NO_NUMBA = pytest.mark.skipif(not fk_kernel.AVAILABLE, reason="numba not installed")
 PATHS = pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=NO_NUMBA)])
-
-TYPES = ("revolute", "prismatic", "fixed", "universal", "spherical", "continuous", "hinge2")
-
-
-def _random_tree(rng, n_links: int, types=TYPES) -> Robot:
-    r = Robot("tree")
-    r.links["l0"] = Link("l0")
-    for i in range(1, n_links):
-        parent = f"l{rng.integers(0, i)}"
-        jtype = types[rng.integers(0, len(types))]
-        dof = {"fixed": 0, "universal": 2, "hinge2": 2, "spherical": 3}.get(jtype, 1)
-        axes = [a / np.linalg.norm(a) for a in rng.normal(size=(dof, 3))]
-        offset = np.eye(4) if rng.random() < 0.5 else make(Rotation.random(random_state=i).as_matrix(),
-                                                           rng.normal(size=3))
-        r.links[f"l{i}"] = Link(f"l{i}")
-        r.joints[f"j{i}"] = Joint(f"j{i}", jtype, parent, f"l{i}",
-                                  origin=make(Rotation.random(random_state=100 + i).as_matrix(),
-                                              rng.normal(size=3)),
-                                  axes=axes, child_offset=offset, initial=rng.normal(size=dof))
-    return r
-
 
 def _reference(robot: Robot, values: dict) -> dict:
     """Direct recursion over the model conventions with scipy rotations."""
@@ -62,7 +43,7 @@ def _reference(robot: Robot, values: dict) -> dict:
 @pytest.mark.parametrize("n_links", [3, 8, 20, 60])
 def test_single_and_batch_fk_match_reference(n_links, compiled):
     rng = np.random.default_rng(n_links)
-    robot = _random_tree(rng, n_links)
+    robot = random_tree(rng, n_links)
     km = KinematicModel(robot, compiled=compiled)
     assert (km._kernel is not None) == compiled
     configs = []
@@ -83,7 +64,7 @@ def test_single_and_batch_fk_match_reference(n_links, compiled):
 
 
 def test_both_composition_strategies_agree():
-    robot = _random_tree(np.random.default_rng(5), 80, types=("revolute", "prismatic", "fixed"))
+    robot = random_tree(np.random.default_rng(5), 80, types=("revolute", "prismatic", "fixed"))
     km = KinematicModel(robot, compiled=False)
     values = {j.name: 0.3 for j in robot.joints.values() if j.dof}
     a = km.link_poses(values)

@@ -63,7 +63,7 @@ def test_namespaced_real_mode_launch_of_a_corpus_robot_has_the_documented_names(
         def topics():
             names = set(ros2("topic", "list", *SPIN).stdout.split())
             return names if documented <= names else None
-        names = wait_until(topics, 60, interval=1.0, what=f"topics {sorted(documented)}")
+        names = wait_until(topics, 60, every=1.0, what=f"topics {sorted(documented)}")
         # nothing else outside the namespace, and the namespace holds only the nodes' own and the sensors'
         assert {n for n in names if not n.startswith("/arm1/")} == global_topics, names
         private = ("/arm1/description_node/", "/arm1/sensor_bridge/", "/arm1/controller_node/")

@@ -4,6 +4,25 @@ from __future__ import annotations
 
 import pytest
 
+from fixtures.description_node import TF_PATHS
+
+
+@pytest.fixture(params=TF_PATHS)
+def harness_factory(request):
+    """make(**parameters) -> a description_node Harness (fixtures/description_node.py) on each /tf transport;
+    every one made is closed after the test.  The test module initialises rclpy."""
+    from fixtures.description_node import Harness
+
+    made = []
+
+    def make(**params):
+        h = Harness(request.param, **params)
+        made.append(h)
+        return h
+    yield make
+    for h in made:
+        h.close()
+
 
 @pytest.fixture
 def sensor_harness():

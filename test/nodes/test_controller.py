@@ -2,61 +2,28 @@
 
 from __future__ import annotations
 
-import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
-from lwa_fixture import ACCELERATION, HOME, JOINTS, LOWER, UPPER, VELOCITY, Harness, lwa_robot  # noqa: E402
+from fixtures.hardware.lwa_fixture import ACCELERATION, HOME, JOINTS, VELOCITY, Harness, lwa_robot  # noqa: E402
 
 pytest.importorskip("rclpy")
-from builtin_interfaces.msg import Duration  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from robot_bridge.hardware import FaultKind  # noqa: E402
 from robot_bridge.nodes.controller import Rejected  # noqa: E402
 
-TOL = 1e-9
-
+from fixtures.hardware.controller import TOL, assert_within_limits, point, report  # noqa: E402, F401
 
 @pytest.fixture
 def harness():
     h = Harness(lwa_robot(), state_rate=100.0)
     yield h
     h.close()
-
-
-def point(positions, velocities=(), t=0.0):
-    sec = int(t)
-    return JointTrajectoryPoint(positions=list(positions), velocities=list(velocities),
-                                time_from_start=Duration(sec=sec, nanosec=int(round((t - sec) * 1e9))))
-
-
-def report(name, **numbers):
-    print(f"\n{name}: {json.dumps(numbers)}")
-
-
-def assert_within_limits(joint_states, states, joints=JOINTS):
-    """Every /joint_states sample inside position and velocity limits, every ~/controller_state feedback
-    inside the acceleration limit (the hardware's measured acceleration)."""
-    index = [JOINTS.index(j) for j in joints]
-    lower, upper, vmax, amax = LOWER[index], UPPER[index], VELOCITY[index], ACCELERATION[index]
-    for msg in joint_states:
-        q, v = np.array(msg.position), np.array(msg.velocity)
-        assert np.all(q >= lower - TOL) and np.all(q <= upper + TOL), q
-        assert np.all(np.abs(v) <= vmax * (1 + 1e-9)), v
-    peak_a = 0.0
-    for msg in states:
-        a = np.array(msg.feedback.accelerations)
-        assert np.all(np.abs(a) <= amax * (1 + 1e-6)), a
-        peak_a = max(peak_a, float(np.max(np.abs(a) / amax)))
-    return peak_a
 
 
 def test_trajectory_executed_and_joint_states_follow(harness):

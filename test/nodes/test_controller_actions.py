@@ -9,85 +9,24 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hardware"
-sys.path.insert(0, str(FIXTURES))
-from lwa_fixture import JOINTS, LOWER, UPPER, Harness, lwa_robot  # noqa: E402
+from fixtures.hardware.lwa_fixture import JOINTS, LOWER, UPPER, Harness, lwa_robot  # noqa: E402
 
 pytest.importorskip("rclpy")
 pytest.importorskip("control_msgs.action")
 from std_msgs.msg import Float64MultiArray  # noqa: E402
-from test_controller import assert_within_limits, report  # noqa: E402
 
 from robot_bridge.hardware import FaultKind  # noqa: E402
 
-ACTION = "/controller_node/follow_joint_trajectory"
-SUCCEEDED, CANCELED, ABORTED = 4, 5, 6                 # action_msgs/GoalStatus
+from fixtures.hardware.controller import (ABORTED, ACTION, CANCELED, SUCCEEDED, Client,  # noqa: E402, F401
+                                         assert_within_limits, goal, report)
+
 STATE_RATE = 50.0
-
-
-class Client:
-    """The action client process; its JSON lines are collected as they arrive."""
-
-    def __init__(self, goal: dict, action: str = ACTION, *options: str):
-        self.process = subprocess.Popen(
-            [sys.executable, str(FIXTURES / "action_client.py"), action, json.dumps(goal), *options],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
-        self.events: list[dict] = []
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self):
-        for line in self.process.stdout:
-            with self.lock:
-                self.events.append(json.loads(line))
-
-    def of(self, kind: str) -> list[dict]:
-        with self.lock:
-            return [e for e in self.events if e["event"] == kind]
-
-    def wait(self, kind: str, count: int = 1, timeout: float = 30.0) -> list[dict]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.of(kind)
-            if len(found) >= count:
-                return found
-            errors = self.of("error")
-            assert not errors, errors
-            if self.process.poll() is not None and len(self.of(kind)) < count:
-                time.sleep(0.2)
-                if len(self.of(kind)) < count:
-                    raise AssertionError(f"client exited ({self.process.returncode}) without {count} {kind}: "
-                                         f"{self.events} {self.process.stderr.read()[-2000:]}")
-            time.sleep(0.02)
-        raise AssertionError(f"timed out waiting for {count} {kind} events: {self.events[-5:]}")
-
-    def wait_moving(self, joint: int = 0, beyond: float = 0.2, timeout: float = 30.0) -> None:
-        """Until a feedback shows ``joint`` measured beyond ``beyond`` (mid-motion, however loaded)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if any(f["actual"][joint] > beyond for f in self.of("feedback")):
-                return
-            assert not self.of("result"), self.of("result")
-            time.sleep(0.02)
-        raise AssertionError(f"no feedback with joint {joint} beyond {beyond}")
-
-    def result(self, timeout: float = 30.0) -> dict:
-        return self.wait("result", 1, timeout)[0]
-
-    def close(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-        self.process.wait(timeout=10)
-        self.process.stdout.close()
-        self.process.stderr.close()
 
 
 @pytest.fixture
@@ -104,13 +43,6 @@ def harness():
             c.close()
     finally:                    # the harness (spin thread, nodes, context) goes even if a client hangs
         h.close()
-
-
-def goal(positions, t, joints=JOINTS, velocities=True, **extra) -> dict:
-    point = {"positions": list(map(float, positions)), "time_from_start": t}
-    if velocities:
-        point["velocities"] = [0.0] * len(positions)
-    return {"joint_names": list(joints), "points": [point], **extra}
 
 
 def assert_held_within_limits(h, since: float) -> np.ndarray:

@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
-from lwa_fixture import JOINTS, LOWER, UPPER, VELOCITY, Harness, lwa_robot  # noqa: E402
+from fixtures.hardware.lwa_fixture import JOINTS, LOWER, UPPER, VELOCITY, Harness, lwa_robot  # noqa: E402
 
 pytest.importorskip("rclpy")
 canopen = pytest.importorskip("canopen")
 from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
-from test_controller import assert_within_limits, point, report  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from robot_bridge.hardware import FaultKind  # noqa: E402
 from robot_bridge.hardware.cia402_sim import Cia402DriveSim  # noqa: E402
+
+from fixtures.hardware.controller import assert_within_limits, point, report  # noqa: E402
 
 ARM = JOINTS[:4]                     # four modules keep the bus and the 2 CPUs lightly loaded
 NODE_IDS = [3, 4, 5, 6]
@@ -96,7 +94,7 @@ def test_node_on_canopen_trajectory_fault_recover(canopen_harness):
 def test_follow_joint_trajectory_on_canopen(canopen_harness):
     """The MoveIt path over the virtual CAN bus: a FollowJointTrajectory goal from an ActionClient in another
     process succeeds, with feedback at the state rate and the final error within the goal tolerance."""
-    from test_controller_actions import SUCCEEDED, Client
+    from fixtures.hardware.controller import SUCCEEDED, Client
 
     h, drives = canopen_harness
     goal = np.array([0.4, -0.3, 0.3, 0.5])

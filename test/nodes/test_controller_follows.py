@@ -12,10 +12,12 @@ import pytest
 
 pytest.importorskip("rclpy")
 from builtin_interfaces.msg import Duration  # noqa: E402
-from test_parameters import Bridge  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from robot_bridge import bringup  # noqa: E402
+
+from fixtures.bridge_nodes import Bridge  # noqa: E402
+from fixtures.waiting import wait_until  # noqa: E402
 
 
 def chain(name: str, joints: list[str]) -> str:
@@ -25,15 +27,6 @@ def chain(name: str, joints: list[str]) -> str:
         f'<origin xyz="0 0 0.2"/><axis xyz="0 0 1"/><limit lower="-2" upper="2" effort="1" velocity="1"/>'
         "</joint>" for i, j in enumerate(joints))
     return f'<robot name="{name}">{links}{moving}</robot>'
-
-
-def wait(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -56,8 +49,8 @@ def test_the_controller_follows_a_switched_description_only_when_nothing_moves(t
     assert controller.control.motions
     assert bridge.set("description_node", "description_file", str(folder / "b.urdf")).successful
     # both set by the same callback, one after the other (description_refusal first): wait for both
-    wait(lambda: controller.description_refusal is not None and "description" in controller.refusals,
-         what="the switch refused")
+    wait_until(lambda: controller.description_refusal is not None and "description" in controller.refusals,
+               30.0, "the switch refused")
     assert "a trajectory is running" in controller.description_refusal
     assert controller.joints == ["a1", "a2"] and controller.robot.name == "a"
     assert "description" in controller.refusals                       # on /diagnostics
@@ -66,14 +59,14 @@ def test_the_controller_follows_a_switched_description_only_when_nothing_moves(t
 
     # switched back: the robot driven is the described one again, commands accepted
     assert bridge.set("description_node", "description_file", str(folder / "a.urdf")).successful
-    wait(lambda: controller.description_refusal is None, what="the refusal cleared")
+    wait_until(lambda: controller.description_refusal is None, 30.0, "the refusal cleared")
     controller._check_operational()
 
     controller.halt()
-    wait(lambda: not controller.control.motions and
-         not np.any(np.abs(controller.control.sample.velocity) > 1e-6), what="the arm at rest")
+    wait_until(lambda: not controller.control.motions and
+               not np.any(np.abs(controller.control.sample.velocity) > 1e-6), 30.0, "the arm at rest")
     assert bridge.set("description_node", "description_file", str(folder / "b.urdf")).successful
-    wait(lambda: controller.joints == ["b1", "b2", "b3"], what="the controller on robot b")
+    wait_until(lambda: controller.joints == ["b1", "b2", "b3"], 30.0, "the controller on robot b")
     assert controller.robot.name == "b" and controller.description_refusal is None
     got = bridge.call("controller_node", lambda c: c.get_parameters(["joints"])).values[0]
     assert list(got.string_array_value) == ["b1", "b2", "b3"]
@@ -82,8 +75,8 @@ def test_the_controller_follows_a_switched_description_only_when_nothing_moves(t
     assert not controller.control.motions                             # old names: refused
     controller._on_trajectory(JointTrajectory(joint_names=["b1", "b2", "b3"], points=[JointTrajectoryPoint(
         positions=[0.1, 0.2, 0.3], time_from_start=Duration(sec=1))]))
-    wait(lambda: np.allclose(controller.control.sample.position, [0.1, 0.2, 0.3], atol=1e-3),
-         what="robot b at its goal")
+    wait_until(lambda: np.allclose(controller.control.sample.position, [0.1, 0.2, 0.3], atol=1e-3), 30.0,
+               "robot b at its goal")
 
 
 def test_a_switch_never_destroys_the_state_publishers_under_a_state_tick(tmp_path):

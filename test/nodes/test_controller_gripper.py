@@ -5,47 +5,20 @@ contact, reported stalled and not reached, with the gripper pressing at max_effo
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hardware"
-sys.path.insert(0, str(FIXTURES))
-from lwa_fixture import Harness  # noqa: E402
+from fixtures.hardware.lwa_fixture import Harness  # noqa: E402
 
 pytest.importorskip("rclpy")
 pytest.importorskip("control_msgs.action")
-from test_controller_actions import SUCCEEDED, Client  # noqa: E402
 
-from robot_bridge.bringup import DEFAULT_ROBOT, DEFAULT_SRDF  # noqa: E402
-from robot_bridge.formats import load  # noqa: E402
-from robot_bridge.formats.srdf import attach_semantics, read_srdf  # noqa: E402
-from robot_bridge.kinematics.fk import KinematicModel  # noqa: E402
-from robot_bridge.model import Box, Geometry, Link, Robot  # noqa: E402
+
+from fixtures.hardware.controller import BOX_HALF_WIDTH, FINGER, SUCCEEDED, Client, embedded_robot  # noqa: E402
 
 ACTION = "/controller_node/gripper_cmd"
-FINGER = "finger_joint"
-BOX_HALF_WIDTH = 0.03                 # between the finger pads when open: left pad's inner face at 0.012 + q
-
-
-def embedded_robot(box: bool, static: bool = False) -> Robot:
-    robot = load(DEFAULT_ROBOT)
-    attach_semantics(robot, read_srdf(DEFAULT_SRDF, robot))
-    if box:
-        # a box between the fingers, 7 cm in front of the gripper base (at the finger pads), at the arm's
-        # initial configuration: a fixed body of the world
-        pose = robot.placement @ KinematicModel(robot).link_poses({})["gripper_base"]
-        at = np.eye(4)
-        at[:3, 3] = [0.0, 0.0, 0.07]
-        body = Robot("grasp_box")
-        body.links["grasp_box"] = Link("grasp_box", collisions=[
-            Geometry(Box(np.array([0.01, BOX_HALF_WIDTH, 0.01])))], static=static)
-        body.placement = pose @ at
-        robot.environment["grasp_box"] = body
-    return robot
 
 
 @pytest.fixture

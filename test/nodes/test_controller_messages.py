@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
-from lwa_fixture import Harness, lwa_robot  # noqa: E402
+from fixtures.hardware.lwa_fixture import Harness, lwa_robot  # noqa: E402
 
 pytest.importorskip("rclpy")
 
@@ -35,7 +32,7 @@ def test_a_trajectory_beyond_the_velocity_limit_is_accepted_with_one_warning(cap
     from builtin_interfaces.msg import Duration
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from lwa_fixture import JOINTS
+    from fixtures.hardware.lwa_fixture import JOINTS
 
     h = Harness(lwa_robot())
     try:

@@ -7,21 +7,16 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hardware"
-sys.path.insert(0, str(FIXTURES))
-from lwa_fixture import JOINTS, Harness, lwa_robot  # noqa: E402
+from fixtures.hardware.lwa_fixture import JOINTS, Harness, lwa_robot  # noqa: E402
 
 pytest.importorskip("rclpy")
 pytest.importorskip("control_msgs.action")
-from test_controller_actions import ABORTED, CANCELED, SUCCEEDED, Client, goal  # noqa: E402
-from test_controller_gripper import FINGER, embedded_robot  # noqa: E402
+from fixtures.hardware.controller import ABORTED, CANCELED, FINGER, SUCCEEDED, Client, embedded_robot, goal  # noqa: E402
 
 MAX_POINTS = 10_000 # the documented default of max_trajectory_points
 GAP = 3.0           # s: largest gap allowed between /joint_states stamps (50 Hz: 0.02 s; a loaded CI host

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
@@ -12,25 +11,21 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("tf2_msgs.msg")
 
-from rcl_interfaces.msg import SetParametersResult  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from robot_bridge.formats import load  # noqa: E402
-from robot_bridge.kinematics.fk import forward_kinematics  # noqa: E402
 from robot_bridge.kinematics.urdf_tree import urdf_tree  # noqa: E402
 from robot_bridge.nodes.description import DescriptionNode  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 from robot_bridge.ros.tf import matrix  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "robot_bridge" / "data"
-LWA3 = DATA / "lwa3_gripper.robot.xml"
-LWA3_SRDF = DATA / "lwa3_gripper.srdf"
+from fixtures.description_node import (DATA, LWA3, LWA3_SRDF, Harness,  # noqa: E402, F401
+                                      compose, static_edges, tf_and_joint_states,
+                                      check_tf_equals_fk)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -38,90 +33,6 @@ def ros():
     rclpy.init()
     yield
     rclpy.shutdown()
-
-
-TF_PATHS = ["fast_path", "executor"]        # /joint_states -> /tf transports: every test runs on both
-
-
-class Harness:
-    """The node under test plus a probe node, spun together by one executor."""
-
-    count = 0
-
-    def __init__(self, tf_path: str = "fast_path", **params):
-        Harness.count += 1
-        params.setdefault("tf_fast_path", tf_path == "fast_path")
-        self.node = DescriptionNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        try:
-            # the transport under test is the one in use (no silent fallback)
-            assert (self.node.tf_relay is not None) == params["tf_fast_path"]
-            self.probe = rclpy.create_node(f"probe_{Harness.count}")
-        except BaseException:       # not left alive in the module's context for the tests after
-            self.node.destroy_node()
-            raise
-        self.executor = SingleThreadedExecutor()
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.probe)
-
-    def spin_until(self, condition, timeout=5.0) -> bool:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if condition():
-                return True
-            self.executor.spin_once(timeout_sec=0.02)
-        return condition()
-
-    def collect(self, msg_type, topic, profile) -> list:
-        box = []
-        self.probe.create_subscription(msg_type, topic, box.append, profile)
-        return box
-
-    def latched(self, msg_type, topic, profile=None, timeout=5.0):
-        """A fresh (late-joining) subscriber's first message."""
-        box = self.collect(msg_type, topic, profile or qos.description_qos())
-        assert self.spin_until(lambda: box, timeout), f"nothing latched on {topic}"
-        return box[-1]
-
-    def call_reload(self) -> Trigger.Response:
-        client = self.probe.create_client(Trigger, "/description_node/reload")
-        assert client.wait_for_service(timeout_sec=5.0)
-        future = client.call_async(Trigger.Request())
-        assert self.spin_until(future.done)
-        return future.result()
-
-    def set_param(self, name, value) -> SetParametersResult:
-        return self.node.set_parameters([Parameter(name, value=value)])[0]
-
-    def close(self):
-        self.executor.shutdown()
-        try:
-            self.probe.destroy_node()
-        finally:
-            self.node.destroy_node()
-
-
-@pytest.fixture(params=TF_PATHS)
-def harness_factory(request):
-    made = []
-
-    def make(**params):
-        h = Harness(request.param, **params)
-        made.append(h)
-        return h
-    yield make
-    for h in made:
-        h.close()
-
-
-def _static_edges(msg: TFMessage) -> dict[str, tuple[str, np.ndarray]]:
-    return {t.child_frame_id: (t.header.frame_id, matrix(t)) for t in msg.transforms}
-
-
-def _compose(edges: dict, frame: str) -> np.ndarray:
-    if frame not in edges:
-        return np.eye(4)
-    parent, m = edges[frame]
-    return _compose(edges, parent) @ m
 
 
 def test_late_joiner_gets_description_semantics_and_full_tf_static(harness_factory):
@@ -133,7 +44,7 @@ def test_late_joiner_gets_description_semantics_and_full_tf_static(harness_facto
     srdf = h.latched(String, "/robot_description_semantic").data
     assert srdf == LWA3_SRDF.read_text(encoding="utf-8")
     static = h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos())
-    edges = _static_edges(static)
+    edges = static_edges(static)
     # hand-listed: fixed joint, tool, three sensors, camera optical frame, hpp gripper frame
     assert {c: p for c, (p, _) in edges.items()} == {
         "gripper_base": "link7", "arm_tool": "gripper_base", "base_laser": "base", "wrist_camera": "link7",
@@ -152,44 +63,6 @@ def test_late_joiner_gets_description_semantics_and_full_tf_static(harness_facto
     assert {"arm_tool", "gripper_hand", "base_laser", "wrist_camera_optical_frame"} <= frames
 
 
-def _tf_and_joint_states(h):
-    """The /tf messages the node sends (a growing list) and a /joint_states publisher it listens to."""
-    tf = h.collect(TFMessage, "/tf", qos.tf_qos())
-    pub = h.probe.create_publisher(JointState, "/joint_states", 10)
-    assert h.spin_until(lambda: pub.get_subscription_count() > 0)
-    return tf, pub
-
-
-def _check_tf_equals_fk(h, robot, rng, configs=3, prefix=""):
-    """Random JointStates (active DOFs, URDF names) in; every link's composed pose equals FK."""
-    static = h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos())
-    edges = _static_edges(static)
-    tf, pub = _tf_and_joint_states(h)
-    _, tree = urdf_tree(robot)
-    driven = [j for j in tree if j.type != "fixed" and robot.joints[j.source].is_active]
-    for k in range(configs):
-        values = {j.name: rng.uniform(max(j.lower, -2.0), min(j.upper, 2.0)) if j.lower < j.upper
-                  else rng.uniform(-2, 2) for j in driven}
-        msg = JointState(name=list(values), position=list(values.values()))
-        msg.header.stamp.sec = 100 + k
-        tf.clear()
-        pub.publish(msg)
-        assert h.spin_until(lambda: any(m.transforms[0].header.stamp.sec == 100 + k for m in tf))
-        got = {**edges}
-        for m in tf:
-            for t in m.transforms:
-                assert t.header.stamp.sec == 100 + k
-                got[t.child_frame_id] = (t.header.frame_id, matrix(t))
-        positions: dict = {}
-        for j in driven:
-            positions.setdefault(j.source, [0.0] * robot.joints[j.source].dof)[j.dof] = values[j.name]
-        truth = forward_kinematics(robot, positions)
-        root = prefix + robot.root
-        for link, pose in truth.items():
-            composed = np.linalg.inv(_compose(got, root)) @ _compose(got, prefix + link)
-            np.testing.assert_allclose(composed, pose, atol=1e-9, err_msg=link)
-
-
 @pytest.mark.parametrize("relpath", ["openrave/test/testdata/arm_bucket_assy_Amimic.robot.xml",
                                      "openrave/src/robots/barrettwam.robot.xml"])
 def test_corpus_joint_states_to_tf_equals_fk(harness_factory, corpus, openrave_data, relpath):
@@ -198,19 +71,19 @@ def test_corpus_joint_states_to_tf_equals_fk(harness_factory, corpus, openrave_d
     if relpath.endswith("Amimic.robot.xml"):   # the point of this robot: active, nonlinear mimic joints
         assert any(j.is_mimic and not j.passive for j in robot.joints.values())
     h = harness_factory(description_file=str(path), search_path=[str(openrave_data)], publish_frequency=0.0)
-    _check_tf_equals_fk(h, robot, np.random.default_rng(7))
+    check_tf_equals_fk(h, robot, np.random.default_rng(7))
 
 
 def test_multi_dof_and_prefix(harness_factory, fixtures):
     path = fixtures / "description" / "two_link.robot.xml"
     h = harness_factory(description_file=str(path), frame_prefix="r2/")
-    _check_tf_equals_fk(h, load(path), np.random.default_rng(3), prefix="r2/")
+    check_tf_equals_fk(h, load(path), np.random.default_rng(3), prefix="r2/")
 
 
 def test_bad_messages_are_ignored_and_unknown_names_skipped(harness_factory, fixtures):
     h = harness_factory(description_file=str(fixtures / "description" / "two_link.robot.xml"),
                         publish_frequency=0.0)
-    tf, pub = _tf_and_joint_states(h)
+    tf, pub = tf_and_joint_states(h)
     pub.publish(JointState(name=["hinge", "ball_axis0"], position=[0.1]))          # length mismatch
     pub.publish(JointState(name=["hinge", "nope"], position=[0.5, 1.0]))           # unknown name
     assert h.spin_until(lambda: tf)
@@ -224,7 +97,7 @@ def test_bad_messages_are_ignored_and_unknown_names_skipped(harness_factory, fix
 def test_publish_frequency_limits_per_stamp(harness_factory, fixtures):
     h = harness_factory(description_file=str(fixtures / "description" / "two_link.robot.xml"),
                         publish_frequency=10.0)
-    tf, pub = _tf_and_joint_states(h)
+    tf, pub = tf_and_joint_states(h)
     for nanosec in (0, 50_000_000, 100_000_000):                                  # 0, 50, 100 ms
         msg = JointState(name=["hinge"], position=[0.0])
         msg.header.stamp.sec, msg.header.stamp.nanosec = 5, nanosec
@@ -246,13 +119,13 @@ def test_reload_broken_then_smaller_robot(harness_factory, fixtures, tmp_path):
     res = h.call_reload()
     assert not res.success and "robot.robot.xml" in res.message
     assert h.latched(String, "/robot_description").data == before      # still the old model
-    assert "arm_tool" in _static_edges(h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos()))
+    assert "arm_tool" in static_edges(h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos()))
 
     shutil.copy(fixtures / "description" / "two_link.robot.xml", work)
     res = h.call_reload()
     assert res.success, res.message
     assert '<robot name="two_link"' in h.latched(String, "/robot_description").data
-    static = _static_edges(h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos()))
+    static = static_edges(h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos()))
     assert set(static) == {"tip"}                      # the lwa3 frames are gone from the latched message
     semantic = h.latched(String, "/robot_description_semantic").data
     assert semantic == ""                              # the previous SRDF is withdrawn
@@ -313,7 +186,7 @@ def test_reload_swaps_the_model_atomically_while_joint_states_flow(harness_facto
     names = ["hinge", "ball_axis0", "ball_axis1", "ball_axis2"] + \
         [j.name for j in urdf_tree(load(LWA3))[1] if j.type != "fixed"]
     h = harness_factory(description_file=str(two_link), publish_frequency=0.0)
-    tf, pub = _tf_and_joint_states(h)
+    tf, pub = tf_and_joint_states(h)
     stop, sent = threading.Event(), [0]
 
     def stream():
@@ -387,7 +260,7 @@ def test_compiled_drain_serves_a_known_stream_and_restarts_on_every_swap(fixture
         io = h.node.tf_relay.io
         assert io is not None, "the eventfd wake with a drain is this platform's fast path"
         names = list(h.node.model.state.default_joint_state()[0])
-        tf, pub = _tf_and_joint_states(h)
+        tf, pub = tf_and_joint_states(h)
         sec = [0]
 
         def send(value=None, nanosec=0, wait=True):

@@ -4,7 +4,6 @@ random /joint_states equals our FK link for link, under the same (renamed) names
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +17,7 @@ from std_msgs.msg import String  # noqa: E402
 
 from robot_bridge.formats import load  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import test_description  # noqa: E402
-from test_description import _check_tf_equals_fk  # noqa: E402
-
-harness_factory = test_description.harness_factory      # the same fixture: both /tf transports
+from fixtures.description_node import check_tf_equals_fk  # noqa: E402
 
 REALWORLD = Path(__file__).resolve().parents[1] / "fixtures" / "realworld"
 FIXTURES = ["collada/openrave_dummies.dae", "collada/catia_formulas.dae", "vrml/vrml_bot.robot.xml",
@@ -48,4 +43,4 @@ def test_fixture_runs_in_the_description_node(harness_factory, relpath):
         uris = [m.get("filename") for m in urdf.iter("mesh")]
         assert len(uris) == 4 and all(u.startswith("file://") and u.endswith(".stl") for u in uris), uris
         assert all(Path(u[len("file://"):]).is_file() for u in uris)
-    _check_tf_equals_fk(h, robot, np.random.default_rng(16))
+    check_tf_equals_fk(h, robot, np.random.default_rng(16))

@@ -22,7 +22,7 @@ from robot_bridge.kinematics.state_publisher import StatePublisher  # noqa: E402
 from robot_bridge.nodes import description  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 
-from test_description import LWA3, Harness  # noqa: E402
+from fixtures.description_node import LWA3, Harness  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)

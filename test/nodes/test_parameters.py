@@ -15,62 +15,14 @@ pytest.importorskip("rclpy")
 import rclpy  # noqa: E402
 from rcl_interfaces.msg import ParameterType  # noqa: E402
 from rclpy.exceptions import InvalidParameterValueException  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.parameter_client import AsyncParameterClient  # noqa: E402
 
-from fixtures.spinning import Spinner, answer  # noqa: E402
 from robot_bridge import bringup  # noqa: E402
 from robot_bridge.cli.verbs.run import create_node  # noqa: E402
 
-TIMEOUT = 30.0
+from fixtures.bridge_nodes import TIMEOUT, Bridge  # noqa: E402, F401
+
 OBJECTS = bringup.DATA_DIR / "objects.yaml"
-
-
-class Bridge:
-    """description_node, sensor_bridge and controller_node of the default bringup in one context."""
-
-    def __init__(self, overrides: dict[str, dict], options: bringup.Options | None = None):
-        self.context = rclpy.Context()
-        self.context.init()
-        self.nodes = {}
-        try:
-            for spec in bringup.node_set(options or bringup.Options()):
-                spec.parameters.update(overrides.get(spec.name, {}))
-                self.nodes[spec.name] = create_node(spec, self.context)
-        except BaseException:   # a node that does not start: the others and the context go now
-            try:
-                for node in self.nodes.values():
-                    node.destroy_node()
-            finally:
-                self.context.try_shutdown()
-            raise
-        self.client_node = rclpy.create_node("param_client", context=self.context)
-        self.clients = {name: AsyncParameterClient(self.client_node, f"/{name}") for name in self.nodes}
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
-        for node in [*self.nodes.values(), self.client_node]:
-            self.executor.add_node(node)
-        self.spinner = Spinner(self.executor, name="bridge-spin")
-
-    def client(self, node: str) -> AsyncParameterClient:
-        client = self.clients[node]
-        assert client.wait_for_services(TIMEOUT), f"{node}'s parameter services not found"
-        return client
-
-    def call(self, node: str, request):
-        """The answer to ``request(client)``, asked again when lost (a reply sent before the service's
-        reply writer matched this client is dropped by DDS: seen under load); idempotent requests only."""
-        return answer(lambda: request(self.client(node)), TIMEOUT, f"{node}'s parameter service")
-
-    def describe(self, node: str, name: str):
-        return self.call(node, lambda c: c.describe_parameters([name])).descriptors[0]
-
-    def set(self, node: str, name: str, value):
-        return self.call(node, lambda c: c.set_parameters([Parameter(name, value=value)])).results[0]
-
-    def close(self):
-        # the spin thread ended and the pool's callbacks done before any node goes (fixtures/spinning.py)
-        self.spinner.close([*self.nodes.values(), self.client_node], self.context)
 
 
 @pytest.fixture(scope="module")

@@ -3,16 +3,14 @@ their own processes; this test process is the detector (Detection3DArray of a cl
 objects.yaml) and the MoveIt client (moveit_msgs MoveGroup on /move_action).
 
 Independent truth: every planned trajectory is rechecked by pinocchio + coal on the URDF the description node
-publishes (test/planning/pin_checker.py, 0.01 rad steps) with the environment bodies and the detected block;
+publishes (fixtures/planning/pin_checker.py: 0.01 rad steps) with the environment bodies and detected block;
 the arm's end state is read from the sim controller's /joint_states.  Waits on conditions, never on sleeps."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,9 +36,8 @@ from robot_bridge.formats import load  # noqa: E402
 from robot_bridge.ros.actions import get_result, send_goal  # noqa: E402
 from test_world import DATA, WORLD, detector_node, start, to_pose, wait_until  # noqa: E402, F401
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "planning"))
-import scenes  # noqa: E402
-from pin_checker import PinChecker, interpolated_peaks  # noqa: E402
+from fixtures.planning import scenes  # noqa: E402
+from fixtures.planning.pin_checker import PinChecker, interpolated_peaks  # noqa: E402
 
 ARM = ["j1", "j2", "j3", "j4", "j5", "j6", "j7"]
 START = {"j1": -0.9, "j2": 0.6, "j3": 0.0, "j4": 0.9, "j5": 0.0, "j6": 0.0, "j7": 0.0}

@@ -3,15 +3,12 @@ the arm stops), reports (diagnostics ERROR naming the cause), stays up, and reco
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
-from lwa_fixture import HOME, JOINTS, Harness, lwa_robot  # noqa: E402
+from fixtures.hardware.lwa_fixture import HOME, JOINTS, Harness, lwa_robot  # noqa: E402
 
 pytest.importorskip("rclpy")
 from builtin_interfaces.msg import Duration  # noqa: E402

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,10 +19,8 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 from robot_bridge.ros.tf import matrix  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hostile"))
-from cases import all_cases  # noqa: E402
-from test_description import TF_PATHS, Harness  # noqa: E402
+from fixtures.description_node import TF_PATHS, Harness  # noqa: E402
+from fixtures.hostile_cases import all_cases  # noqa: E402
 
 RELOAD_CASES = [c for c in all_cases() if c.expect is not None and c.fmt != "srdf"
                 and "100MB" not in c.id and "zip" not in c.id]

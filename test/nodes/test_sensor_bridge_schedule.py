@@ -29,20 +29,11 @@ from sensor_msgs.msg import Image, Imu, JointState, LaserScan
 from fixtures.sim.models import box_body, pan_robot
 from fixtures.spinning import spun
 from robot_bridge.nodes.sensor_bridge import SensorBridge
+from fixtures.waiting import wait_until
 
 DEEP = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
 SLOW_FRAME = 0.5            # s: the camera's test hook sleeps this long in every frame
 WINDOW = 3.0                # s of header stamps over which each rate is measured
-
-
-def wait_for(predicate, timeout: float = 30.0) -> bool:
-    """Poll a condition; the timeout only guards against hangs."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def stamp_ns(msg) -> int:
@@ -85,7 +76,7 @@ def _call(client, request) -> float:
     assert client.wait_for_service(timeout_sec=30.0), f"{client.srv_name} not found"
     start = time.monotonic()
     future = client.call_async(request)
-    assert wait_for(future.done, timeout=30.0), f"{client.srv_name} never answered"
+    wait_until(future.done, 30.0, lambda: f"{client.srv_name} never answered")
     elapsed = time.monotonic() - start
     assert future.result() is not None
     return elapsed, future.result()
@@ -99,7 +90,7 @@ def test_slow_sensor_starves_neither_other_sensors_nor_joint_states_nor_paramete
     probe.create_subscription(Imu, "imu/imu", inbox["imu"].append, DEEP)
     probe.create_subscription(Image, "cam/image_raw", inbox["image"].append, DEEP)
     probe.create_subscription(DiagnosticArray, "/diagnostics", inbox["diagnostics"].append, DEEP)
-    assert wait_for(lambda: all(inbox[k] for k in ("scan", "imu", "image")))
+    wait_until(lambda: all(inbox[k] for k in ("scan", "imu", "image")), 30.0, "scan, imu and image")
     laser_hz, imu_hz = bridge.sim_sensors["laser"].rate, bridge.sim_sensors["imu"].rate
     assert (laser_hz, imu_hz, bridge.sim_sensors["cam"].rate) == (20.0, 100.0, 15.0)
 
@@ -123,8 +114,8 @@ def test_slow_sensor_starves_neither_other_sensors_nor_joint_states_nor_paramete
     assert max(latencies) < 5.0, latencies
 
     # The other sensors kept their rates (from the stamps of what was received), the camera ran as it could.
-    assert wait_for(lambda: inbox["imu"] and stamp_ns(inbox["imu"][-1]) > window_end)
-    assert wait_for(lambda: stamp_ns(inbox["scan"][-1]) > window_end)
+    wait_until(lambda: inbox["imu"] and stamp_ns(inbox["imu"][-1]) > window_end, 30.0, "a late IMU")
+    wait_until(lambda: stamp_ns(inbox["scan"][-1]) > window_end, 30.0, "a scan past the window")
     assert rate_from_stamps(inbox["scan"], window_start, window_end) == pytest.approx(laser_hz, rel=0.05)
     assert rate_from_stamps(inbox["imu"], window_start, window_end) == pytest.approx(imu_hz, rel=0.05)
     camera_hz = rate_from_stamps(inbox["image"], window_start - 10**9, window_end, at_least=4)
@@ -138,8 +129,8 @@ def test_slow_sensor_starves_neither_other_sensors_nor_joint_states_nor_paramete
                 statuses[status.hardware_id] = status
         return statuses
 
-    assert wait_for(lambda: latest_status().get("cam") is not None
-                    and latest_status()["cam"].level == DiagnosticStatus.WARN)
+    wait_until(lambda: latest_status().get("cam") is not None
+               and latest_status()["cam"].level == DiagnosticStatus.WARN, 30.0, "cam at WARN")
     cam = latest_status()["cam"]
     values = {kv.key: kv.value for kv in cam.values}
     assert float(values["asked_rate_hz"]) == 15.0
@@ -161,8 +152,8 @@ def test_slow_sensor_starves_neither_other_sensors_nor_joint_states_nor_paramete
         q = imu[-1].orientation
         return abs(abs(np.dot([q.x, q.y, q.z, q.w], expected.as_quat()))) > 1.0 - 1e-9
 
-    assert wait_for(turned, timeout=15.0)
-    assert wait_for(lambda: np.isfinite(inbox["scan"][-1].ranges).any(), timeout=15.0)
+    wait_until(turned, 15.0, "the IMU turned with the pan joint")
+    wait_until(lambda: np.isfinite(inbox["scan"][-1].ranges).any(), 15.0, "the laser seeing the wall")
 
 
 @pytest.mark.skipif(shutil.which("ros2") is None and not os.path.exists(

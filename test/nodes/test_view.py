@@ -18,20 +18,12 @@ from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from robot_bridge.ros import qos  # noqa: E402
+from fixtures.waiting import wait_until  # noqa: E402
 
 URDF = """<robot name="pole"><link name="base"><visual><geometry><box size="0.1 0.1 1"/></geometry></visual>
 </link><link name="tip"/><joint name="j" type="revolute"><parent link="base"/><child link="tip"/>
 <origin xyz="0 0 1"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" velocity="1" effort="1"/>
 </joint></robot>"""
-
-
-def wait_until(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture
@@ -60,7 +52,7 @@ def test_robot_and_tf_are_taken_a_bad_description_keeps_the_last_good_robot(view
     description = peer.create_publisher(String, "robot_description", qos.description_qos())
     tf = peer.create_publisher(TFMessage, "/tf", qos.tf_qos())
     description.publish(String(data=URDF))
-    assert wait_until(lambda: node._scene is not None), "robot_description never taken"
+    wait_until(lambda: node._scene is not None, 60.0, "robot_description never taken")
     assert node._scene.name == "pole" and [s.name for s in node._scene.sliders] == ["j"]
 
     def publish(x):
@@ -72,11 +64,13 @@ def test_robot_and_tf_are_taken_a_bad_description_keeps_the_last_good_robot(view
 
     for k in range(200):                     # a burst: the newest wins
         publish(k * 0.01)
-    assert wait_until(lambda: np.isclose(node.tf.poses("world", ["base"]).get("base", np.eye(4))[0, 3], 1.99))
-    assert wait_until(lambda: node.page.poses_sent > 0)
+    wait_until(lambda: np.isclose(node.tf.poses("world", ["base"]).get("base", np.eye(4))[0, 3], 1.99), 60.0,
+               "base at x 1.99")
+    wait_until(lambda: node.page.poses_sent > 0, 60.0, "poses sent to the page")
 
     description.publish(String(data="<robot name='broken'><link name='a'/><joint name='j'/></robot>"))
-    assert wait_until(lambda: node.status.names() and node.status._topics["/robot_description"].count >= 2)
+    wait_until(lambda: node.status.names() and node.status._topics["/robot_description"].count >= 2, 60.0,
+               "two robot_description messages counted")
     time.sleep(0.5)
     assert node._scene.name == "pole"
 
@@ -92,8 +86,8 @@ def test_a_topic_that_stops_is_stale(view):
         return node.status.names().count("/test_scan") and node.status.state("/test_scan", time.monotonic()) \
             == "live"
 
-    assert wait_until(live), "the scan topic was not discovered"
-    assert wait_until(lambda: node.status.state("/test_scan", time.monotonic()) == "stale")
+    wait_until(live, 60.0, "the scan topic was not discovered")
+    wait_until(lambda: node.status.state("/test_scan", time.monotonic()) == "stale", 60.0, "stale scan")
     assert "/test_scan` **STALE**" in node.status.report(time.monotonic())
 
 
@@ -132,13 +126,13 @@ def test_sliders_follow_joint_states_the_planning_scene_and_the_planned_path_are
     t.header.frame_id, t.child_frame_id = "world", "base"
     t.transform.rotation.w = 1.0
     static.publish(TFMessage(transforms=[t]))
-    assert wait_until(lambda: node._scene is not None and node._scene.name == "arm2")
+    wait_until(lambda: node._scene is not None and node._scene.name == "arm2", 60.0, "the scene of arm2")
 
     # the sliders show where the joints are, as they move
     joints = peer.create_publisher(JointState, "/joint_states", qos.sensor_data_qos())
     for j1 in (0.3, -0.7):
-        assert wait_until(lambda: joints.publish(JointState(name=["j1", "j2"], position=[j1, 0.1])) or
-                          abs(node.page.slider_values()["j1"] - j1) < 0.01), f"slider j1 not at {j1}"
+        wait_until(lambda: joints.publish(JointState(name=["j1", "j2"], position=[j1, 0.1])) or
+                   abs(node.page.slider_values()["j1"] - j1) < 0.01, 60.0, lambda: f"slider j1 not at {j1}")
 
     # a body on /collision_object, its colour on /planning_scene, then MOVE, attach to l2, REMOVE
     objects = peer.create_publisher(CollisionObject, "/collision_object", moveit_qos())
@@ -159,12 +153,12 @@ def test_sliders_follow_joint_states_the_planning_scene_and_the_planned_path_are
         d = node.page._bodies.get("box_1")
         return d is not None and d.rgba == rgba
 
-    assert wait_until(drawn), "the collision object was not drawn in its colour"
+    wait_until(drawn, 60.0, "the collision object was not drawn in its colour")
     assert np.allclose(node.planning_scene.get("box_1").pose[:3, 3], (0.5, 0.2, 0.0))
     box.operation = CollisionObject.MOVE
     box.pose.position.x = 0.8
     objects.publish(box)
-    assert wait_until(lambda: np.isclose(drawn_box(node).handle.position[0], 0.8))
+    wait_until(lambda: np.isclose(drawn_box(node).handle.position[0], 0.8), 60.0, "the box at x 0.8")
 
     tf_l = TransformStamped()
     tf_l.header.frame_id, tf_l.child_frame_id = "base", "l1"
@@ -173,18 +167,18 @@ def test_sliders_follow_joint_states_the_planning_scene_and_the_planned_path_are
     tf_2.header.frame_id, tf_2.child_frame_id = "l1", "l2"
     tf_2.transform.translation.x, tf_2.transform.rotation.w = 0.5, 1.0
     tf.publish(TFMessage(transforms=[tf_l, tf_2]))
-    assert wait_until(lambda: "l2" in node.tf.poses("world", ["l2"]))
+    wait_until(lambda: "l2" in node.tf.poses("world", ["l2"]), 60.0, "l2 in /tf")
     attach = AttachedCollisionObject(link_name="l2", object=CollisionObject(id="box_1",
                                                                            operation=CollisionObject.ADD))
     attached.publish(attach)
-    assert wait_until(lambda: drawn_box(node).frame == "l2"), "the body was not attached to l2"
+    wait_until(lambda: drawn_box(node).frame == "l2", 60.0, "the body was not attached to l2")
     assert np.allclose(node.planning_scene.get("box_1").pose[:3, 3], (0.3, 0.2, 0.0))   # 0.8 - 0.5 in l2
     box.operation = CollisionObject.REMOVE
     attach.object.operation = CollisionObject.REMOVE
     attached.publish(attach)
-    assert wait_until(lambda: drawn_box(node).frame == "world")
+    wait_until(lambda: drawn_box(node).frame == "world", 60.0, "the box back in world")
     objects.publish(box)
-    assert wait_until(lambda: "box_1" not in node.page._bodies), "REMOVE did not remove the body"
+    wait_until(lambda: "box_1" not in node.page._bodies, 60.0, "REMOVE did not remove the body")
 
     # the planned path: j1 0 -> pi/2; j2 only in trajectory_start, so the path's tip is l2 (j2's child), whose
     # origin is 0.5 m out along l1
@@ -194,6 +188,6 @@ def test_sliders_follow_joint_states_the_planning_scene_and_the_planned_path_are
                                                                                          points=points))])
     msg.trajectory_start.joint_state = JointState(name=["j2"], position=[0.4])
     display.publish(msg)
-    assert wait_until(lambda: paths and paths[-1] is not None), "the planned path was not drawn"
+    wait_until(lambda: paths and paths[-1] is not None, 60.0, "the planned path was not drawn")
     angles = np.linspace(0.0, np.pi / 2, 5)
     assert np.allclose(paths[-1], np.stack([0.5 * np.cos(angles), 0.5 * np.sin(angles), 0 * angles], axis=1))

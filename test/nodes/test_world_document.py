@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from fixtures.spinning import spun  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 from robot_bridge.world import PlacedBody, load_mapping, to_xml  # noqa: E402
 import robot_bridge  # noqa: E402
+from fixtures.waiting import wait_until  # noqa: E402
 
 DATA = Path(robot_bridge.__file__).resolve().parent / "data"
 WORLD = DATA / "default.env.xml"
@@ -78,13 +78,6 @@ def forged_document() -> str:
     return to_xml(bodies + [PlacedBody("ball_0", "ball", ball.file, np.eye(4))], stamp=1.0)
 
 
-def wait(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 class Probe:
     """The peer: publishes the forged document on ``topic``, records /rosout lines of ``logger``."""
 
@@ -116,12 +109,12 @@ def check(probe: Probe, touched: list, worker, what: str) -> None:
     """The forged document handled by ``worker`` without touching the forged paths, refused in one
     generic line per body."""
     # (the old nodes, without a worker: until they logged about the first body)
-    wait(lambda: worker.handled >= 1 if worker is not None else probe.logged("'a'") or probe.logged("shadow"),
-         60.0, f"{what} to read the document")
+    wait_until(lambda: worker.handled >= 1 if worker is not None
+               else probe.logged("'a'") or probe.logged("shadow"), 60.0, f"{what} to read the document")
     _RECORDING.remove(touched)
     bad = sorted({p for p in touched if p.startswith(FORBIDDEN)})
     assert bad == [], f"{what} touched {bad}"
-    wait(lambda: probe.logged("outside the trusted roots"), 30.0, f"{what}'s refusal on /rosout")
+    wait_until(lambda: probe.logged("outside the trusted roots"), 30.0, f"{what}'s refusal on /rosout")
     line = probe.logged("outside the trusted roots")[0]
     for name in FORGED:                              # one message, whatever the host has at the path
         assert f"body '{name}': file outside the trusted roots" in line, line
@@ -151,13 +144,13 @@ def test_controller_refuses_forged_body_files_and_keeps_its_state_rate(touched):
         lambda msg: stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9),
         QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
     with spun(context, node, probe.node):
-        wait(lambda: len(stamps) >= 5, 60.0, "/joint_states")
+        wait_until(lambda: len(stamps) >= 5, 60.0, "/joint_states")
         first = len(stamps)
         probe.publish(touched)
         check(probe, touched, getattr(node, "objects_worker", None), "controller_node")
         assert set(node._world_objects) == {"ball_0"}
         after = len(stamps)
-        wait(lambda: len(stamps) >= after + 10, 60.0, "/joint_states after the document")
+        wait_until(lambda: len(stamps) >= after + 10, 60.0, "/joint_states after the document")
         window = np.array(stamps[first - 1:])
     gaps = np.diff(window)
     # the state thread ran on: no gap beyond two periods plus slack for a loaded 2-core machine

@@ -1,11 +1,10 @@
 """robot_bridge.planning against independent truth: every path rechecked by pinocchio + coal on the URDF the
-description node publishes (test/planning/pin_checker.py, 0.01 rad steps), limits read from that URDF and the
-model, grasp frames by pinocchio's own forward kinematics, typed failures with their MoveIt codes."""
+description node publishes (fixtures/planning/pin_checker.py, 0.01 rad steps), limits read from that URDF
+and the model, grasp frames by pinocchio's own forward kinematics, typed failures with their MoveIt codes."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +14,9 @@ pytest.importorskip("roboplan", reason="the planning extra is not installed "
                     "(pip install 'robot_bridge[planning]')")
 pytest.importorskip("pinocchio", reason="pinocchio (pin) is needed for the independent checker")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import scenes  # noqa: E402
+from fixtures.planning import scenes  # noqa: E402
+from fixtures.planning.pin_checker import PinChecker, interpolated_peaks  # noqa: E402
 from lxml import etree  # noqa: E402
-from pin_checker import PinChecker, interpolated_peaks  # noqa: E402
 
 from robot_bridge.bringup import DATA_DIR  # noqa: E402
 from robot_bridge.formats import load  # noqa: E402

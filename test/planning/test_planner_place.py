@@ -5,8 +5,6 @@ ball.kinbody.xml; the motion rechecked by the independent pinocchio + coal check
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +13,8 @@ pytest.importorskip("roboplan", reason="the planning extra is not installed "
                     "(pip install 'robot_bridge[planning]')")
 pytest.importorskip("pinocchio", reason="pinocchio (pin) is needed for the independent checker")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import scenes  # noqa: E402
-from pin_checker import PinChecker  # noqa: E402
+from fixtures.planning import scenes  # noqa: E402
+from fixtures.planning.pin_checker import PinChecker  # noqa: E402
 
 from robot_bridge.bringup import DATA_DIR  # noqa: E402
 from robot_bridge.formats import load  # noqa: E402

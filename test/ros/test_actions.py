@@ -10,11 +10,12 @@ import rclpy
 from rclpy.task import Future
 
 from robot_bridge.ros.actions import destroy_actions, get_result, in_spin_thread, send_goal
+from fixtures.waiting import wait_until
 
 pytest.importorskip("control_msgs.action")
 
 
-def test_a_request_is_made_by_the_spinning_thread_and_its_result_forwarded(ros_process, wait_for):
+def test_a_request_is_made_by_the_spinning_thread_and_its_result_forwarded(ros_process):
     node = ros_process("spun").node("client")
     made_by, inner = [], Future()
 
@@ -23,16 +24,17 @@ def test_a_request_is_made_by_the_spinning_thread_and_its_result_forwarded(ros_p
         return inner
 
     out = in_spin_thread(node, request)
-    assert wait_for(lambda: made_by)
+    wait_until(lambda: made_by, 20.0, "the request made")
     assert made_by == ["spin-spun"]
     assert not out.done()
     inner.set_result(42)
-    assert wait_for(out.done) and out.result() == 42
+    wait_until(out.done, 20.0, "the result forwarded")
+    assert out.result() == 42
 
     def failing() -> Future:
         raise RuntimeError("client destroyed")
     failed = in_spin_thread(node, failing)
-    assert wait_for(failed.done)
+    wait_until(failed.done, 20.0, "the failure forwarded")
     assert isinstance(failed.exception(), RuntimeError)
 
 
@@ -50,7 +52,7 @@ def test_without_an_executor_the_request_is_made_at_once():
         context.try_shutdown()
 
 
-def test_goals_sent_from_another_thread_all_get_their_handle_and_result(ros_process, wait_for):
+def test_goals_sent_from_another_thread_all_get_their_handle_and_result(ros_process):
     from control_msgs.action import GripperCommand
     from rclpy.action import ActionClient, ActionServer
 
@@ -69,16 +71,16 @@ def test_goals_sent_from_another_thread_all_get_their_handle_and_result(ros_proc
         goal = GripperCommand.Goal()
         goal.command.position = 0.001 * i
         sent = send_goal(node, client, goal)
-        assert wait_for(sent.done, timeout=30.0), f"goal {i}: no handle"
+        wait_until(sent.done, 30.0, lambda: f"goal {i}: no handle")
         assert sent.result().accepted
         result = get_result(node, sent.result())
-        assert wait_for(result.done, timeout=30.0), f"goal {i}: no result"
+        wait_until(result.done, 30.0, lambda: f"goal {i}: no result")
         assert result.result().result.position == pytest.approx(0.001 * i)
     # the client is not destroyed here, under the running spin of its node (ros2/rclpy#663): the fixture
     # destroys it (destroy_actions) once the spin thread has ended
 
 
-def test_a_node_with_action_clients_and_servers_leaves_the_graph_when_destroyed(ros_process, wait_for):
+def test_a_node_with_action_clients_and_servers_leaves_the_graph_when_destroyed(ros_process):
     """rclpy's destroy_node leaves action clients and servers, which keep the node's handle: without
     destroy_actions the node stays listed (`ros2 node list`) as long as the test holds them."""
     from control_msgs.action import GripperCommand
@@ -95,15 +97,15 @@ def test_a_node_with_action_clients_and_servers_leaves_the_graph_when_destroyed(
             node = rclpy.create_node(name, context=context)
             held[name] = [ActionClient(node, GripperCommand, f"/{name}/client"),
                           ActionServer(node, GripperCommand, f"/{name}/server", lambda handle: None)]
-            assert wait_for(lambda: name in observer.get_node_names(), timeout=30.0)
+            wait_until(lambda: name in observer.get_node_names(), 30.0, f"{name} in the graph")
             if with_actions:
                 destroy_actions(node)
             node.destroy_node()
-        assert wait_for(lambda: "destroy_actions" not in observer.get_node_names(), timeout=30.0)
+        wait_until(lambda: "destroy_actions" not in observer.get_node_names(), 30.0, "destroy_actions gone")
         # the control case: its handle is still held, so it is still in the graph
         assert "plain_destroy" in observer.get_node_names()
         for waitable in held["plain_destroy"]:
             waitable.destroy()
-        assert wait_for(lambda: "plain_destroy" not in observer.get_node_names(), timeout=30.0)
+        wait_until(lambda: "plain_destroy" not in observer.get_node_names(), 30.0, "plain_destroy gone")
     finally:
         context.try_shutdown()

@@ -12,6 +12,7 @@ from std_msgs.msg import String
 
 from robot_bridge.ros import fast_relay
 from robot_bridge.ros.fast_relay import DetachedCallbackGroup, SerializedRelay, _eventfd_callback_supported
+from fixtures.waiting import wait_until
 
 STRING_AT = 8           # CDR: 4-byte encapsulation, uint32 length, then the characters
 
@@ -47,7 +48,7 @@ def upper_case(view, offset):
 
 
 @pytest.mark.parametrize("wake", ["auto", "wait_set"])
-def test_relay_edits_drops_reports_and_stops(ros_process, wait_for, wake):
+def test_relay_edits_drops_reports_and_stops(ros_process, wake):
     side, subscription, publisher, driver, received, taken_by_executor = relay_pair(ros_process)
     errors, published = [], []
     relay = SerializedRelay(subscription, publisher, upper_case, context=side.context,
@@ -58,31 +59,32 @@ def test_relay_edits_drops_reports_and_stops(ros_process, wait_for, wake):
     try:
         sent = iter(range(10**6))
 
-        def publish_until(predicate):
+        def publish_until(predicate, what):
             def step():
                 if not predicate():
                     driver.publish(String(data=f"hello {next(sent)}"))
                 return predicate()
-            return wait_for(step)
+            return wait_until(step, 20.0, what)
 
-        assert publish_until(lambda: received), "nothing relayed"        # discovery done, relay flowing
+        publish_until(lambda: received, "anything relayed")        # discovery done, relay flowing
         for text in ("drop me", "boom", "a" * 200_000, "last"):          # 200 kB: the buffer grows
             driver.publish(String(data=text))
-        assert wait_for(lambda: received and received[-1] == "LAST")
+        wait_until(lambda: received and received[-1] == "LAST", 20.0, "LAST relayed")
         assert all(t.startswith("HELLO ") for t in received[:-2])
         assert received[-2] == "A" * 200_000 and "DROP ME" not in received
         assert len(errors) == 1 and "boom" in errors[0]
         assert taken_by_executor == []                                   # the executor never took one
-        assert wait_for(lambda: len(published) == len(received))         # one count per publish
+        wait_until(lambda: len(published) == len(received), 20.0, "one count per publish")
     finally:
         relay.close()
         relay.close()                                                    # idempotent
     before = len(received)
     driver.publish(String(data="after close"))
-    assert not wait_for(lambda: len(received) > before, timeout=0.5)
+    with pytest.raises(AssertionError):                                # nothing relayed after close
+        wait_until(lambda: len(received) > before, 0.5, "a message after close")
 
 
-def test_relay_without_publisher_only_takes(ros_process, wait_for):
+def test_relay_without_publisher_only_takes(ros_process):
     side, subscription, _publisher, driver, received, taken_by_executor = relay_pair(ros_process)
     taken, published = [], []
 
@@ -94,7 +96,7 @@ def test_relay_without_publisher_only_takes(ros_process, wait_for):
                             on_error=pytest.fail, on_published=lambda: published.append(1))
     try:
         sent = iter(range(10**6))
-        assert wait_for(lambda: taken or driver.publish(String(data=f"m{next(sent)}")))
+        wait_until(lambda: taken or driver.publish(String(data=f"m{next(sent)}")), 20.0, "a message taken")
         assert all(t.startswith("m") for t in taken)
         assert received == [] and published == [] and taken_by_executor == []
     finally:
@@ -130,7 +132,7 @@ def _compiled_drain():
     return numba.njit(cache=True, nogil=True)(_count_lower_case)
 
 
-def test_drain_relays_without_python_and_hands_back_what_it_cannot(ros_process, wait_for):
+def test_drain_relays_without_python_and_hands_back_what_it_cannot(ros_process):
     compiled = _compiled_drain()
     side, subscription, publisher, driver, received, taken_by_executor = relay_pair(ros_process)
     answer = np.frombuffer(serialize_message(String(data="DRAINED")), np.uint8).copy()
@@ -152,12 +154,13 @@ def test_drain_relays_without_python_and_hands_back_what_it_cannot(ros_process, 
     assert relay.io is not None
     try:
         sent = iter(range(10**6))
-        assert wait_for(lambda: received or driver.publish(String(data=f"Hello {next(sent)}")))
+        wait_until(lambda: received or driver.publish(String(data=f"Hello {next(sent)}")), 20.0,
+                   "a message relayed")
         before = len(python_saw)
         for text in ("one", "Two", "three", "a" * 200_000, "four"):        # 200 kB: the buffer grows
             driver.publish(String(data=text))
-        assert wait_for(lambda: len(received) >= 5 and received[-1] == "DRAINED"
-                        and "TWO" in received[-5:])
+        wait_until(lambda: len(received) >= 5 and received[-1] == "DRAINED"
+                        and "TWO" in received[-5:], 20.0, "DRAINED after TWO")
         assert received[-5:] == ["DRAINED", "TWO", "DRAINED", "A" * 200_000, "DRAINED"]
         # Python saw the upper-case one and the grown buffer's, the drain the rest (late warm-up
         # "Hello"s, published before these, may still have reached Python after ``before``)
@@ -166,7 +169,7 @@ def test_drain_relays_without_python_and_hands_back_what_it_cannot(ros_process, 
         yields = results.count(fast_relay.DRAIN_YIELD)
         relay.io.invalidate()                              # the handler's state changed: started anew
         driver.publish(String(data="five"))
-        assert wait_for(lambda: relay.io.handled == 4)
+        wait_until(lambda: relay.io.handled == 4, 20.0, "4 messages handed back")
         assert results.count(fast_relay.DRAIN_YIELD) == yields + 1
         assert errors == [] and taken_by_executor == []
     finally:
@@ -176,11 +179,11 @@ def test_drain_relays_without_python_and_hands_back_what_it_cannot(ros_process, 
 
 
 @pytest.mark.parametrize("through", ["rcl", "rclpy"])
-def test_serialized_publisher_publishes_a_buffer_as_is(ros_process, wait_for, through):
+def test_serialized_publisher_publishes_a_buffer_as_is(ros_process, through):
     side, _subscription, publisher, _driver, received, _taken = relay_pair(ros_process)
     out = fast_relay.SerializedPublisher(publisher)
     if through == "rclpy":
         out._libs = None                      # rcl not reachable through ctypes: Publisher.publish(bytes)
     buffer = np.frombuffer(serialize_message(String(data="as serialized")), np.uint8).copy()
-    assert wait_for(lambda: received or out.publish(buffer, buffer.ctypes.data))
+    wait_until(lambda: received or out.publish(buffer, buffer.ctypes.data), 20.0, "the buffer received")
     assert set(received) == {"as serialized"}

@@ -6,9 +6,10 @@ import threading
 import uuid
 
 from std_msgs.msg import String
+from fixtures.waiting import wait_until
 
 
-def test_messages_flow_between_two_nodes(ros_process, wait_for):
+def test_messages_flow_between_two_nodes(ros_process):
     topic = f"/chatter_{uuid.uuid4().hex[:8]}"
     talker = ros_process("talker").node("talker")
     listener = ros_process("listener").node("listener")
@@ -25,7 +26,7 @@ def test_messages_flow_between_two_nodes(ros_process, wait_for):
     sent = iter(range(10**6))
     talker.create_timer(0.05, lambda: publisher.publish(String(data=f"hello {next(sent)}")))
 
-    assert wait_for(lambda: len(received) >= 5), f"received only {received}"
+    wait_until(lambda: len(received) >= 5, 20.0, lambda: f"received only {received}")
     with lock:
         numbers = [int(text.split()[1]) for text in received]
     assert all(text.startswith("hello ") for text in received)

@@ -13,6 +13,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from robot_bridge.ros import qos
+from fixtures.waiting import wait_until
 
 KEEP_LAST, RELIABLE, BEST_EFFORT = HistoryPolicy.KEEP_LAST, ReliabilityPolicy.RELIABLE, \
     ReliabilityPolicy.BEST_EFFORT
@@ -65,7 +66,7 @@ def _collect(node, msg_type, topic, profile):
     return received
 
 
-def test_tf_static_reaches_a_late_joining_subscriber(ros_process, wait_for):
+def test_tf_static_reaches_a_late_joining_subscriber(ros_process):
     topic = f"/tf_static_{uuid.uuid4().hex[:8]}"
     broadcaster = ros_process("broadcaster").node("static_broadcaster")
     publisher = broadcaster.create_publisher(TFMessage, topic, qos.tf_static_qos())
@@ -80,7 +81,7 @@ def test_tf_static_reaches_a_late_joining_subscriber(ros_process, wait_for):
     # The subscriber's participant is created only after both messages were published.
     listener = ros_process("late_listener").node("late_listener")
     received = _collect(listener, TFMessage, topic, qos.tf_static_listener_qos())
-    assert wait_for(lambda: received), "late joiner got nothing on a transient_local topic"
+    wait_until(lambda: received, 20.0, "late joiner got nothing on a transient_local topic")
 
     first = received[0]  # reliable, in order: `old` would arrive before `latest` had it been kept
     assert [(t.header.frame_id, t.child_frame_id) for t in first.transforms] == [
@@ -93,7 +94,7 @@ def test_tf_static_reaches_a_late_joining_subscriber(ros_process, wait_for):
     assert first.transforms[1].transform.rotation.x == 1.0
 
 
-def test_robot_description_reaches_a_late_joining_subscriber(ros_process, wait_for):
+def test_robot_description_reaches_a_late_joining_subscriber(ros_process):
     topic = f"/robot_description_{uuid.uuid4().hex[:8]}"
     urdf = '<robot name="r"><link name="base_link"/></robot>'
     describer = ros_process("describer").node("describer")
@@ -102,5 +103,5 @@ def test_robot_description_reaches_a_late_joining_subscriber(ros_process, wait_f
 
     listener = ros_process("late_viewer").node("late_viewer")
     received = _collect(listener, String, topic, qos.description_qos())
-    assert wait_for(lambda: received), "late joiner got no robot_description"
+    wait_until(lambda: received, 20.0, "late joiner got no robot_description")
     assert received[0].data == urdf

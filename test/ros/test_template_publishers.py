@@ -16,6 +16,7 @@ from std_msgs.msg import Header
 from robot_bridge.ros import template_publishers
 from robot_bridge.ros.cdr_template import CdrTemplate
 from robot_bridge.ros.template_publishers import TemplatePublishers, state_source, state_views
+from fixtures.waiting import wait_until
 
 
 def _entries(n: int, node, topic: str):
@@ -39,7 +40,7 @@ def _rows(n: int, seed: int):
 
 
 @pytest.mark.parametrize("compiled", [True, False])
-def test_every_template_is_published_with_the_tick_numbers_and_stamp(ros_process, wait_for, monkeypatch,
+def test_every_template_is_published_with_the_tick_numbers_and_stamp(ros_process, monkeypatch,
                                                                      compiled):
     if not compiled:
         monkeypatch.setattr(template_publishers, "_compiled", [None])       # numba missing
@@ -61,7 +62,7 @@ def test_every_template_is_published_with_the_tick_numbers_and_stamp(ros_process
         publishers.publish_state(desired, actual, effort, stamp_ns)
         with lock:
             return all(received.values())
-    assert wait_for(sent_both)
+    wait_until(sent_both, 20.0, "both templates published")
     source = publishers.publish_state(desired, actual, effort, stamp_ns)
     error = np.subtract(desired, actual)
     assert np.array_equal(source, np.concatenate([*desired, *actual, effort, *error]))

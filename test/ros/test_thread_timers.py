@@ -12,13 +12,7 @@ import rclpy
 
 from robot_bridge.ros.guard import INJECT_ENV, ContainedNode, InjectedFault
 from robot_bridge.ros.thread_timers import ThreadTimers, first_deadline, next_deadline
-
-
-def _wait(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
+from fixtures.waiting import wait_until
 
 
 @pytest.fixture
@@ -45,7 +39,7 @@ def test_callbacks_run_without_an_executor(context):
     try:
         timers.create(0.01, lambda: calls.update(fast=calls["fast"] + 1))
         timers.create(0.02, lambda: calls.update(slow=calls["slow"] + 1))
-        _wait(lambda: calls["slow"] >= 5 and calls["fast"] >= 5)
+        wait_until(lambda: calls["slow"] >= 5 and calls["fast"] >= 5, 30.0, "5 calls of each timer")
     finally:
         timers.stop()
     assert errors == []
@@ -61,7 +55,7 @@ def test_a_raising_callback_is_reported_and_its_timer_goes_on(context):
     timers = ThreadTimers(context, "t", lambda timer, exc: errors.append((timer.callback, exc)))
     try:
         timers.create(0.005, tick)
-        _wait(lambda: len(calls) >= 5)
+        wait_until(lambda: len(calls) >= 5, 30.0, "5 calls")
     finally:
         timers.stop()
     assert len(errors) == 1 and errors[0][0] is tick and isinstance(errors[0][1], ValueError)
@@ -72,11 +66,11 @@ def test_cancel_and_stop_end_the_calls(context):
     timers = ThreadTimers(context, "t", lambda timer, exc: None)
     timer_a = timers.create(0.005, lambda: a.append(1))
     timers.create(0.005, lambda: b.append(1))
-    _wait(lambda: len(a) >= 2)
+    wait_until(lambda: len(a) >= 2, 30.0, "2 ticks of a")
     timer_a.cancel()
     assert timer_a.is_canceled()
     count = len(a)
-    _wait(lambda: len(b) >= len(a) + 3)          # b goes on ...
+    wait_until(lambda: len(b) >= len(a) + 3, 30.0, "b ticking on")          # b goes on ...
     assert len(a) <= count + 1                   # ... a ran at most the tick already under way
     timers.stop()
     done = len(b)
@@ -116,10 +110,10 @@ def test_a_contained_nodes_thread_timer_honours_the_fault_hook_and_stops_with_th
     monkeypatch.setenv(INJECT_ENV, "ticking")
     node = Ticking(context=context)                  # never spun by an executor
     try:
-        _wait(lambda: node.faults)
+        wait_until(lambda: node.faults, 30.0, "a fault reported")
         assert node.faults == [("timer tick", InjectedFault.__name__)] and node.callback_errors == 1
         ticks = node.ticks
-        _wait(lambda: node.ticks > ticks + 2)        # contained: the timer goes on
+        wait_until(lambda: node.ticks > ticks + 2, 30.0, "the timer going on")        # contained
         assert node.timer.timer_period_ns == 5_000_000
     finally:
         node.destroy_node()

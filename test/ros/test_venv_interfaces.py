@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = (REPO / ".." / "shared" / "ros2-tools").resolve()
@@ -142,14 +143,14 @@ def test_installed_type_hash_equals_upstream(package, kind, name, upstream_hashe
 
 
 @pytest.mark.parametrize("package,name", MESSAGES)
-def test_announced_type_hash_equals_upstream(package, name, upstream_hashes, ros_process, wait_for):
+def test_announced_type_hash_equals_upstream(package, name, upstream_hashes, ros_process):
     """What the compiled type support announces for a live publisher equals upstream's hash."""
     msg_type = getattr(importlib.import_module(f"{package}.msg"), name)
     expected = upstream_hashes(package)[f"{package}/msg/{name}"]
     node = ros_process("hash").node(f"hash_{package}_{name.lower()}")
     topic = f"/type_hash_{package}_{name.lower()}"
     node.create_publisher(msg_type, topic, 1)
-    assert wait_for(lambda: node.get_publishers_info_by_topic(topic))
+    wait_until(lambda: node.get_publishers_info_by_topic(topic), 20.0, f"a publisher on {topic}")
     assert str(node.get_publishers_info_by_topic(topic)[0].topic_type_hash) == expected
 
 
