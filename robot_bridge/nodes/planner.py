@@ -401,6 +401,9 @@ class PlannerNode(ContainedNode):
             else:
                 self._jobs.put(job)
             code, message, fields = await job.future
+        except Exception as exc:  # a defect here too ends the goal with its reason, never an empty result
+            self._contain_error(f"{kind} goal", exc, self._worker_errors)
+            code, message, fields = E.FAILURE, f"internal error: {type(exc).__name__}: {exc}", {}
         finally:
             with self._pending_lock:
                 self._pending -= 1
