@@ -12,7 +12,6 @@ world_node's own ~/objects document.  Waits on conditions with deadlines, never 
 from __future__ import annotations
 
 import math
-import sys
 import threading
 import time
 import uuid
@@ -42,12 +41,12 @@ from std_msgs.msg import String  # noqa: E402
 from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose  # noqa: E402
 
 from fixtures.spinning import spun  # noqa: E402
+from fixtures.waiting import wait_until as wait  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 from robot_bridge.ros.actions import get_result, send_goal  # noqa: E402
 import robot_bridge  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "planning"))
-import scenes  # noqa: E402
+from fixtures.planning import scenes  # noqa: E402
 
 DATA = Path(robot_bridge.__file__).resolve().parent / "data"
 WORLD = DATA / "default.env.xml"
@@ -147,13 +146,6 @@ class Probe:
         done = get_result(self.node, handle)
         wait(done.done, timeout, "goal result")
         return done.result().status, done.result().result
-
-
-def wait(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
-        time.sleep(0.02)
 
 
 def joint_request(values: dict, velocity: float = 1.0) -> MotionPlanRequest:

@@ -5,8 +5,6 @@ an internal error; a world update the collision library cannot take leaves the p
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +12,7 @@ import pytest
 pytest.importorskip("roboplan", reason="the planning extra is not installed "
                     "(pip install 'robot_bridge[planning]')")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import scenes  # noqa: E402
+from fixtures.planning import scenes  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 
 from robot_bridge.model import Handle  # noqa: E402
