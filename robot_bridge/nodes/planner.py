@@ -54,6 +54,7 @@ from ..ros import params, qos
 from ..ros.actions import cancel_goal, destroy_actions, get_result, send_goal
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
+from ..planning.errors import PlanningError
 from ..world.planning_scene import attach_topic
 
 E = MoveItErrorCodes
@@ -100,6 +101,12 @@ PARAMETERS = params.schema(
     Param("lift_distance", 0.05, "m the gripper frame moves up (+z of the world) after a grasp and back "
                                  "after a place when the goal gives no retreat", range=(0.0, 1.0)),
     Param("seed", 0, "Seed of the planner's random sampling", range=(0, 2**31 - 1), read_only=True),
+    Param("max_pending_goals", 16, "Goals of all three actions accepted and not yet ended; a goal beyond is "
+                                   "rejected (every accepted goal gets its result, under a storm too)",
+          range=(1, 1000), read_only=True),
+    Param("result_timeout", 900, "Seconds the result of an ended goal is kept for its client (rcl's and "
+                                 "move_group's default; rclpy's 10 s lost the results of a burst)",
+          range=(1, 86400), read_only=True),
 )
 FEEDBACK_PLANNING, FEEDBACK_MONITOR, FEEDBACK_IDLE = "PLANNING", "MONITOR", "IDLE"
 MAX_CONSTRAINTS = 1000               # joint / position / orientation constraints of one goal
@@ -112,12 +119,20 @@ BUILD_JOIN = 0.2                     # s ... for a worker still building the pla
 # instead of waiting for such a build; a node in another process (robot-bridge run) waits for it.
 _BUILDING: set = set()
 _EXIT_AT_ONCE = threading.Event()
+ACTION_REQUESTS = 1000              # goal / cancel / result requests queued per action service
 JOINT_STATE_SETTLE = 2               # fresh /joint_states awaited after the arm stopped, before replanning
 
 
 def attached_qos() -> QoSProfile:
     """world_node's ~/attach (as MoveIt's /attached_collision_object): reliable, volatile, depth 100."""
     return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+def action_request_qos() -> QoSProfile:
+    """The actions' goal, cancel and result services: reliable, depth ACTION_REQUESTS (the default 10 drops
+    the requests of a burst unanswered)."""
+    return QoSProfile(depth=ACTION_REQUESTS, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
 
 
 class GoalFailed(Exception):
@@ -144,15 +159,12 @@ class Job:
             raise GoalFailed(self.stop_code, self.stop_reason or "preempted")
 
 
-def _matrix(position, orientation) -> Optional[np.ndarray]:
-    from .world import pose_matrix
+def _matrix(position, orientation, what: str) -> np.ndarray:
+    """4x4 of a message's position and quaternion, checked by the core (InvalidGoal -16)."""
+    from ..planning import inputs
 
-    class _P:
-        pass
-
-    p = _P()
-    p.position, p.orientation = position, orientation
-    return pose_matrix(p)
+    return inputs.pose((position.x, position.y, position.z),
+                       (orientation.x, orientation.y, orientation.z, orientation.w), what)
 
 
 def _duration(t: float) -> Duration:
@@ -195,6 +207,9 @@ class PlannerNode(ContainedNode):
         self.objects_version = 0                      # world documents read
         self._logged_problems = 0
         self._jobs: "queue.Queue[Optional[Job]]" = queue.Queue()
+        self._pending = 0                             # goals accepted and not ended (max_pending_goals)
+        self._pending_lock = threading.Lock()
+        self._worker_errors: list = []                # defects logged in full (the first; then throttled)
         self._current: Optional[Job] = None
         self._wake = threading.Event()
 
@@ -224,15 +239,15 @@ class PlannerNode(ContainedNode):
         self.trajectory_client = ActionClient(self, FollowJointTrajectory,
                                               self.params.get("trajectory_action"))
         self.gripper_client = ActionClient(self, GripperCommand, self.params.get("gripper_action"))
+        # requests queue deep (a burst is answered: accepted, or rejected beyond max_pending_goals), bounded
+        deep = {f"{s}_service_qos_profile": action_request_qos() for s in ("goal", "cancel", "result")}
+        deep["result_timeout"] = int(self.params.get("result_timeout"))
         self.move_server = ActionServer(self, MoveGroup, "move_action", execute_callback=self._execute_move,
-                                        goal_callback=lambda _r: GoalResponse.ACCEPT,
-                                        cancel_callback=self._on_cancel)
+                                        goal_callback=self._admit, cancel_callback=self._on_cancel, **deep)
         self.pickup_server = ActionServer(self, Pickup, "pickup", execute_callback=self._execute_pickup,
-                                          goal_callback=lambda _r: GoalResponse.ACCEPT,
-                                          cancel_callback=self._on_cancel)
+                                          goal_callback=self._admit, cancel_callback=self._on_cancel, **deep)
         self.place_server = ActionServer(self, Place, "place", execute_callback=self._execute_place,
-                                         goal_callback=lambda _r: GoalResponse.ACCEPT,
-                                         cancel_callback=self._on_cancel)
+                                         goal_callback=self._admit, cancel_callback=self._on_cancel, **deep)
         self.create_service(GetMotionPlan, "plan_kinematic_path", self._on_plan_service)
         self._running = True
         self._building = True
@@ -359,22 +374,48 @@ class PlannerNode(ContainedNode):
             job.request_stop("canceled by the client")
         return CancelResponse.ACCEPT
 
+    def _admit(self, _request) -> GoalResponse:
+        """Accept a goal while fewer than ``max_pending_goals`` are accepted and not ended, else reject it:
+        every accepted goal gets its result, however many come."""
+        with self._pending_lock:
+            full = self._pending >= int(self.params.get("max_pending_goals"))
+            if not full:
+                self._pending += 1
+        if full:
+            self.get_logger().warning(f"goal rejected: {self._pending} goals pending (max_pending_goals)",
+                                      throttle_duration_sec=5.0)
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
     async def _run(self, kind: str, handle):
-        job = Job(kind, handle, Future())
-        current = self._current
-        if current is not None:
-            current.request_stop("preempted by a new goal")
-        for old in list(self._jobs.queue):
-            if old is not None:
-                old.request_stop("preempted by a new goal")
-        self._jobs.put(job)
-        code, message, fields = await job.future
-        if code == E.SUCCESS:
-            handle.succeed()
-        elif handle.is_cancel_requested:
-            handle.canceled()
-        else:
-            handle.abort()
+        try:
+            job = Job(kind, handle, Future())
+            current = self._current
+            if current is not None:
+                current.request_stop("preempted by a new goal")
+            for old in list(self._jobs.queue):
+                if old is not None:
+                    old.request_stop("preempted by a new goal")
+            if not self._running:
+                job.future.set_result((E.ABORT, "planner_node shutting down", {}))
+            else:
+                self._jobs.put(job)
+            code, message, fields = await job.future
+        except Exception as exc:  # a defect here too ends the goal with its reason, never an empty result
+            self._contain_error(f"{kind} goal", exc, self._worker_errors)
+            code, message, fields = E.FAILURE, f"internal error: {type(exc).__name__}: {exc}", {}
+        finally:
+            with self._pending_lock:
+                self._pending -= 1
+        try:
+            if code == E.SUCCESS:
+                handle.succeed()
+            elif handle.is_cancel_requested:
+                handle.canceled()
+            else:
+                handle.abort()
+        except Exception as exc:  # the goal ended meanwhile (e.g. the server going down): its result stands
+            self.get_logger().warning(f"{kind} goal: its end state not set ({type(exc).__name__}: {exc})")
         if code == E.SUCCESS:
             self.get_logger().info(f"{kind} goal: {message}")
         else:
@@ -436,8 +477,10 @@ class PlannerNode(ContainedNode):
                 outcome = (E.SUCCESS, "succeeded", fields)
             except GoalFailed as exc:
                 outcome = (exc.code, exc.message, getattr(exc, "fields", {}))
-            except Exception as exc:  # a bug: the goal fails with the reason, the node keeps serving
-                self.on_callback_error("planner worker", exc)
+            except PlanningError as exc:          # a bad input the core refused: its code
+                outcome = (exc.code, str(exc), getattr(exc, "fields", {}))
+            except Exception as exc:  # a defect: logged with its traceback (once), FAILURE, serving on
+                self._contain_error("planner worker", exc, self._worker_errors)
                 outcome = (E.FAILURE, f"internal error: {type(exc).__name__}: {exc}", {})
             finally:
                 self._current = None
@@ -469,13 +512,7 @@ class PlannerNode(ContainedNode):
         if c.joint_constraints:
             if counts[1] or counts[2]:
                 raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "joint and pose constraints in one goal")
-            values = {}
-            for jc in c.joint_constraints:
-                if not math.isfinite(jc.position):
-                    raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS,
-                                     f"joint {jc.joint_name!r}: position not finite")
-                values[jc.joint_name] = float(jc.position)
-            return JointGoal(values, group)
+            return JointGoal({jc.joint_name: float(jc.position) for jc in c.joint_constraints}, group)
         if counts[1] or counts[2]:
             return self._pose_goal(c, group)
         if c.name:
@@ -529,10 +566,7 @@ class PlannerNode(ContainedNode):
             mask[:3] = [True] * 3
         if c.orientation_constraints:
             oc = c.orientation_constraints[0]
-            local = _matrix(Point(), oc.orientation)
-            if local is None:
-                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "orientation constraint: zero or non-finite "
-                                                             "quaternion")
+            local = _matrix(Point(), oc.orientation, "orientation constraint")
             rotation = (self._frame_pose(oc.header.frame_id) @ local)[:3, :3]
             pose[:3, :3] = rotation
             tolerances = (oc.absolute_x_axis_tolerance, oc.absolute_y_axis_tolerance,
@@ -545,13 +579,12 @@ class PlannerNode(ContainedNode):
         return PoseGoal(group, pose, frame=link, offset=offset, mask=mask)
 
     def _start_of(self, request) -> Optional[dict]:
+        from ..planning import inputs
+
         js = request.start_state.joint_state
         if request.start_state.is_diff or not js.name:
             return None
-        if len(js.name) != len(js.position) or len(js.name) > MAX_JOINT_STATE_NAMES:
-            raise GoalFailed(E.START_STATE_INVALID, "start_state.joint_state: names and positions differ in "
-                                                    "length")
-        return {n: float(p) for n, p in zip(js.name, js.position)}
+        return inputs.start_state(js.name, js.position, MAX_JOINT_STATE_NAMES)
 
     def _plan(self, goal, group, start, timeout: float, velocity: float = 1.0, acceleration: float = 1.0):
         """(MotionPlan, planning time); GoalFailed with the core's code."""
@@ -570,9 +603,10 @@ class PlannerNode(ContainedNode):
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
         plan = result.plan
+        from ..planning.inputs import scaling_factor
+
         keep = 1.0 - float(self.params.get("limit_margin"))
-        velocity = velocity if math.isfinite(velocity) and 0.0 < velocity <= 1.0 else 1.0
-        acceleration = acceleration if math.isfinite(acceleration) and 0.0 < acceleration <= 1.0 else 1.0
+        velocity, acceleration = scaling_factor(velocity), scaling_factor(acceleration)
         plan.trajectory = scale_trajectory(plan.trajectory, velocity * keep, acceleration * keep)
         self.display(plan)
         return plan, elapsed
@@ -613,8 +647,8 @@ class PlannerNode(ContainedNode):
             plan, elapsed = self._plan(goal, req.group_name or None, self._start_of(req),
                                        self._planning_time(req), req.max_velocity_scaling_factor,
                                        req.max_acceleration_scaling_factor)
-        except GoalFailed as exc:
-            res.error_code = MoveItErrorCodes(val=exc.code, message=exc.message, source="planner_node")
+        except (GoalFailed, PlanningError) as exc:
+            res.error_code = MoveItErrorCodes(val=exc.code, message=str(exc), source="planner_node")
             return response
         res.trajectory_start = self._start_msg(plan)
         res.trajectory = self._robot_trajectory(plan)
@@ -667,15 +701,14 @@ class PlannerNode(ContainedNode):
 
     def _check_start(self, req) -> None:
         """An executed goal starts where the robot is: a start state given must be the current one."""
+        from ..planning import inputs
+
         start = self._start_of(req)
         if start is None:
             return
         with self._input_lock:
             current = dict(self._joints)
-        off = {n: v for n, v in start.items() if n in current and abs(current[n] - v) > 0.01}
-        if off or any(n not in current for n in start):
-            raise GoalFailed(E.START_STATE_INVALID, "an executed goal starts at the current state; "
-                             f"start_state differs from /joint_states for {sorted(off) or sorted(start)}")
+        inputs.start_at_current(start, current)
 
     def _await_joint_states(self, job: Job) -> None:
         """Wait for fresh /joint_states (the arm at rest after a stop) before planning again."""
@@ -807,9 +840,7 @@ class PlannerNode(ContainedNode):
         grasp = grasps[0]
         if grasp.id.startswith(body + "/"):
             return grasp.id[len(body) + 1:]                # checked by the planner core
-        local = _matrix(grasp.grasp_pose.pose.position, grasp.grasp_pose.pose.orientation)
-        if local is None:
-            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "grasp_pose not finite or zero quaternion")
+        local = _matrix(grasp.grasp_pose.pose.position, grasp.grasp_pose.pose.orientation, "grasp_pose")
         entry = planner.bodies[body]
         root_link = entry.robot.root
         gripper_world = self._frame_pose(grasp.grasp_pose.header.frame_id) @ local @ np.asarray(gripper.pose)
@@ -961,9 +992,8 @@ class PlannerNode(ContainedNode):
                 raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "no place_locations")
             location = goal.place_locations[0]
             link = planner.bodies[body].attached
-            local = _matrix(location.place_pose.pose.position, location.place_pose.pose.orientation)
-            if local is None:
-                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "place_pose not finite or zero quaternion")
+            local = _matrix(location.place_pose.pose.position, location.place_pose.pose.orientation,
+                            "place_pose")
             placed = self._frame_pose(location.place_pose.header.frame_id) @ local
             gripper = next((g for g in planner.semantics.grippers.values() if g.link == link), None)
             if gripper is None:

@@ -37,7 +37,8 @@ release's time; 0: now): it waits until this node's /tf holds the link at or aft
 ``~/reload`` (std_srvs/Trigger) re-reads the mapping; a mapping that fails to load leaves the previous one
 in service.  Unknown class ids, unresolvable frames and non-finite poses are dropped with throttled
 warnings naming them (one line per kind and message, with counts).  A message is looked at up to
-``max_detections`` detections (the rest are never deserialized) and no body starts beyond ``max_bodies``:
+``max_detections`` detections (the rest are never deserialized) and no body starts beyond ``max_bodies``
+nor outside ``world_box`` (the cube of that half extent about the world origin):
 what these leave out is summed up in one throttled warning.
 """
 
@@ -68,7 +69,7 @@ from ..ros.conversions import detection_array_count, pose_matrix, truncate_detec
 from ..ros.tf import transform_stamped
 from ..world import Changes, Detection, ObjectMapping, WorldObjects, load_mapping, to_xml, to_yaml
 from ..world.attach import AttachQueue
-from ..world.objects import MAX_BODIES, MAX_DETECTIONS
+from ..world.objects import MAX_BODIES, MAX_DETECTIONS, WORLD_BOX
 
 RELOADS = "re-reads the mapping when set; refused (old mapping kept) if it does not load"
 PARAMETERS = params.schema(
@@ -101,6 +102,10 @@ PARAMETERS = params.schema(
     Param("max_bodies", MAX_BODIES, "Bodies of all classes together; new ones beyond are refused (one "
                                     "throttled warning with the counts); lowering it removes none",
           range=(1, 10000)),
+    Param("world_box", WORLD_BOX, "m: half extent of the cube about the world origin where bodies may be; a "
+                                  "detection placing one outside is refused (one throttled warning naming "
+                                  "it): a body at 1e308 m broke the planner's collision scene",
+          range=(0.01, 1e6)),
 )
 LISTED_NAMES = 5              # names shown in one warning or log line (the rest counted)
 REPORTED_NAMES = 1000         # distinct unknown classes / frames reported at once however throttled
@@ -234,6 +239,8 @@ class WorldNode(ContainedNode):
     def _apply_parameters(self, new: dict) -> None:
         if self.world is not None and {"max_detections", "max_bodies"} & new.keys():
             self.world.set_limits(int(self._p("max_detections", new)), int(self._p("max_bodies", new)))
+        if self.world is not None and "world_box" in new:
+            self.world.set_world_box(float(new["world_box"]))
         if "publish_rate" in new:
             self.destroy_timer(self.timer)
             self.timer = self.create_timer(1.0 / float(new["publish_rate"]), self._tick)
@@ -254,7 +261,8 @@ class WorldNode(ContainedNode):
     def _use_mapping(self, mapping: ObjectMapping) -> None:
         self.scene.load((f"class {name!r}", cls.body) for name, cls in mapping.classes.items())
         if self.world is None:
-            self.world = WorldObjects(mapping, int(self._p("max_detections")), int(self._p("max_bodies")))
+            self.world = WorldObjects(mapping, int(self._p("max_detections")), int(self._p("max_bodies")),
+                                      float(self._p("world_box")))
             self._publish(Changes(), force=True)
         else:
             changes = self.world.set_mapping(mapping)

@@ -79,7 +79,8 @@ class MasterModel:
         for name, body in self.environment.items():
             planner.add_body(name, body)
         if self._objects:
-            planner.set_objects(self._objects, keep=list(self.environment))
+            for problem in planner.set_objects(self._objects, keep=list(self.environment)):
+                self._problem(f"world objects: {problem}")
         self.planner = planner
         for note in planner.notes:
             self._problem(note)
@@ -115,7 +116,8 @@ class MasterModel:
             return self._problem(f"world objects not used: names of environment bodies: {clash}")
         self._objects = objects
         if self.planner is not None:
-            self.planner.set_objects(objects, keep=list(self.environment))
+            for problem in self.planner.set_objects(objects, keep=list(self.environment)):
+                self._problem(f"world objects: {problem}")
         return None
 
     # -- requests ------------------------------------------------------------------------------------
@@ -133,19 +135,26 @@ class MasterModel:
                 plan = self.planner.plan(goal, group=group, start=start, timeout=timeout)
         except PlanningError as exc:
             return PlanResult(exc.code, str(exc))
+        except Exception:  # a defect: the caller reports it (FAILURE); the scene it may have left is not kept
+            try:
+                self.planner.rebuild()
+            except Exception as exc:  # noqa: BLE001 - the defect raised below is the one to report
+                self._problem(f"collision scene not rebuilt after a failed plan: {type(exc).__name__}: {exc}")
+            raise
         return PlanResult(SUCCESS, "planned", plan)
 
 
 def scale_trajectory(trajectory, velocity_factor: float = 1.0, acceleration_factor: float = 1.0):
     """The same path slowed down uniformly so that its velocities stay within ``velocity_factor`` and its
     accelerations within ``acceleration_factor`` of what they were (MoveIt's scaling factors; a factor
-    outside (0, 1] counts as 1)."""
+    outside (0, 1] counts as 1).  InvalidMotionPlan (-2) when the factors stretch it beyond
+    :data:`.inputs.MAX_TRAJECTORY_DURATION`."""
     from .goals import Trajectory
+    from .inputs import scaled_duration, scaling_factor
 
-    def valid(f: float) -> float:
-        return float(f) if math.isfinite(f) and 0.0 < f <= 1.0 else 1.0
-
-    k = max(1.0 / valid(velocity_factor), math.sqrt(1.0 / valid(acceleration_factor)))
+    velocity, acceleration = scaling_factor(velocity_factor), scaling_factor(acceleration_factor)
+    scaled_duration(trajectory.duration, velocity, acceleration)
+    k = max(1.0 / velocity, math.sqrt(1.0 / acceleration))
     if k == 1.0:
         return trajectory
     return Trajectory(list(trajectory.joint_names), trajectory.times * k, trajectory.positions.copy(),

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..model import Gripper, Handle, Robot
 from . import backend as _backend
+from . import inputs
 from .errors import (GoalInCollision, GoalStateInvalid, InvalidGoal, InvalidGroup, InvalidLinkName,
                      InvalidMotionPlan, InvalidObject, InvalidRobotState, NoIKSolution, NoPathFound,
                      PlanningTimedOut, StartInCollision, StartStateInvalid)
@@ -35,6 +36,7 @@ START_LIMIT_TOLERANCE = 1e-3  # a measured start state this far out is clamped, 
 RATE_MARGIN = 1e-3            # trajectories keep this relative margin below the rate limits
 PLACE_PENETRATION = 1e-3      # m a placed body may sink into its support (5x the IK's position tolerance)
 HELD_AWAY = (0.0, 0.0, 1.0e4)  # m: where a carried body's geometry waits while the robot alone is checked
+WORLD_BOX = 1000.0            # m: half extent of the cube about the world origin bodies may be in (default)
 
 
 def _package_roots(robot: Robot) -> list[str]:
@@ -111,11 +113,12 @@ class Planner:
     def __init__(self, robot: Robot, urdf: Optional[str] = None, *, package_paths: Sequence[str] = (),
                  environment: bool = True, seed: int = 0, dt: float = 0.02, check_step: float = 0.01,
                  plan_step: float = 0.05, default_velocity: float = 1.0, default_acceleration: float = 2.0,
-                 acceleration_limits: Optional[Mapping[str, float]] = None):
+                 acceleration_limits: Optional[Mapping[str, float]] = None, world_box: float = WORLD_BOX):
         """``urdf``: the published description (default: ``to_urdf(robot)`` with converted meshes cached as
         the description node does).  Velocity and acceleration limits are the controller's
         (``hardware.base.limits_from_robot``); a URDF carries no acceleration limit, so a robot read back
-        from one needs ``acceleration_limits`` (joint -> rad/s^2 or m/s^2), else ``default_acceleration``."""
+        from one needs ``acceleration_limits`` (joint -> rad/s^2 or m/s^2), else ``default_acceleration``.
+        ``world_box``: bodies whose origin lies outside the cube of this half extent (m) are refused."""
         _backend.require()
         from ..formats import srdf as srdf_format
 
@@ -135,7 +138,9 @@ class Planner:
         disabled |= {tuple(sorted(p)) for p in robot.collision_ignore}
         srdf_text = srdf_format.to_srdf(self.semantics, robot.name)
         limits = self._limits_yaml(default_velocity, default_acceleration, acceleration_limits or {})
-        self._backend = _backend.Backend(urdf, srdf_text, package_paths, sorted(disabled), limits, seed)
+        self._backend_args = (urdf, srdf_text, package_paths, sorted(disabled), limits, seed)
+        self._backend = _backend.Backend(*self._backend_args)
+        self.world_box = float(world_box)
         b = self._backend
         new_pairs = [p for p in b.always_pairs if p not in disabled]
         if new_pairs:
@@ -282,9 +287,9 @@ class Planner:
         placement puts it).  A name in use is replaced."""
         from ..kinematics.fk import KinematicModel
 
+        root = self._checked_root(name, body, np.eye(4) if pose is None else pose)
         if name in self.bodies:
             self.remove_body(name)
-        root = (np.eye(4) if pose is None else np.asarray(pose, dtype=float)) @ body.placement
         entry = _Body(body, root)
         links = KinematicModel(body, compiled=False).link_poses()
         for link in body.links.values():
@@ -316,11 +321,23 @@ class Planner:
         if pairs:
             self._backend.set_pairs(pairs, allow)
 
+    def _checked_root(self, name: str, body: Robot, pose) -> np.ndarray:
+        """World pose of a body's root link placed at ``pose`` (its file's frame); InvalidObject when either
+        is not a finite rigid transform or lies outside ``world_box``: coal's broad phase cannot take a body
+        at 1e308 m (its bounding volume overflows and every later check fails)."""
+        m = np.asarray(pose, dtype=float)
+        problem = inputs.body_problem(m, self.world_box)
+        root = m @ body.placement if problem is None else None
+        problem = problem or inputs.body_problem(root, self.world_box)
+        if problem is not None:
+            raise InvalidObject(f"body {name!r} refused: {problem}")
+        return root
+
     def move_body(self, name: str, pose: np.ndarray) -> None:
         entry = self._body(name)
         if entry.attached is not None:
             raise InvalidObject(f"body {name!r} is attached to {entry.attached!r}; detach it first")
-        entry.pose = np.asarray(pose, dtype=float) @ entry.robot.placement
+        entry.pose = self._checked_root(name, entry.robot, pose)
         for gname, _link, local, _shape in entry.geometries:
             self._backend.move_geometry(gname, self._placement_inv @ entry.pose @ local, UNIVERSE)
 
@@ -330,19 +347,73 @@ class Planner:
             self._backend.remove_geometry(gname)
         del self.bodies[name]
 
-    def set_objects(self, objects: Mapping[str, tuple[Robot, np.ndarray]], keep: Sequence[str] = ()) -> None:
+    def set_objects(self, objects: Mapping[str, tuple[Robot, np.ndarray]],
+                    keep: Sequence[str] = ()) -> list[str]:
         """Make the detected bodies exactly ``objects`` (name -> (body, pose)); bodies of the environment
-        file (``keep``: their names) and attached ones stay."""
-        stay = set(keep) | set(self.robot.environment)
-        for name in [n for n, b in self.bodies.items() if n not in objects and n not in stay
-                     and b.attached is None]:
-            self.remove_body(name)
+        file (``keep``: their names) and attached ones stay.  Returns the problems: bodies refused (a pose
+        that is not a finite rigid transform, or outside ``world_box``: left out), or an update the
+        collision scene could not take (then rebuilt from the bodies before it: never left failing)."""
+        problems = []
+        accepted = {}
         for name, (body, pose) in objects.items():
-            current = self.bodies.get(name)
-            if current is None or current.robot is not body:
-                self.add_body(name, body, pose)
-            elif current.attached is None:
-                self.move_body(name, pose)
+            try:
+                self._checked_root(name, body, pose)
+            except InvalidObject as exc:
+                problems.append(str(exc))
+                continue
+            accepted[name] = (body, pose)
+        before = self._snapshot()
+        stay = set(keep) | set(self.robot.environment)
+        try:
+            for name in [n for n, b in self.bodies.items() if n not in accepted and n not in stay
+                         and b.attached is None]:
+                self.remove_body(name)
+            for name, (body, pose) in accepted.items():
+                current = self.bodies.get(name)
+                if current is None or current.robot is not body:
+                    self.add_body(name, body, pose)
+                elif current.attached is None:
+                    self.move_body(name, pose)
+            self._backend.in_collision(self.state)     # coal updates its broad phase here: fails now or never
+        except Exception as exc:  # the library's own refusal: the scene is rebuilt, the update dropped
+            self.rebuild(before)
+            problems.append(f"world update not applied ({type(exc).__name__}: {' '.join(str(exc).split())}); "
+                            "collision scene "
+                            "rebuilt from the bodies before it")
+        return problems
+
+    def _snapshot(self) -> dict[str, _Body]:
+        return {name: _Body(e.robot, e.pose.copy(), [], e.attached, None if e.grip is None else e.grip.copy(),
+                            list(e.touch), list(e.resting), list(e.picked_from))
+                for name, e in self.bodies.items()}
+
+    def rebuild(self, bodies: Optional[Mapping[str, _Body]] = None) -> None:
+        """A new collision scene with the planner's groups and ``bodies`` (a :meth:`_snapshot`; default: the
+        current ones) as they were, attached ones on their links: after the library failed an update, the
+        scene it left is not trusted again."""
+        bodies = self._snapshot() if bodies is None else bodies
+        old = self._backend
+        new = _backend.Backend(*self._backend_args)
+        for group, joints in old.groups.items():
+            new.define_group(group, joints)
+        new._seed, new.collision_checks = old._seed, old.collision_checks
+        self._backend, self.bodies = new, {}
+        for name, e in bodies.items():
+            self.add_body(name, e.robot, e.pose @ np.linalg.inv(e.robot.placement))
+        for name, e in bodies.items():
+            if e.attached is None:
+                continue
+            entry = self.bodies[name]
+            mine = [g for g, *_ in entry.geometries]
+            for gname, _l, local, _s in entry.geometries:
+                new.move_geometry(gname, e.grip @ local, e.attached)
+                new.allow_collisions(gname, e.touch, True)
+            entry.attached, entry.grip, entry.touch = e.attached, e.grip, e.touch
+            self._world_pairs(mine, allow=False)
+            entry.resting = [o for o in e.resting if o in self.bodies]
+            entry.picked_from = list(e.picked_from)
+            for other in entry.resting:
+                new.set_pairs([(a, c) for a in mine for c, *_ in self.bodies[other].geometries], True)
 
     def _body(self, name: str) -> _Body:
         if name not in self.bodies:
@@ -425,6 +496,7 @@ class Planner:
             unknown = sorted(set(start) - set(self._index))
             if unknown:
                 raise InvalidRobotState(f"start state names unknown joints {unknown}")
+            start = inputs.start_state(list(start), [start[n] for n in start])
         q = self.vector(start or {})
         b = self._backend
         out = (q < b.lower - START_LIMIT_TOLERANCE) | (q > b.upper + START_LIMIT_TOLERANCE)
@@ -475,7 +547,7 @@ class Planner:
             outside = sorted(set(goal.positions) - set(self.group_joints(group)))
             if outside:
                 raise InvalidGoal(f"goal joints {outside} are not in group {group!r}")
-            q = self.vector(goal.positions, start)
+            q = self.vector(inputs.joint_values(goal.positions), start)
             self._check_goal(q, group, "the joint goal")
             return q, group
         if isinstance(goal, NamedGoal):
@@ -493,6 +565,8 @@ class Planner:
         if isinstance(goal, PoseGoal):
             group = self.group(goal.group)
             frame = goal.frame or self._tip(group)
+            inputs.check_pose(goal.pose, "the pose goal")
+            inputs.check_pose(goal.offset, "the pose goal's offset")
             q = self.solve_ik(group, frame, goal.pose, goal.offset, goal.mask, start, timeout)
             return q, group
         raise InvalidGoal(f"unknown goal type {type(goal).__name__}")
@@ -653,6 +727,13 @@ class Planner:
             h = handles[handle]
         if h.link not in entry.robot.links:
             raise InvalidObject(f"handle {h.name!r}: body {body!r} has no link {h.link!r}")
+        inputs.check_pose(h.pose, f"handle {h.name!r}: its pose")
+        direction = np.asarray(h.approaching_direction, dtype=float)
+        norm = float(np.linalg.norm(direction)) if direction.shape == (3,) else math.nan
+        if not (math.isfinite(norm) and norm > 1e-9 and math.isfinite(float(h.clearance))
+                and float(h.clearance) >= 0):
+            raise InvalidGoal(f"handle {h.name!r}: the approach needs a finite nonzero direction and a "
+                              "clearance >= 0")
         return h
 
     def handle_link_pose(self, body: str, link: str) -> np.ndarray:
@@ -748,8 +829,7 @@ class Planner:
         pose = np.asarray(goal.pose, dtype=float)
         direction = np.asarray(goal.direction, dtype=float)
         distance = float(goal.distance)
-        if pose.shape != (4, 4) or not np.isfinite(pose).all():
-            raise InvalidGoal("the place pose needs a finite 4x4 matrix")
+        inputs.check_pose(pose, "the place pose")
         norm = float(np.linalg.norm(direction)) if direction.shape == (3,) else math.nan
         if not (math.isfinite(norm) and norm > 1e-9 and math.isfinite(distance) and distance >= 0):
             raise InvalidGoal("the place approach needs a finite nonzero direction and a distance >= 0")

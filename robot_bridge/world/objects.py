@@ -15,8 +15,9 @@ into named bodies ``<class>_<n>``:
 - ``expire(now)`` removes every non-``static`` body not detected for its class's ``timeout``;
 - a body that is held (``hold``: carried by a robot) neither moves with detections nor expires until
   ``release``d at the pose where it was put down;
-- unknown class ids and non-finite or non-rigid poses are refused and reported in the returned
-  :class:`Changes`, never stored.
+- unknown class ids, non-finite or non-rigid poses and poses whose origin lies outside the world box (the
+  cube of half extent ``world_box`` about the world origin: a body at 1e308 m breaks a collision checker's
+  bounding volumes) are refused and reported in the returned :class:`Changes`, never stored.
 
 A batch costs O(n log n) in its detections and bodies (ids by dictionary, nearest bodies by a k-d tree,
 free names by one cursor per class), so the limits bound the time of every message.
@@ -27,6 +28,7 @@ clock the caller uses consistently (the node: its clock at reception).
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional, Sequence
@@ -38,6 +40,7 @@ from .mapping import ObjectMapping
 
 MAX_DETECTIONS = 200          # default: detections of one batch looked at (the rest counted, not examined)
 MAX_BODIES = 200              # default: bodies of all classes together (new ones beyond are refused)
+WORLD_BOX = 100.0             # default: m, half extent of the cube about the world origin bodies may be in
 
 
 @dataclass(frozen=True)
@@ -108,14 +111,25 @@ def pose_problem(pose) -> Optional[str]:
     return None
 
 
-def pose_problems(poses: np.ndarray, tol: float = 1e-6) -> list[Optional[str]]:
+def outside(position, world_box: float) -> Optional[str]:
+    """Why a body's origin ``position`` is refused (None: it lies within ``world_box`` of the origin)."""
+    t = np.asarray(position, dtype=float)
+    if (np.abs(t) <= world_box).all():
+        return None
+    return f"position ({t[0]:.4g}, {t[1]:.4g}, {t[2]:.4g}) outside world_box {world_box:g} m"
+
+
+def pose_problems(poses: np.ndarray, tol: float = 1e-6,
+                  world_box: float = math.inf) -> list[Optional[str]]:
     """:func:`pose_problem` of every pose of an (n, 4, 4) array in one vectorised pass (the tests of
-    :func:`robot_bridge.model.transform.is_rigid`)."""
+    :func:`robot_bridge.model.transform.is_rigid`), and :func:`outside` ``world_box``."""
     p = np.asarray(poses, dtype=float).reshape(-1, 4, 4)
     finite = np.isfinite(p).all(axis=(1, 2))
     rigid = rigid_mask(p, tol)
-    return [None if ok else "pose is not a rigid transform" if f else "non-finite pose"
-            for ok, f in zip(rigid, finite)]
+    inside = (np.abs(np.where(finite[:, None], p[:, :3, 3], 0.0)) <= world_box).all(axis=1)
+    return [("pose is not a rigid transform" if f else "non-finite pose") if not ok
+            else None if within else outside(pose[:3, 3], world_box)
+            for ok, f, within, pose in zip(rigid, finite, inside, p)]
 
 
 def _limit(value: int, name: str) -> int:
@@ -150,13 +164,23 @@ def _nearest_pairs(points: list, targets: list, reach: float) -> list[tuple[int,
 
 class WorldObjects:
     def __init__(self, mapping: ObjectMapping, max_detections: int = MAX_DETECTIONS,
-                 max_bodies: int = MAX_BODIES):
+                 max_bodies: int = MAX_BODIES, world_box: float = WORLD_BOX):
         self._lock = threading.RLock()
         self._mapping = mapping
         self._objects: dict[str, WorldObject] = {}
         self._held: set[str] = set()
         self.version = 0                       # incremented on every change of bodies or poses
         self.set_limits(max_detections, max_bodies)
+        self.set_world_box(world_box)
+
+    def set_world_box(self, world_box: float) -> None:
+        """Half extent (m, > 0) of the cube about the world origin where bodies may be; bodies already
+        outside stay until they time out or move."""
+        world_box = float(world_box)
+        if not (math.isfinite(world_box) and world_box > 0):
+            raise ValueError(f"world_box must be a finite number > 0, not {world_box!r}")
+        with self._lock:
+            self.world_box = world_box
 
     def set_limits(self, max_detections: int, max_bodies: int) -> None:
         """Detections looked at per batch and bodies in all (>= 1 each).  Lowering ``max_bodies`` below
@@ -224,7 +248,8 @@ class WorldObjects:
                 elif det.class_id not in unknown:
                     unknown.add(det.class_id)
                     changes.unknown.append(det.class_id)
-            problems = pose_problems(np.array([d.pose for d in known], dtype=float)) if known else []
+            problems = pose_problems(np.array([d.pose for d in known], dtype=float),
+                                     world_box=self.world_box) if known else []
             by_class: dict[str, list[Detection]] = {}
             for det, problem in zip(known, problems):
                 if problem is not None:
@@ -352,7 +377,7 @@ class WorldObjects:
             if obj is None or name not in self._held:
                 return changes
             self._held.discard(name)
-            problem = pose_problem(pose)
+            problem = pose_problem(pose) or outside(np.asarray(pose, dtype=float)[:3, 3], self.world_box)
             if problem is not None:
                 changes.rejected.append(f"{name}: {problem}")
                 return changes
