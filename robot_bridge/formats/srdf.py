@@ -388,8 +388,7 @@ def _gripper(el, ctx: SrdfContext):
     g = Gripper(name, "", pose=_frame(el, ctx, what, "handle_position_in_joint"),
                 clearance=_clearance(el, ctx))
     _report_unused(el, ctx, "gripper")
-    g.joints = [j for j in (ctx.attr(c, "name") for c in _local_children(el, "joint"))
-                if ctx.known_joint(j, el, what)]
+    g.joints = [ctx.attr(j, "name") for j in _local_children(el, "joint")]
     _register_on_link(el, ctx, what, g, ctx.semantics.grippers)
 
 
