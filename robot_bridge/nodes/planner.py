@@ -243,7 +243,7 @@ class PlannerNode(ContainedNode):
         deep = {f"{s}_service_qos_profile": action_request_qos() for s in ("goal", "cancel", "result")}
         deep["result_timeout"] = int(self.params.get("result_timeout"))
         # action name -> client: the controller wiring's other controllers (control.groups), made when used
-        self._clients = {self.params.get("trajectory_action"): self.trajectory_client,
+        self._controller_clients = {self.params.get("trajectory_action"): self.trajectory_client,
                          self.params.get("gripper_action"): self.gripper_client}
         self._wired = (None, None)                    # (planner, its control.groups.Wiring)
         self.move_server = ActionServer(self, MoveGroup, "move_action", execute_callback=self._execute_move,
@@ -813,9 +813,9 @@ class PlannerNode(ContainedNode):
 
     def _client(self, kind, name: str):
         with self._input_lock:
-            if name not in self._clients:
-                self._clients[name] = ActionClient(self, kind, name)
-            return self._clients[name]
+            if name not in self._controller_clients:
+                self._controller_clients[name] = ActionClient(self, kind, name)
+            return self._controller_clients[name]
 
     def _trajectory_client(self, joints):
         """The FollowJointTrajectory client of the controller whose joints cover ``joints``, as MoveIt's
