@@ -60,10 +60,13 @@ from ..world.planning_scene import attach_topic
 E = MoveItErrorCodes
 PARAMETERS = params.schema(
     Param("trajectory_action", "controller_node/follow_joint_trajectory",
-          "FollowJointTrajectory action that executes the planned trajectories (the controller node's)",
+          "FollowJointTrajectory action of the controller node's only controller; with several (one per "
+          "SRDF group, control.groups.wiring) <its namespace>/<group>/follow_joint_trajectory of the group "
+          "covering the planned joints",
           read_only=True, string="name"),
     Param("gripper_action", "controller_node/gripper_cmd", "GripperCommand action of the gripper (Pickup, "
-                                                          "Place)", read_only=True, string="name"),
+                                                          "Place); with several, <its namespace>/<group>/"
+                                                          "gripper_cmd", read_only=True, string="name"),
     Param("objects_topic", "world_node/objects", "world_node's latched <Environment> document of the "
                                                  "detected bodies (empty: no world bodies)",
           read_only=True, string="name"),
