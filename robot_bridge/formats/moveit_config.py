@@ -4,10 +4,10 @@
 
 - ``<robot>.urdf`` (each manipulator's tool frame a link, see ``urdf.to_urdf(tool_frames=True)``) and
   ``<robot>.srdf`` (``srdf.moveit_semantics``: groups, end effectors, states of driven joints, ``home``);
-- ``moveit_controllers.yaml``: moveit_simple_controller_manager, one FollowJointTrajectory controller per
-  planning group and one GripperCommand controller per gripper (:func:`control.groups.gripper_specs`, the
-  same the node serves), named so that ``<name>/<action_ns>`` is the action controller_node serves with
-  ``controller_node.yaml``;
+- ``moveit_controllers.yaml``: moveit_simple_controller_manager, exactly the controllers controller_node
+  derives (:func:`control.groups.wiring`): one FollowJointTrajectory controller per planning group of the
+  SRDF and one GripperCommand controller per gripper, named so that ``<name>/<action_ns>`` is the action
+  controller_node serves with ``controller_node.yaml``;
 
 Without an SRDF the groups are guessed (:func:`guess_semantics`: the OpenRAVE manipulators, else the
 longest serial chain of driven joints) and the guesses are reported; a robot with nothing to plan for is a
