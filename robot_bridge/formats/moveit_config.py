@@ -4,10 +4,10 @@
 
 - ``<robot>.urdf`` (each manipulator's tool frame a link, see ``urdf.to_urdf(tool_frames=True)``) and
   ``<robot>.srdf`` (``srdf.moveit_semantics``: groups, end effectors, states of driven joints, ``home``);
-- ``moveit_controllers.yaml``: moveit_simple_controller_manager, one FollowJointTrajectory controller per
-  planning group and one GripperCommand controller per gripper (:func:`control.groups.gripper_specs`, the
-  same the node serves), named so that ``<name>/<action_ns>`` is the action controller_node serves with
-  ``controller_node.yaml``;
+- ``moveit_controllers.yaml``: moveit_simple_controller_manager, exactly the controllers controller_node
+  derives (:func:`control.groups.wiring`): one FollowJointTrajectory controller per planning group of the
+  SRDF and one GripperCommand controller per gripper, named so that ``<name>/<action_ns>`` is the action
+  controller_node serves with ``controller_node.yaml``;
 
 Without an SRDF the groups are guessed (:func:`guess_semantics`: the OpenRAVE manipulators, else the
 longest serial chain of driven joints) and the guesses are reported; a robot with nothing to plan for is a
@@ -25,13 +25,13 @@ from pathlib import Path
 
 import yaml
 
-from ..control.groups import GripperSpec, controller_groups, gripper_prefix, gripper_specs
+from ..control.groups import GripperSpec, gripper_prefix, wiring
 from ..errors import NothingToPlanError
 from ..hardware.base import limits_from_robot
 from ..model import Robot
 from ..model.groups import driven_joints, longest_chain
 from ..model.semantics import Group, Semantics
-from .srdf import arm_groups, driven_group_states, moveit_semantics, write_srdf
+from .srdf import driven_group_states, moveit_semantics, write_srdf
 from .urdf import write_urdf
 
 NODE = "controller_node"
@@ -48,15 +48,22 @@ class MoveitConfig:
     notes: list[str] = field(default_factory=list)
 
 
-def planning_groups(semantics: Semantics) -> list[str]:
-    """The groups an arm controller moves: chain groups first, then groups of joints or links that are
-    neither an end effector's group, a gripper group nor the generated ``all``."""
-    ee_groups = {ee.group for ee in semantics.end_effectors.values()}
-    chains = arm_groups(semantics)
-    rest = [name for name, g in semantics.groups.items()
-            if name not in chains and name not in ee_groups and name != "all" and (g.joints or g.links)
-            and not any(w in name.lower() for w in ("gripper", "hand"))]
-    return chains + rest
+def planning_groups(robot: Robot, semantics: Semantics) -> list[str]:
+    """The groups with a trajectory controller of their own: those of :func:`control.groups.wiring` on
+    ``robot`` with ``semantics`` (chain groups, then groups of their own joints or links; no gripper's)."""
+    return [w.name for w in wiring(_view(robot, semantics), driven_joints(robot)).controllers if w.name]
+
+
+def _view(robot: Robot, semantics: Semantics) -> Robot:
+    """``robot`` with ``semantics``, less the generated group ``all`` (every moving joint) unless the
+    robot's own SRDF defines it: not a group a controller of its own drives."""
+    view = copy.copy(robot)
+    given = robot.semantics.groups if robot.semantics is not None else {}
+    if "all" in semantics.groups and "all" not in given:
+        semantics = copy.copy(semantics)
+        semantics.groups = {n: g for n, g in semantics.groups.items() if n != "all"}
+    view.semantics = semantics
+    return view
 
 
 def guess_semantics(robot: Robot) -> tuple[Semantics, list[str]]:
@@ -71,7 +78,7 @@ def guess_semantics(robot: Robot) -> tuple[Semantics, list[str]]:
             guesses.append(f"group {m.name!r}: OpenRAVE manipulator {m.name!r}, chain {m.base} -> "
                            f"{m.effector}" + (f", end effector group {m.name}_gripper of "
                                               f"{', '.join(m.gripper_joints)}" if m.gripper_joints else ""))
-    if not planning_groups(semantics):
+    if not planning_groups(robot, semantics):
         add_longest_chain(semantics, robot, guesses)
     return semantics, guesses
 
@@ -123,43 +130,26 @@ class MoveitPlan:
 
 
 def plan_moveit_config(robot: Robot) -> MoveitPlan:
-    """Groups, controllers and grippers of ``robot`` (its semantics attached when an SRDF was given);
-    :class:`NothingToPlanError` when no planning group with a driven joint can be had."""
+    """Groups, controllers and grippers of ``robot`` (its semantics attached when an SRDF was given): the
+    controller wiring controller_node derives (:func:`control.groups.wiring`), each trajectory controller
+    named after its group; :class:`NothingToPlanError` when no planning group with a driven joint can be
+    had."""
     semantics, guesses = guess_semantics(robot)
     driven = driven_joints(robot)
-    view = copy.copy(robot)
-    view.semantics = semantics
-    arms, notes = _arm_controllers(view, driven, semantics)
+    wired = wiring(_view(robot, semantics), driven)
+    arms = [(w.name, w.joints) for w in wired.controllers if w.name]
     if not arms and not any("longest serial chain" in g for g in guesses):
         add_longest_chain(semantics, robot, guesses)        # the groups had no driven joint of their own
-        arms, more = _arm_controllers(view, driven, semantics)
-        notes += more
+        wired = wiring(_view(robot, semantics), driven)
+        arms = [(w.name, w.joints) for w in wired.controllers if w.name]
+    notes = list(wired.notes)
     if not arms:
         raise NothingToPlanError(f"robot {robot.name!r}: no planning group has a driven joint of its own "
                                  f"({'; '.join(notes) or 'no groups'})", file=robot.source)
-    grippers, gripper_notes = gripper_specs(view, driven)
-    notes += gripper_notes
-    if not grippers:
+    if not wired.grippers:
         notes.append("no gripper could be told (no OpenRAVE manipulator with gripper joints, no SRDF end "
                      "effector or gripper group with a driven joint): no GripperCommand controller")
-    return MoveitPlan(semantics, arms, grippers, guesses, notes)
-
-
-def _arm_controllers(view: Robot, driven: list[str], semantics: Semantics):
-    """(group, joints) of each planning group's trajectory controller, and notes on those left out."""
-    arms, used, notes = [], set(), []
-    for group in planning_groups(semantics):            # each joint in one controller (MoveIt's default)
-        try:
-            [(_, joints)] = controller_groups(view, driven, [group])
-        except ValueError as exc:
-            notes.append(f"group {group!r}: no trajectory controller ({exc})")
-            continue
-        if used & set(joints):
-            notes.append(f"group {group!r} shares joints with another arm group: no controller of its own")
-            continue
-        used |= set(joints)
-        arms.append((group, joints))
-    return arms, notes
+    return MoveitPlan(semantics, arms, wired.grippers, guesses, notes)
 
 
 def write_moveit_config(robot: Robot, folder, description_file: str, search_path=(), node: str = NODE,

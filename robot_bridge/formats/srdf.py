@@ -295,11 +295,11 @@ def _joint_property(el, ctx: SrdfContext):
         ctx.semantics.joint_properties.setdefault(joint, {})[prop] = value
 
 
-def _frame(el, ctx: SrdfContext, what: str) -> np.ndarray:
+def _frame(el, ctx: SrdfContext, what: str, legacy_tag: str = "local_position") -> np.ndarray:
     positions = _local_children(el, "position")
-    legacy = _local_children(el, "local_position")
+    legacy = _local_children(el, legacy_tag)
     if legacy:
-        ctx.warn(f"{what}: <local_position> is deprecated, use <position>", legacy[0])
+        ctx.warn(f"{what}: <{legacy_tag}> is deprecated, use <position>", legacy[0])
     found = positions + legacy
     if len(found) != 1:
         raise ctx.error(f"{what} needs exactly one <position>, found {len(found)}", el)
@@ -309,6 +309,33 @@ def _frame(el, ctx: SrdfContext, what: str) -> np.ndarray:
 def _clearance(el, ctx: SrdfContext) -> float:
     text = el.get("clearance")
     return 0.0 if text is None else float(ctx.floats(el, text, 1, what="clearance")[0])
+
+
+# what hpp-manipulation-urdf reads of each of its tags (src/srdf/factories/*.cc); anything else is reported
+# once per tag and name (never dropped without a word)
+_HPP_READ = {
+    "handle": ({"name", "clearance", "approaching_direction"},
+               {"position", "local_position", "link", "mask", "mask_complement", "approaching_direction"}),
+    "gripper": ({"name", "clearance"}, {"position", "handle_position_in_joint", "link", "joint"}),
+    "contact": ({"name"}, {"link", "point", "shape", "triangle"}),
+}
+
+
+def _report_unused(el, ctx: SrdfContext, tag: str) -> None:
+    """One warning per attribute / child element of an hpp tag that is not read (per tag and name)."""
+    attributes, children = _HPP_READ[tag]
+    for name in el.attrib:
+        if name not in attributes:
+            ctx.warn(f"<{tag}> attribute {name!r} is not used (robot_bridge reads: "
+                     f"{', '.join(sorted(attributes))})")
+    for c in _local_children(el):
+        name = xmlsafe.local_name(c)
+        if name not in children:
+            ctx.warn(f"<{tag}> element <{name}> is not used (robot_bridge reads: "
+                     f"{', '.join(sorted(children))})")
+    if tag == "handle" and _local_children(el, "mask_complement"):
+        ctx.warn("<handle> element <mask_complement> is not used: the constraint of a grasp's complement "
+                 "(hpp's placement of a held object) is not planned here")
 
 
 def _register_on_link(el, ctx: SrdfContext, what: str, item, registry: dict):
@@ -322,29 +349,45 @@ def _register_on_link(el, ctx: SrdfContext, what: str, item, registry: dict):
     return link_el
 
 
+def _direction(el, ctx: SrdfContext, text: str, what: str) -> np.ndarray:
+    d = ctx.floats(el, text, count=3, what=what)
+    if np.linalg.norm(d) == 0:
+        raise ctx.error(f"{what} must not be zero", el)
+    return d / np.linalg.norm(d)
+
+
 @_builtin("handle")
 def _handle(el, ctx: SrdfContext):
+    """hpp's handle: ``approaching_direction="x y z"`` (attribute, as hpp-manipulation-urdf reads it; in the
+    handle frame, default 1 0 0) is where the gripper comes from: the pre-grasp backs off against it."""
     name = ctx.attr(el, "name")
     what = f"handle {name!r}"
     h = Handle(name, "", pose=_frame(el, ctx, what), clearance=_clearance(el, ctx))
+    _report_unused(el, ctx, "handle")
     for m in _local_children(el, "mask"):
         words = (m.text or "").split()
         if len(words) != 6 or any(w not in _TRUE | _FALSE for w in words):
             raise ctx.error(f"{what}: mask needs 6 booleans (1/0 or true/false), got {m.text!r}", m)
         h.mask = [w in _TRUE for w in words]
-    for a in _local_children(el, "approaching_direction"):
-        d = ctx.floats(a, count=3, what="approaching_direction")
-        if np.linalg.norm(d) == 0:
-            raise ctx.error("approaching_direction must not be zero", a)
-        h.approaching_direction = d / np.linalg.norm(d)
+    if el.get("approaching_direction") is not None:
+        h.approaching_direction = _direction(el, ctx, el.get("approaching_direction"),
+                                             f"{what}: approaching_direction")
+    for a in _local_children(el, "approaching_direction"):          # robot_bridge's older element form
+        ctx.warn(f"{what}: <approaching_direction> element: hpp reads the handle's attribute "
+                 "approaching_direction=\"x y z\"", a)
+        h.approaching_direction = _direction(a, ctx, a.text, "approaching_direction")
     _register_on_link(el, ctx, what, h, ctx.semantics.handles)
 
 
 @_builtin("gripper")
 def _gripper(el, ctx: SrdfContext):
+    """hpp's gripper: a frame on a link.  ``<joint>`` children (robot_bridge's extension) name the fingers;
+    without them the gripper is a frame only (its fingers, if any, come from the SRDF end effector)."""
     name = ctx.attr(el, "name")
     what = f"gripper {name!r}"
-    g = Gripper(name, "", pose=_frame(el, ctx, what), clearance=_clearance(el, ctx))
+    g = Gripper(name, "", pose=_frame(el, ctx, what, "handle_position_in_joint"),
+                clearance=_clearance(el, ctx))
+    _report_unused(el, ctx, "gripper")
     g.joints = [ctx.attr(j, "name") for j in _local_children(el, "joint")]
     _register_on_link(el, ctx, what, g, ctx.semantics.grippers)
 
@@ -353,6 +396,7 @@ def _gripper(el, ctx: SrdfContext):
 def _contact(el, ctx: SrdfContext):
     name = ctx.attr(el, "name")
     what = f"contact {name!r}"
+    _report_unused(el, ctx, "contact")
     points = [ctx.floats(p, multiple=3, what=f"{what} point") for p in _local_children(el, "point")]
     c = Contact(name, "", points=np.concatenate(points).reshape(-1, 3) if points else np.zeros((0, 3)))
     for s in _local_children(el, "shape"):
@@ -540,12 +584,13 @@ def to_srdf(semantics: Semantics, robot_name: Optional[str] = None) -> str:
         attrs = {"link1": p.link1, "link2": p.link2, **({"reason": p.reason} if p.reason else {})}
         sub(root, "enable_collisions" if p.enabled else "disable_collisions", **attrs)
     for h in semantics.handles.values():
-        el = sub(root, "handle", name=h.name, clearance=repr(float(h.clearance)))
+        attrs = {"name": h.name, "clearance": repr(float(h.clearance))}
+        if not np.allclose(h.approaching_direction, [1, 0, 0]):
+            attrs["approaching_direction"] = _fmt(h.approaching_direction)
+        el = sub(root, "handle", **attrs)
         _position_el(el, h.pose)
         sub(el, "link", name=h.link)
         sub(el, "mask").text = " ".join("1" if m else "0" for m in h.mask)
-        if not np.allclose(h.approaching_direction, [1, 0, 0]):
-            sub(el, "approaching_direction").text = _fmt(h.approaching_direction)
     for g in semantics.grippers.values():
         el = sub(root, "gripper", name=g.name, clearance=repr(float(g.clearance)))
         _position_el(el, g.pose)

@@ -56,7 +56,9 @@ class Sphere:
 
 @dataclass
 class Handle:
-    """hpp-manipulation handle: a graspable frame on ``link``."""
+    """hpp-manipulation handle: a graspable frame on ``link``.  ``approaching_direction`` (handle frame, unit,
+    hpp's default x) is the way the gripper comes in: the pre-grasp is backed off against it by both
+    clearances (planning.grasp)."""
 
     name: str
     link: str
@@ -68,6 +70,10 @@ class Handle:
 
 @dataclass
 class Gripper:
+    """hpp-manipulation gripper: a frame (``pose`` in ``link``) that goes onto a handle.  hpp's files name no
+    joints: ``joints`` empty is a frame only (its fingers, if any, are the SRDF end effector's on that
+    link's body, see control.groups); robot_bridge's ``<joint>`` children name the fingers."""
+
     name: str
     link: str
     pose: np.ndarray = field(default_factory=lambda: np.eye(4))

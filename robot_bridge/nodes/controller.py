@@ -37,7 +37,7 @@ from .. import hardware as hw
 from ..control import (MAX_POINTS, ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker,
                        JointControl, Outcome, Tolerances, check_point_count, move_trajectory,
                        prepare_trajectory, rate_excess, resolve_tolerances)
-from ..control.groups import controller_groups, gripper_prefix, gripper_specs
+from ..control.groups import TrajectoryWire, gripper_prefix, wiring
 from ..hardware.base import Hardware, HardwareError, ModuleState
 from ..model import Robot
 from ..ros import params
@@ -74,8 +74,9 @@ PARAMETERS = params.schema(
           rule_text="distinct joints of the description", string="text"),
     Param("controllers", params.STRING_ARRAY,
           "Trajectory controllers, each an SRDF group or a manipulator (its arm chain): "
-          "~/<name>/follow_joint_trajectory and ~/<name>/controller_state; empty: one controller of every "
-          "driven joint but the grippers' at ~/follow_joint_trajectory", read_only=True,
+          "~/<name>/follow_joint_trajectory and ~/<name>/controller_state; empty: derived from the SRDF "
+          "(one per planning group, else per manipulator, else one of every driven joint but the "
+          "grippers'; a single one at ~/follow_joint_trajectory)", read_only=True,
           rule=lambda v: "duplicate controller names" if len(set(v)) != len(v) else None,
           rule_text="distinct SRDF groups / manipulators sharing no joint", string="name"),
     Param("frame_prefix", "", "Prefix of the robot's TF frames (as the description node's): the sim gripper "
@@ -468,27 +469,27 @@ class ControllerNode(ContainedNode):
         return JointControl(hardware, limits, clock=stamper)                  # measurement times, ns
 
     def _setup_controllers(self) -> None:
-        """The FollowJointTrajectory and GripperCommand servers (see controller_groups)."""
+        """The FollowJointTrajectory and GripperCommand servers of the controller wiring (control.groups)."""
         robot = self.robot
         if robot is None:                                   # hardware given without a description
-            groups = [("", list(self.joints))]
+            wires, specs, notes = [TrajectoryWire("", list(self.joints))], [], []
         else:
-            groups = controller_groups(robot, self.joints, list(self._param("controllers")))
-        for name, joints in groups:
-            prefix = f"~/{name}/" if name else "~/"
-            ctl = TrajectoryController(name or "controller_node", joints,
-                                       np.array([self.joints.index(j) for j in joints]), prefix)
+            wired = wiring(robot, self.joints, list(self._param("controllers")))
+            wires, specs, notes = wired.controllers, wired.grippers, wired.notes
+        for note in notes:
+            self.get_logger().warning(note)
+        for wire in wires:
+            prefix = "~/" + wire.prefix
+            ctl = TrajectoryController(wire.name or "controller_node", wire.joints,
+                                       np.array([self.joints.index(j) for j in wire.joints]), prefix)
             ctl.server = ActionServer(self, FollowJointTrajectory, prefix + "follow_joint_trajectory",
                                       execute_callback=functools.partial(self._execute_trajectory, ctl=ctl),
                                       goal_callback=lambda _req: GoalResponse.ACCEPT,
                                       cancel_callback=self._on_cancel)
-            if name:
+            if wire.prefix:
                 ctl.state_pub = self.create_publisher(JointTrajectoryControllerState,
                                                       prefix + "controller_state", 10)
             self.controllers.append(ctl)
-        specs, notes = gripper_specs(robot, self.joints) if robot is not None else ([], [])
-        for note in notes:
-            self.get_logger().warning(note)
         for spec in specs:
             prefix = "~/" + gripper_prefix(spec, specs)
             grip = Gripper(spec.name, spec.joint, self.joints.index(spec.joint), prefix, spec.closing)

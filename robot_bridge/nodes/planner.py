@@ -60,10 +60,13 @@ from ..world.planning_scene import attach_topic
 E = MoveItErrorCodes
 PARAMETERS = params.schema(
     Param("trajectory_action", "controller_node/follow_joint_trajectory",
-          "FollowJointTrajectory action that executes the planned trajectories (the controller node's)",
+          "FollowJointTrajectory action of the controller node's only controller; with several (one per "
+          "SRDF group, control.groups.wiring) <its namespace>/<group>/follow_joint_trajectory of the group "
+          "covering the planned joints",
           read_only=True, string="name"),
     Param("gripper_action", "controller_node/gripper_cmd", "GripperCommand action of the gripper (Pickup, "
-                                                          "Place)", read_only=True, string="name"),
+                                                          "Place); with several, <its namespace>/<group>/"
+                                                          "gripper_cmd", read_only=True, string="name"),
     Param("objects_topic", "world_node/objects", "world_node's latched <Environment> document of the "
                                                  "detected bodies (empty: no world bodies)",
           read_only=True, string="name"),
@@ -242,6 +245,10 @@ class PlannerNode(ContainedNode):
         # requests queue deep (a burst is answered: accepted, or rejected beyond max_pending_goals), bounded
         deep = {f"{s}_service_qos_profile": action_request_qos() for s in ("goal", "cancel", "result")}
         deep["result_timeout"] = int(self.params.get("result_timeout"))
+        # action name -> client: the controller wiring's other controllers (control.groups), made when used
+        self._controller_clients = {self.params.get("trajectory_action"): self.trajectory_client,
+                         self.params.get("gripper_action"): self.gripper_client}
+        self._wired = (None, None)                    # (planner, its control.groups.Wiring)
         self.move_server = ActionServer(self, MoveGroup, "move_action", execute_callback=self._execute_move,
                                         goal_callback=self._admit, cancel_callback=self._on_cancel, **deep)
         self.pickup_server = ActionServer(self, Pickup, "pickup", execute_callback=self._execute_pickup,
@@ -759,7 +766,7 @@ class PlannerNode(ContainedNode):
         traj = plan.trajectory
         self._feedback(job, FEEDBACK_MONITOR)
         goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(traj))
-        handle = self._send(self.trajectory_client, goal, "FollowJointTrajectory", job)
+        handle = self._send(self._trajectory_client(traj.joint_names), goal, "FollowJointTrajectory", job)
         started = time.monotonic()
         result_future = get_result(self, handle)
         limit = traj.duration * float(self.params.get("execution_duration_scaling")) + \
@@ -796,10 +803,46 @@ class PlannerNode(ContainedNode):
                                                f"{result.error_code} (status {response.status}): "
                                                f"{result.error_string}")
 
-    def _grip(self, job: Job, position: float, max_effort: float = 0.0):
+    def _wiring(self):
+        """The controllers controller_node derives for the planner's robot (control.groups.wiring)."""
+        from ..control.groups import wiring
+        from ..model.groups import driven_joints
+
+        with self.model_lock:
+            planner = self.model.planner
+            if self._wired[0] is not planner:
+                self._wired = (planner, wiring(planner.robot, driven_joints(planner.robot)))
+            return self._wired[1]
+
+    def _client(self, kind, name: str):
+        with self._input_lock:
+            if name not in self._controller_clients:
+                self._controller_clients[name] = ActionClient(self, kind, name)
+            return self._controller_clients[name]
+
+    def _trajectory_client(self, joints):
+        """The FollowJointTrajectory client of the controller whose joints cover ``joints``, as MoveIt's
+        controller manager chooses: ``trajectory_action`` for the controller at the default names, else
+        ``<its namespace>/<group>/follow_joint_trajectory``."""
+        from ..control.groups import action_name
+
+        base, wired = self.params.get("trajectory_action"), self._wiring()
+        wire = wired.controller_for(joints)
+        if wire is None and len(wired.controllers) > 1:
+            known = "; ".join(f"{c.name}: {', '.join(c.joints)}" for c in wired.controllers)
+            raise GoalFailed(E.CONTROL_FAILED, f"no controller drives all of {', '.join(joints)} ({known})")
+        return self._client(FollowJointTrajectory, base if wire is None else action_name(base, wire))
+
+    def _gripper_client(self, joint: str):
+        from ..control.groups import gripper_action
+
+        return self._client(GripperCommand, gripper_action(self.params.get("gripper_action"),
+                                                           self._wiring().grippers, joint))
+
+    def _grip(self, job: Job, position: float, max_effort: float = 0.0, joint: str = ""):
         goal = GripperCommand.Goal()
         goal.command.position, goal.command.max_effort = float(position), float(max_effort)
-        handle = self._send(self.gripper_client, goal, "GripperCommand", job)
+        handle = self._send(self._gripper_client(joint), goal, "GripperCommand", job)
         result_future = get_result(self, handle)
         if not self._wait(result_future, float(self.params.get("server_timeout")) + 30.0):
             self._stop(handle, result_future)
@@ -862,9 +905,15 @@ class PlannerNode(ContainedNode):
 
     def _gripper_positions(self, gripper) -> tuple[str, float, float]:
         """(joint, open, closed) of the gripper's driving joint: SRDF group_states "open" / "closed" naming
-        it, else its upper / lower limit."""
+        it, else its upper / lower limit.  An hpp gripper naming no joint is a frame: its fingers are the
+        SRDF end effector's on its link's body (control.groups), else none (joint "": no gripper command)."""
         planner = self.model.planner
         joints = [j for j in gripper.joints if j in planner.joint_names]
+        if not gripper.joints:
+            spec = self._wiring().gripper_for(gripper.link, planner.robot)
+            joints = [spec.joint] if spec is not None and spec.joint in planner.joint_names else []
+            if not joints:
+                return "", math.nan, math.nan
         if not joints:
             raise GoalFailed(E.INVALID_GROUP_NAME, f"gripper {gripper.name!r} drives no joint of the planner")
         joint = joints[0]
@@ -939,7 +988,7 @@ class PlannerNode(ContainedNode):
             core_goal = GraspGoal(gripper.name, goal.target_name, handle, goal.group_name or None)
             # planned with the gripper as it will be, opened first: open fingers must clear the table too
             t0 = time.monotonic()
-            result = self.model.plan(core_goal, start={joint: opening}, timeout=timeout)
+            result = self.model.plan(core_goal, start={joint: opening} if joint else None, timeout=timeout)
             elapsed = time.monotonic() - t0
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
@@ -953,11 +1002,13 @@ class PlannerNode(ContainedNode):
         if goal.planning_options.plan_only:
             return fields
         close = goal.possible_grasps[0].grasp_posture if goal.possible_grasps else None
-        self._grip(job, opening)
+        if joint:                                            # a gripper frame without fingers: none
+            self._grip(job, opening, joint=joint)
         self._follow(job, grasp.reach)
         self._follow(job, grasp.approach, monitor=False)     # the body is meant to be touched
-        gripped = self._grip(job, self._posture(close, joint, closed) if close else closed)
-        if not gripped.stalled:
+        gripped = self._grip(job, self._posture(close, joint, closed) if close else closed, joint=joint) \
+            if joint else None
+        if gripped is not None and not gripped.stalled:
             raise GoalFailed(E.FAILURE, f"the gripper closed to {gripped.position:.4g} without stopping on "
                                         f"{goal.target_name!r} (GripperCommand not stalled): nothing grasped")
         with self.model_lock:
@@ -1026,7 +1077,8 @@ class PlannerNode(ContainedNode):
             return fields
         self._follow(job, plan.reach)
         self._follow(job, plan.approach, monitor=False)      # the body is meant to touch its support
-        self._grip(job, self._posture(location.post_place_posture, joint, opened))
+        if joint:
+            self._grip(job, self._posture(location.post_place_posture, joint, opened), joint=joint)
         with self.model_lock:
             self.sync()
             planner.detach(body)

@@ -553,9 +553,10 @@ class Planner:
         if isinstance(goal, NamedGoal):
             states = [s for s in self.semantics.group_states if s.name == goal.name
                       and (goal.group in (None, s.group))]
-            if not states:
-                known = sorted({s.name for s in self.semantics.group_states})
-                raise InvalidGoal(f"no group_state {goal.name!r} (states: {known})")
+            if not states:                  # the states are per group: say of which (not a bare name list)
+                known = sorted({f"{s.name} ({s.group})" for s in self.semantics.group_states})
+                of = f" of group {goal.group!r}" if goal.group else ""
+                raise InvalidGoal(f"no group_state {goal.name!r}{of} (states (group): {', '.join(known)})")
             state = states[0]
             group = self.group(goal.group or state.group)
             values = {j: v[0] for j, v in state.values.items() if j in self._index}

@@ -202,6 +202,30 @@ def test_plain_urdf_with_srdf_gripper_gets_a_served_gripper_controller(corpus, t
                                           "default": True, "joints": ["panda_finger_joint1"]}
 
 
+@pytest.mark.timeout(180)
+def test_hpp_panda_srdf_groups_get_their_controllers_and_kinematics(corpus, tmp_path, capsys):
+    """example-robot-data's Panda with an SRDF written as hpp users write it (its end effector names the
+    group ``arm``): main ignored the SRDF's groups (``guessed (no SRDF groups): group 'chain'``), so ``arm``
+    had no kinematics; now ``arm`` is the FollowJointTrajectory controller of the 7 arm joints with its KDL
+    entry, the finger the GripperCommand, the end effector refused as a gripper with the reason, and the
+    running controller_node serves exactly those actions."""
+    robot = corpus / "example-robot-data" / "robots" / "panda_description" / "urdf" / "panda.urdf"
+    hpp = Path(__file__).resolve().parents[1] / "fixtures" / "srdf" / "panda_hpp.srdf"
+    out = tmp_path / "moveit"
+    code, stdout, _ = run_cli([robot, "--srdf", hpp, "-o", out], capsys)
+    assert code == 0 and "guessed" not in stdout, stdout
+    assert "end effector 'end_effector' (group 'arm', parent link 'panda_hand_tcp') refused as a gripper" \
+        in stdout
+    files = generate([robot, "--srdf", hpp], tmp_path / "again")
+    manager = check_names_match(files, served(files))
+    assert manager["controller_names"] == ["controller_node/arm", "controller_node"]
+    assert manager["controller_node/arm"]["joints"] == PANDA_ARM
+    assert manager["controller_node"]["joints"] == ["panda_finger_joint1"]
+    assert set(files["kinematics.yaml"]) == {"arm"}
+    assert files["controller_node.yaml"]["controller_node"]["ros__parameters"]["controllers"] == ["arm"]
+    assert files["semantics"].state("default").group == "arm"
+
+
 @pytest.mark.parametrize("parts, reason", [
     (("hpp_tutorial", "urdf", "box.urdf"), "robot 'box' has nothing to plan for: no driven joint"),
     (("openrave", "src", "robots", "barretthand.robot.xml"),

@@ -317,6 +317,15 @@ def test_bad_goals_get_typed_failures(fresh):
         assert str(info.value)
 
 
+def test_named_state_of_another_group_says_which_groups_the_states_are_for(fresh):
+    """main: ``no group_state 'home' (states: ['home', ...])`` for a group whose states have another name's
+    group: a message that contradicted itself.  The states are per group; the message says of which."""
+    with pytest.raises(errors.InvalidGoal) as info:
+        fresh.plan(NamedGoal("home", group="gripper"))
+    text = str(info.value)
+    assert "no group_state 'home' of group 'gripper'" in text and "home (arm)" in text, text
+
+
 def far_pose():
     pose = np.eye(4)
     pose[:3, 3] = (5.0, 0.0, 1.0)

@@ -28,8 +28,9 @@ def main(args) -> int:
     if args.srdf:
         attach_semantics(robot, read_srdf(args.srdf, robot))
     config = write_moveit_config(robot, args.output, args.robot, search_path=args.search_path or ())
+    given = robot.semantics is not None and bool(robot.semantics.groups)
     for line in config.guesses:
-        print(f"guessed (no SRDF groups): {line}")
+        print(f"guessed ({'no SRDF group drives a joint of its own' if given else 'no SRDF groups'}): {line}")
     for key, path in config.files.items():
         print(f"wrote {path} ({key})")
     for name, entry in config.controllers.items():
