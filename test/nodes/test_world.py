@@ -223,15 +223,14 @@ class Process:
         return self.output()
 
 
-@pytest.fixture(scope="module")
-def running_bridge(tmp_path_factory, module_detector_node):
-    """description_node and world_node, started once for the module's tests (``bridge`` resets them)."""
-    mapping = tmp_path_factory.mktemp("world") / "objects.yaml"
-    mapping.write_text(MAPPING)
+def module_bridge(mapping_file: Path, mapping: str, node):
+    """description_node and world_node (``mapping`` written to ``mapping_file``) for a module's tests, with
+    an Observer on ``node``; yields the observer (``procs``: the processes, ``mapping_file``)."""
+    mapping_file.write_text(mapping)
     procs = {"description": Process("description", f"description_file:={WORLD}"),
-             "world": Process("world", f"objects_file:={mapping}", "publish_rate:=20.0")}
-    observer = Observer(module_detector_node)
-    observer.mapping_file = mapping
+             "world": Process("world", f"objects_file:={mapping_file}", "publish_rate:=20.0")}
+    observer = Observer(node)
+    observer.mapping_file = mapping_file
     observer.procs = procs
     try:
         yield observer
@@ -239,6 +238,12 @@ def running_bridge(tmp_path_factory, module_detector_node):
         outputs = [p.stop() for p in procs.values()]
     for out in outputs:
         assert "Traceback" not in out, out
+
+
+@pytest.fixture(scope="module")
+def running_bridge(tmp_path_factory, module_detector_node):
+    """The module's bridge, started once (``bridge`` resets it for each test)."""
+    yield from module_bridge(tmp_path_factory.mktemp("world") / "objects.yaml", MAPPING, module_detector_node)
 
 
 def call_reload(node) -> tuple[bool, str]:
@@ -251,16 +256,14 @@ def call_reload(node) -> tuple[bool, str]:
     return future.result().success, future.result().message
 
 
-@pytest.fixture
-def bridge(running_bridge):
-    """The module's bridge as a fresh one: its mapping file as written at the start, no detected body (a
-    reload with a mapping of none of the test's classes, then the mapping again), and the observer's records
+def reset_world(obs: "Observer", mapping: str) -> float:
+    """world_node of a module's bridge as a fresh one: ``mapping`` in its mapping file, no detected body (a
+    reload with a mapping of none of the test's classes, then ``mapping``), and the observer's records
     emptied once world_node's documents say so (what it sent before is ordered before them; /tf and markers
-    stamped earlier are left out).  After the test: both nodes still run and printed no traceback."""
-    obs = running_bridge
+    stamped earlier are left out).  Returns that document's stamp (s)."""
     obs.node_since = {name: len(p.lines) for name, p in obs.procs.items()}
     t0 = obs.node.get_clock().now().nanoseconds * 1e-9
-    for text in (EMPTYING, MAPPING):
+    for text in (EMPTYING, mapping):
         obs.mapping_file.write_text(text)
         success, message = call_reload(obs.node)
         assert success, message
@@ -270,13 +273,26 @@ def bridge(running_bridge):
             return bool(obs.objects_yaml and obs.objects) and not obs.objects_yaml[-1]["objects"] and \
                 obs.objects_yaml[-1]["stamp"] >= t0 and 'KinBody name=' not in obs.objects[-1]
     assert wait_until(emptied, timeout=60.0), "world_node did not publish an empty world"
-    obs.clear(since=obs.objects_yaml[-1]["stamp"])
-    yield obs
+    since = obs.objects_yaml[-1]["stamp"]
+    obs.clear(since)
+    return since
+
+
+def check_nodes(obs: "Observer") -> None:
+    """After a test on a module's bridge: every node still runs and printed no traceback during it."""
     for name, p in obs.procs.items():
         during = p.output(obs.node_since[name])
         print(f"-- {name} during the test:\n{during[-4000:]}")             # shown when the test fails
         assert p.proc.poll() is None, f"{name} exited {p.proc.returncode}:\n{during[-4000:]}"
         assert "Traceback" not in during, during
+
+
+@pytest.fixture
+def bridge(running_bridge):
+    """The module's bridge as a fresh one (``reset_world``); after the test, ``check_nodes``."""
+    reset_world(running_bridge, MAPPING)
+    yield running_bridge
+    check_nodes(running_bridge)
 
 
 def expected_camera_pose() -> np.ndarray:
