@@ -43,11 +43,11 @@ CAMERA_LOCAL = make(from_rpy((0.1, 0.2, -0.3)), (0.02, -0.01, 0.45))   # the can
 TIMEOUT = 2.5       # s: long enough that a stalled test process (loaded CI) does not lose the can
 
 
-def start(module: str, *params: str) -> subprocess.Popen:
+def start(module: str, *params: str, env: dict | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", f"robot_bridge.nodes.{module}", "--ros-args"]
     for p in params:
         cmd += ["-p", p]
-    return subprocess.Popen(cmd, cwd=REPO, env=dict(os.environ), stdout=subprocess.PIPE,
+    return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
 
@@ -201,8 +201,8 @@ class Process:
     """A node process whose output is read as it comes (never blocks on a full pipe; readable while it
     runs)."""
 
-    def __init__(self, module: str, *params: str):
-        self.proc = start(module, *params)
+    def __init__(self, module: str, *params: str, env: dict | None = None):
+        self.proc = start(module, *params, env=env)
         self.lines: list[str] = []
         self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")),
                                        daemon=True)
