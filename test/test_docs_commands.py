@@ -66,7 +66,9 @@ WAITS = [   # a command that runs until stopped -> the first output that says it
 COMMAND_TIMEOUT = 180.0     # s: one command that ends by itself
 BRIDGE_DEADLINE = 150.0     # s: a command on the bridge, retried until then
 READY_TIMEOUT = 240.0       # s: a waiting command's first expected output (a whole bridge on 2 loaded cores)
-BRIDGE = "robot-bridge run --objects robot_bridge/data/objects.yaml"   # "a running bridge", world_node too
+# "a running bridge", world_node too; without planner_node (seconds of imports and a model build per page):
+# no page's commands on it use the planner (pages that do start their own bridge as they write it)
+BRIDGE = "robot-bridge run --objects robot_bridge/data/objects.yaml --no-planner"
 WORKERS = 8                 # pages at once (most of a page's time is waiting for a bridge to come up)
 
 

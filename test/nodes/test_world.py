@@ -43,11 +43,11 @@ CAMERA_LOCAL = make(from_rpy((0.1, 0.2, -0.3)), (0.02, -0.01, 0.45))   # the can
 TIMEOUT = 2.5       # s: long enough that a stalled test process (loaded CI) does not lose the can
 
 
-def start(module: str, *params: str) -> subprocess.Popen:
+def start(module: str, *params: str, env: dict | None = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", f"robot_bridge.nodes.{module}", "--ros-args"]
     for p in params:
         cmd += ["-p", p]
-    return subprocess.Popen(cmd, cwd=REPO, env=dict(os.environ), stdout=subprocess.PIPE,
+    return subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
 
@@ -71,6 +71,7 @@ class Observer:
         self.markers: list[Marker] = []
         self.objects: list[str] = []
         self.objects_yaml: list[dict] = []
+        self.since = 0.0                  # s: /tf and markers stamped earlier are not recorded
         latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         node.create_subscription(TFMessage, "/tf", self._on_tf, qos.tf_qos())
@@ -82,6 +83,13 @@ class Observer:
         self.joints_pub = node.create_publisher(JointState, "/joint_states", 10)
         self.detections_pub = node.create_publisher(Detection3DArray, "/detections", 10)
 
+    def clear(self, since: float) -> None:
+        """Forget what was recorded; /tf and markers stamped before ``since`` (s) are no longer recorded."""
+        with self.lock:
+            self.since = since
+            for records in (self.tf, self.markers, self.objects, self.objects_yaml):
+                records.clear()
+
     def _add(self, target: list, item) -> None:
         with self.lock:
             target.append(item)
@@ -89,13 +97,14 @@ class Observer:
     def _on_tf(self, msg: TFMessage) -> None:
         with self.lock:
             for t in msg.transforms:
-                if t.header.frame_id == "world":
-                    self.tf.append((t.header.stamp.sec + t.header.stamp.nanosec * 1e-9, t.header.frame_id,
-                                    t.child_frame_id, tf_matrix(t)))
+                stamp = t.header.stamp.sec + t.header.stamp.nanosec * 1e-9
+                if t.header.frame_id == "world" and stamp >= self.since:
+                    self.tf.append((stamp, t.header.frame_id, t.child_frame_id, tf_matrix(t)))
 
     def _on_markers(self, msg: MarkerArray) -> None:
         with self.lock:
-            self.markers.extend(msg.markers)
+            self.markers.extend(m for m in msg.markers
+                                if m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 >= self.since)
 
     # -- queries ---------------------------------------------------------------------------------
     def last_tf(self, child: str):
@@ -151,12 +160,10 @@ def wait_until(predicate, action=None, timeout: float = 60.0) -> bool:
     return False
 
 
-@pytest.fixture
-def detector_node():
+def _detector():
     """The test's node in its own context, spun by a thread."""
     import rclpy
     from fixtures.spinning import spun
-
 
     context = rclpy.Context()
     context.init()
@@ -168,25 +175,124 @@ def detector_node():
 
 
 @pytest.fixture
-def bridge(tmp_path, detector_node):
-    mapping = tmp_path / "objects.yaml"
-    mapping.write_text(f"""
+def detector_node():
+    """The test's node in its own context, spun by a thread."""
+    yield from _detector()
+
+
+@pytest.fixture(scope="module")
+def module_detector_node():
+    """The node of a module's tests that share one bridge (a module-scoped fixture's node)."""
+    yield from _detector()
+
+
+MAPPING = f"""
 defaults: {{timeout: {TIMEOUT}, jitter: 0.005, jitter_angle: 0.02, match_distance: 0.15}}
 classes:
   can: {{file: {DATA / 'objects' / 'can.kinbody.xml'}}}
   ball: {{file: {DATA / 'objects' / 'ball.kinbody.xml'}}}
   block: {{file: {DATA / 'objects' / 'block.kinbody.xml'}, static: true, timeout: 0.2}}
-""")
-    procs = [start("description", f"description_file:={WORLD}"),
-             start("world", f"objects_file:={mapping}", "publish_rate:=20.0")]
-    observer = Observer(detector_node)
-    observer.mapping_file = mapping
-    observer.outputs = {}
-    observer.stop_world = lambda: observer.outputs.setdefault("world", stop(procs[1]))
-    yield observer
-    outputs = [stop(procs[0]), observer.stop_world()]
+"""
+# a mapping without the test's classes: ~/reload with it removes every detected body (static ones too)
+EMPTYING = f"classes:\n  unused: {{file: {DATA / 'objects' / 'can.kinbody.xml'}}}\n"
+
+
+class Process:
+    """A node process whose output is read as it comes (never blocks on a full pipe; readable while it
+    runs)."""
+
+    def __init__(self, module: str, *params: str, env: dict | None = None):
+        self.proc = start(module, *params, env=env)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")),
+                                       daemon=True)
+        self.reader.start()
+
+    def output(self, since: int = 0) -> str:
+        return "".join(self.lines[since:])
+
+    def stop(self) -> str:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(timeout=10.0)
+        return self.output()
+
+
+def module_bridge(mapping_file: Path, mapping: str, node):
+    """description_node and world_node (``mapping`` written to ``mapping_file``) for a module's tests, with
+    an Observer on ``node``; yields the observer (``procs``: the processes, ``mapping_file``)."""
+    mapping_file.write_text(mapping)
+    procs = {"description": Process("description", f"description_file:={WORLD}"),
+             "world": Process("world", f"objects_file:={mapping_file}", "publish_rate:=20.0")}
+    observer = Observer(node)
+    observer.mapping_file = mapping_file
+    observer.procs = procs
+    try:
+        yield observer
+    finally:
+        outputs = [p.stop() for p in procs.values()]
     for out in outputs:
         assert "Traceback" not in out, out
+
+
+@pytest.fixture(scope="module")
+def running_bridge(tmp_path_factory, module_detector_node):
+    """The module's bridge, started once (``bridge`` resets it for each test)."""
+    yield from module_bridge(tmp_path_factory.mktemp("world") / "objects.yaml", MAPPING, module_detector_node)
+
+
+def call_reload(node) -> tuple[bool, str]:
+    from std_srvs.srv import Trigger
+
+    client = node.create_client(Trigger, "/world_node/reload")
+    assert client.wait_for_service(timeout_sec=60)
+    future = client.call_async(Trigger.Request())
+    assert wait_until(future.done)
+    return future.result().success, future.result().message
+
+
+def reset_world(obs: "Observer", mapping: str) -> float:
+    """world_node of a module's bridge as a fresh one: ``mapping`` in its mapping file, no detected body (a
+    reload with a mapping of none of the test's classes, then ``mapping``), and the observer's records
+    emptied once world_node's documents say so (what it sent before is ordered before them; /tf and markers
+    stamped earlier are left out).  Returns that document's stamp (s)."""
+    obs.node_since = {name: len(p.lines) for name, p in obs.procs.items()}
+    t0 = obs.node.get_clock().now().nanoseconds * 1e-9
+    for text in (EMPTYING, mapping):
+        obs.mapping_file.write_text(text)
+        success, message = call_reload(obs.node)
+        assert success, message
+
+    def emptied() -> bool:          # a document sent by the reloads (same host clock)
+        with obs.lock:
+            return bool(obs.objects_yaml and obs.objects) and not obs.objects_yaml[-1]["objects"] and \
+                obs.objects_yaml[-1]["stamp"] >= t0 and 'KinBody name=' not in obs.objects[-1]
+    assert wait_until(emptied, timeout=60.0), "world_node did not publish an empty world"
+    since = obs.objects_yaml[-1]["stamp"]
+    obs.clear(since)
+    return since
+
+
+def check_nodes(obs: "Observer") -> None:
+    """After a test on a module's bridge: every node still runs and printed no traceback during it."""
+    for name, p in obs.procs.items():
+        during = p.output(obs.node_since[name])
+        print(f"-- {name} during the test:\n{during[-4000:]}")             # shown when the test fails
+        assert p.proc.poll() is None, f"{name} exited {p.proc.returncode}:\n{during[-4000:]}"
+        assert "Traceback" not in during, during
+
+
+@pytest.fixture
+def bridge(running_bridge):
+    """The module's bridge as a fresh one (``reset_world``); after the test, ``check_nodes``."""
+    reset_world(running_bridge, MAPPING)
+    yield running_bridge
+    check_nodes(running_bridge)
 
 
 def expected_camera_pose() -> np.ndarray:
@@ -294,14 +400,9 @@ def test_bad_detections_are_dropped_and_the_node_keeps_serving(bridge):
         assert all(np.isfinite(t[3]).all() for t in obs.tf)
 
     # a mapping that no longer loads: ~/reload fails, the previous mapping stays in service
-    from std_srvs.srv import Trigger
-
     obs.mapping_file.write_text("classes: [unclosed\n")
-    client = obs.node.create_client(Trigger, "/world_node/reload")
-    assert client.wait_for_service(timeout_sec=30)
-    future = client.call_async(Trigger.Request())
-    assert wait_until(future.done)
-    assert not future.result().success and "YAML" in future.result().message
+    success, message = call_reload(obs.node)
+    assert not success and "YAML" in message
     assert wait_until(lambda: "ball_0" in obs.latest_objects(), lambda: obs.detect(
         ("ball", CAMERA_LOCAL, "wrist_camera_optical_frame")))
     # the same through the parameter: the set is refused with the reason, the mapping stays
@@ -319,8 +420,9 @@ def test_bad_detections_are_dropped_and_the_node_keeps_serving(bridge):
     assert wait_until(lambda: "can_0" in obs.latest_objects(), lambda: obs.detect(
         ("can", CAMERA_LOCAL, "wrist_camera_optical_frame")))
 
-    output = obs.stop_world()
-    assert "unknown class 'mug'" in output
-    assert "'no_such_frame'" in output
-    assert "non-finite" in output
-    assert "reload failed, keeping the previous mapping" in output
+    # world_node's log of this test (read as it runs: the node keeps serving the module's other tests)
+    said = ["unknown class 'mug'", "'no_such_frame'", "non-finite",
+            "reload failed, keeping the previous mapping"]
+    world = obs.procs["world"]
+    output = lambda: world.output(obs.node_since["world"])      # noqa: E731
+    assert wait_until(lambda: all(s in output() for s in said), timeout=30.0), output()
