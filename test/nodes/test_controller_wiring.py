@@ -9,28 +9,25 @@ gripper of the finger at ~/gripper_cmd; a GripperCommand never moves panda_joint
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-TEST = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TEST / "fixtures" / "hardware"))
-from lwa_fixture import Harness  # noqa: E402
-
 pytest.importorskip("rclpy")
 pytest.importorskip("control_msgs.action")
-from test_controller_actions import ABORTED, SUCCEEDED, Client  # noqa: E402
+from fixtures.hardware.controller import ABORTED, SUCCEEDED, Client  # noqa: E402
+from fixtures.hardware.lwa_fixture import Harness  # noqa: E402
 
 from robot_bridge.formats import load, srdf  # noqa: E402
 
 PANDA_ARM = [f"panda_joint{i}" for i in range(1, 8)]
 FINGER = "panda_finger_joint1"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def hpp_panda(corpus):
     robot = load(corpus / "example-robot-data" / "robots" / "panda_description" / "urdf" / "panda.urdf")
-    srdf.attach_semantics(robot, srdf.read_srdf(TEST / "fixtures" / "srdf" / "panda_hpp.srdf", robot))
+    srdf.attach_semantics(robot, srdf.read_srdf(FIXTURES / "srdf" / "panda_hpp.srdf", robot))
     return robot
 
 
