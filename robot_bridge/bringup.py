@@ -50,6 +50,9 @@ ARGUMENTS = [
     ("frame_prefix", "", "Prefix of the robot's TF frames and sensor frame_ids (world_frame and the "
                          "environment bodies stay shared)"),
     ("world_frame", "world", "Frame shared by every robot of one world; each robot's root is placed in it"),
+    ("robot_pose", "", "Where the robot stands in world_frame, 'x y z roll pitch yaw' (m, rad): the "
+                       "description and planner nodes' robot_pose; empty: the robot file's placement, else "
+                       "the origin"),
     ("environment", "true", "Publish the environment bodies of the robot file on /tf_static (false for every "
                             "robot but one sharing a world)"),
     ("use_sim_time", "false", "Use /clock for every node"),
@@ -95,6 +98,7 @@ class Options:
     namespace: str = ""
     frame_prefix: str = ""
     world_frame: str = "world"
+    robot_pose: str = ""                    # 'x y z roll pitch yaw', spaces or commas
     environment: bool = True
     use_sim_time: bool = False
     rviz: bool = False
@@ -111,6 +115,23 @@ class Options:
                              f"{', '.join(HARDWARE)} (or empty)")
         if self.namespace and not self.namespace.strip("/"):
             raise ValueError(f"launch argument namespace={self.namespace!r}: expected a name")
+        self.robot_pose_values      # ValueError for a pose that is not 6 finite numbers
+
+    @property
+    def robot_pose_values(self) -> list[float]:
+        """robot_pose as numbers ([] when not given); ValueError naming the argument otherwise."""
+        from .model.placement import pose_matrix
+
+        text = self.robot_pose.replace(",", " ").split()
+        if not text:
+            return []
+        try:
+            values = [float(v) for v in text]
+            pose_matrix(values)
+        except ValueError as exc:
+            raise ValueError(f"launch argument robot_pose={self.robot_pose!r}: expected 'x y z roll pitch "
+                             f"yaw' ({exc})") from None
+        return values
 
     @classmethod
     def from_strings(cls, values: Mapping[str, object]) -> "Options":
@@ -239,6 +260,7 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
     o = options or Options()
     ns = o.node_namespace
     common = {"use_sim_time": o.use_sim_time}
+    placed = {"robot_pose": o.robot_pose_values} if o.robot_pose_values else {}    # else the YAML's / file's
 
     def node(name: str, **overrides) -> NodeSpec:
         """The spec of the table's node ``name``: its config/ YAML, then ``common``, then ``overrides``."""
@@ -255,7 +277,7 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
     specs = [
         node("description_node", description_file=o.robot_file, srdf_file=o.srdf_file,
              frame_prefix=o.frame_prefix, world_frame=o.world_frame, publish_environment=o.environment,
-             publish_default_joint_states=False),
+             publish_default_joint_states=False, **placed),
         replace(sensors, parameters=_sensor_modes(sensors.parameters, o.mode)),
         # the controller publishes /joint_states: keep it next to its listeners in the namespace
         replace(node("controller_node", description_file=o.robot_file, srdf_file=o.srdf_file,
@@ -268,7 +290,7 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
                           environment=o.environment, frame_prefix=o.frame_prefix, world_frame=o.world_frame))
     if o.planner and o.mode == "sim" and planner_unavailable() is None:
         specs.append(node("planner_node", description_file=o.robot_file, frame_prefix=o.frame_prefix,
-                          world_frame=o.world_frame, environment=o.environment,
+                          world_frame=o.world_frame, environment=o.environment, **placed,
                           **({"objects_roots": roots} if roots else {})))
     if o.rviz:
         specs.append(NodeSpec("rviz2", "rviz2", "rviz2", ns, dict(common),

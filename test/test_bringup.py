@@ -146,12 +146,26 @@ def test_rviz_node():
         "/robot_description"
 
 
+def test_robot_pose_reaches_the_description_and_planner_nodes():
+    """issue 43: one placement for the nodes that need it; not given: the nodes' own defaults."""
+    specs = by_name(bringup.node_set(bringup.Options.from_strings({"robot_pose": "0, 0, 0.1, 0 0 1.5"})))
+    placed = [name for name, spec in specs.items() if "robot_pose" in spec.parameters]
+    expected = ["description_node"] + (["planner_node"] if bringup.planner_unavailable() is None else [])
+    assert placed == expected
+    for name in placed:
+        assert specs[name].parameters["robot_pose"] == [0.0, 0.0, 0.1, 0.0, 0.0, 1.5]
+    assert not [n for n, spec in by_name(bringup.node_set()).items() if "robot_pose" in spec.parameters]
+
+
 @pytest.mark.parametrize("values, message", [
     ({"mode": "simulated"}, "mode='simulated'"),
     ({"hardware": "ethercat"}, "hardware='ethercat'"),
     ({"rviz": "perhaps"}, "rviz='perhaps'"),
     ({"namespace": "/"}, "namespace='/'"),
     ({"robots": "x"}, "unknown launch arguments: robots"),
+    ({"robot_pose": "0 0 0.1"}, "robot_pose='0 0 0.1'"),
+    ({"robot_pose": "0 0 x 0 0 0"}, "robot_pose='0 0 x 0 0 0'"),
+    ({"robot_pose": "0 0 nan 0 0 0"}, "robot_pose='0 0 nan 0 0 0'"),
 ])
 def test_invalid_arguments(values, message):
     with pytest.raises(ValueError, match=message):
@@ -161,7 +175,7 @@ def test_invalid_arguments(values, message):
 @pytest.mark.parametrize("mode", ["sim", "real"])
 def test_every_parameter_is_declared_by_its_node_with_the_same_type(mode):
     options = bringup.Options(mode=mode, namespace="n", frame_prefix="p/", objects="/o.yaml", view=True,
-                              search_path="/s")
+                              search_path="/s", robot_pose="0 0 0.1 0 0 1.5")
     for spec in bringup.node_set(options):
         declared = schema(spec)
         for name, value in spec.parameters.items():

@@ -5,8 +5,9 @@
 - ``static_transforms()``: every fixed transform as ``FrameTransform`` --
   fixed URDF joints (incl. frozen passive joints and generated offsets),
   manipulator tool frames, attached sensor frames (+ camera optical frames),
-  hpp handle / gripper frames, and, for an environment (or a prefixed robot, one of several), world ->
-  robot root and world -> every link of the other bodies (posed at their initial values); ``world`` and
+  hpp handle / gripper frames, world -> robot root (its placement, :mod:`robot_bridge.model.placement`;
+  left out when the root is the world frame itself) and, for an environment, world -> every link of the
+  other bodies (posed at their initial values); ``world`` and
   the bodies' frames are shared by all robots: not prefixed.
 - ``update(names, positions)``: apply one JointState (robot_state_publisher
   semantics: the joints named in the message, plus every mimic joint, are
@@ -156,7 +157,7 @@ class StatePublisher:
         self.robot = robot
         self.prefix = prefix
         # Shared by every robot in one world (never prefixed by ``prefix``): the world frame the root is
-        # placed in (when the file has an environment, or the robot is prefixed as one of several) and the
+        # placed in (at ``robot.placement``) and the
         # environment bodies' frames (``environment``: published by this robot).
         self.world_frame, self.environment, self.environment_prefix = world_frame, environment, \
             environment_prefix
@@ -233,8 +234,9 @@ class StatePublisher:
                 out.append(FrameTransform(frames.link_frame(g.link, p), frames.gripper_frame(g.name, p),
                                           g.pose))
         world = self.world_frame
-        if world and (robot.environment or p):
-            out.append(FrameTransform(world, frames.link_frame(robot.root, p), robot.placement))
+        root = frames.link_frame(robot.root, p)
+        if world and root != world:          # every robot stands in the world (issue 43): URDF ones too
+            out.append(FrameTransform(world, root, robot.placement))
         if world and self.environment:
             for body in robot.environment.values():
                 poses = KinematicModel(body, compiled=False).link_poses()   # once: no kernel compile

@@ -58,9 +58,14 @@ PARAMETERS = params.schema(
     Param("frame_prefix", "", "Prefix added to the robot's TF frames (not to the shared world_frame and "
                               "environment bodies)", rule_text=RELOADS, string="prefix"),
     Param("world_frame", "world", "Frame shared by every robot in one world: the robot's root is placed in "
-                                  "it (its file's placement; also without an environment when frame_prefix "
-                                  "is set) and so are the environment bodies; empty: none",
+                                  "it (at robot_pose or its file's placement, else at its origin) and so are "
+                                  "the environment bodies; empty: none",
           rule_text=RELOADS, string="frame"),
+    Param("robot_pose", params.DOUBLE_ARRAY, "Where the robot stands in world_frame: [x, y, z, roll, pitch, "
+                                             "yaw] (m, rad), published as world_frame -> root; empty: the "
+                                             "file's placement (an environment's robot transform), else the "
+                                             "origin; refused when the file places the robot too",
+          lengths=(0, 6), rule_text=RELOADS),
     Param("publish_environment", True, "Publish the environment bodies of the file under world_frame (false "
                                        "for every robot but one sharing a world)", rule_text=RELOADS),
     Param("environment_prefix", "", "Prefix of the environment bodies' frames (empty: shared names)",
@@ -89,7 +94,7 @@ PARAMETERS = params.schema(
                                 "it needs: through the executor)", read_only=True),
 )
 RELOAD_PARAMETERS = {"description_file", "srdf_file", "search_path", "xacro_args", "frame_prefix",
-                     "world_frame", "publish_environment", "environment_prefix", "mesh_dir",
+                     "world_frame", "robot_pose", "publish_environment", "environment_prefix", "mesh_dir",
                      "mesh_cache_dir", "mesh_cache_max_mb", "mesh_uri", "mesh_http_host", "mesh_http_port"}
 DEFAULT_JOINT_STATES_PERIOD = 0.1      # s
 WARN_THROTTLE = 10.0                   # s
@@ -154,21 +159,30 @@ def mesh_target(mode: str, cache: MeshCache, server: MeshServer | None = None,
 
 def load_model(description_file: str, srdf_file: str = "", search_path=(), frame_prefix: str = "",
                mesh_dir: str = "", meshes: MeshTarget | None = None, shared_frames: dict | None = None,
-               robot: Robot | None = None, compiled: bool | None = None, xacro_args: str = "") -> LoadedModel:
+               robot: Robot | None = None, compiled: bool | None = None, xacro_args: str = "",
+               robot_pose=()) -> LoadedModel:
     """Read and convert everything; raises (DescriptionError, OSError, ...) without side effects
     (converted meshes aside: they land in the mesh cache, where they belong whatever happens next).
 
     ``meshes`` says where meshes needing conversion go and how files are named (default: the mesh
     cache, ``file://`` URIs); ``mesh_dir`` overrides the cache with a directory of named files.
     ``shared_frames``: StatePublisher's world_frame / environment / environment_prefix.  ``compiled``:
-    StatePublisher's (False: the numpy path, see :func:`compiled_model`)."""
+    StatePublisher's (False: the numpy path, see :func:`compiled_model`).  ``robot_pose``: the parameter of
+    :func:`robot_bridge.model.placement.robot_placement` (the robot's placement in the world frame)."""
+    import copy
+
     from ..formats import load
     from ..formats.urdf import to_urdf
+    from ..model.placement import PARAMETER, robot_placement
 
     if not description_file:
         raise ValueError("parameter description_file is empty")
     if robot is None:                                   # else: this file, already read (robot-bridge run)
         robot = load(description_file, search_path=list(search_path) or None, xacro_args=xacro_args)
+    placement = robot_placement(robot, list(robot_pose or ()))
+    if placement.source == PARAMETER:            # a copy: a robot read once may serve other nodes too
+        robot = copy.copy(robot)
+        robot.placement = placement.matrix
     srdf_text = _semantic_text(robot, srdf_file)
     urdf_text, report = to_urdf(robot, mesh_dir=mesh_dir or None,
                                 target=meshes if meshes is not None else MeshTarget(cache=MeshCache()))
@@ -265,7 +279,8 @@ class DescriptionNode(ContainedNode):
                                p["mesh_dir"], mesh_target(p["mesh_uri"], cache, server, served),
                                {"world_frame": p["world_frame"], "environment": p["publish_environment"],
                                 "environment_prefix": p["environment_prefix"]}, robot=self._preloaded,
-                               compiled=None if fk_kernel.ready() else False, xacro_args=p["xacro_args"])
+                               compiled=None if fk_kernel.ready() else False, xacro_args=p["xacro_args"],
+                               robot_pose=p["robot_pose"])
         except Exception as exc:    # any reader failure must leave the node serving
             return False, f"{type(exc).__name__}: {exc}"
         finally:

@@ -89,6 +89,10 @@ PARAMETERS = params.schema(
           string="frame"),
     Param("frame_prefix", "", "Prefix of the robot's TF frames (as the description node's)", read_only=True,
           string="prefix"),
+    Param("robot_pose", params.DOUBLE_ARRAY, "Where the robot stands in the world frame, [x, y, z, roll, "
+                                             "pitch, yaw] (m, rad), as the description node's; empty: "
+                                             "description_file's placement, else the origin",
+          lengths=(0, 6), read_only=True),
     Param("limit_margin", 0.1, "Trajectories keep this fraction below the velocity and acceleration limits "
                                "(the controller's interpolation between samples overshoots them slightly)",
           range=(0.0, 0.9)),
@@ -269,8 +273,9 @@ class PlannerNode(ContainedNode):
             from ..planning.master import MasterModel
 
             search = list(self.params.get("search_path") or [])
-            accelerations, environment = self._robot_file(search)
-            model = MasterModel(search, accelerations, environment, seed=int(self.params.get("seed")),
+            accelerations, environment, placement = self._robot_file(search)
+            model = MasterModel(search, accelerations, environment, placement,
+                                seed=int(self.params.get("seed")),
                                 default_acceleration=float(self.params.get("default_acceleration")))
         except Exception as exc:  # e.g. a library that does not import: goals fail with the reason
             self.model_error = f"the planning model could not be built: {type(exc).__name__}: {exc}"
@@ -292,11 +297,15 @@ class PlannerNode(ContainedNode):
             raise GoalFailed(E.FAILURE, "no robot_description received yet")
         return model
 
-    def _robot_file(self, search: list) -> tuple[dict, dict]:
-        """The robot file's joint acceleration limits and environment bodies (a URDF carries neither)."""
+    def _robot_file(self, search: list) -> tuple[dict, dict, np.ndarray]:
+        """The robot file's joint acceleration limits and environment bodies (a URDF carries neither), and
+        the robot's placement in the world (the file's, else robot_pose: robot_bridge.model.placement)."""
+        from ..model.placement import robot_placement
+
         path = self.params.get("description_file")
+        pose = list(self.params.get("robot_pose") or [])
         if not path:
-            return {}, {}
+            return {}, {}, robot_placement(None, pose).matrix
         try:
             from ..formats import load
 
@@ -304,11 +313,11 @@ class PlannerNode(ContainedNode):
         except Exception as exc:  # bad file: the default acceleration serves, reported once
             self.get_logger().error(f"description_file {path!r} not read ({type(exc).__name__}: {exc}); "
                                     "default_acceleration for every joint, no environment bodies")
-            return {}, {}
+            return {}, {}, robot_placement(None, pose).matrix
         accelerations = {j.name: float(j.acceleration[0]) for j in robot.active_joints
                          if j.dof == 1 and float(j.acceleration[0]) > 0}
         environment = dict(robot.environment) if self.params.get("environment") else {}
-        return accelerations, environment
+        return accelerations, environment, robot_placement(robot, pose).matrix
 
     # -- inputs (executor thread: stored, applied by the worker) --------------------------------------
     def _on_description(self, msg: String) -> None:

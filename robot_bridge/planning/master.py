@@ -30,15 +30,21 @@ class PlanResult:
 class MasterModel:
     def __init__(self, search_path: Sequence[str] = (),
                  acceleration_limits: Optional[Mapping[str, float]] = None,
-                 environment: Optional[Mapping[str, object]] = None, **planner_options):
+                 environment: Optional[Mapping[str, object]] = None, placement=None, **planner_options):
         """``environment``: name -> body (a Robot placed by its own placement) of the robot file's world,
-        which a URDF does not carry; these bodies stay whatever world_node's documents say."""
+        which a URDF does not carry; these bodies stay whatever world_node's documents say.  ``placement``:
+        4x4 world -> the robot's root (:func:`robot_bridge.model.placement.robot_placement`; default the
+        identity), which a URDF does not carry either: the robot stands there among the world's bodies and
+        pose goals in the world frame are reached there."""
+        import numpy as np
+
         from .backend import require
 
         require()
         self.search_path = list(search_path)
         self.acceleration_limits = dict(acceleration_limits or {})
         self.environment = dict(environment or {})
+        self.placement = np.eye(4) if placement is None else np.array(placement, dtype=float)
         self.planner_options = planner_options
         self.planner = None
         self.problems: list[str] = []
@@ -70,6 +76,7 @@ class MasterModel:
 
         try:
             robot = robot_from_description(urdf_text, srdf_text or None, self.search_path)
+            robot.placement = self.placement.copy()
             planner = Planner(robot, urdf_text, environment=False,
                               acceleration_limits=self.acceleration_limits, **self.planner_options)
         except (DescriptionError, PlanningError, ValueError, RuntimeError) as exc:

@@ -45,14 +45,17 @@ def test_late_joiner_gets_description_semantics_and_full_tf_static(harness_facto
     assert srdf == LWA3_SRDF.read_text(encoding="utf-8")
     static = h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos())
     edges = static_edges(static)
-    # hand-listed: fixed joint, tool, three sensors, camera optical frame, hpp gripper frame
+    # hand-listed: the robot in the world, fixed joint, tool, three sensors, camera optical frame, hpp
+    # gripper frame
     assert {c: p for c, (p, _) in edges.items()} == {
-        "gripper_base": "link7", "arm_tool": "gripper_base", "base_laser": "base", "wrist_camera": "link7",
-        "wrist_camera_optical_frame": "wrist_camera", "wrist_imu": "link7", "gripper_hand": "gripper_base"}
+        "base": "world", "gripper_base": "link7", "arm_tool": "gripper_base", "base_laser": "base",
+        "wrist_camera": "link7", "wrist_camera_optical_frame": "wrist_camera", "wrist_imu": "link7",
+        "gripper_hand": "gripper_base"}
     # values from the files: hpp gripper at z = 0.1 in gripper_base (SRDF <position xyz="0 0 0.1">)
     expected = np.eye(4)
     expected[2, 3] = 0.1
     np.testing.assert_allclose(edges["gripper_hand"][1], expected, atol=1e-12)
+    np.testing.assert_array_equal(edges["base"][1], np.eye(4))     # a robot file placing it nowhere: origin
     robot = load(LWA3)
     np.testing.assert_allclose(edges["arm_tool"][1], robot.manipulators["arm"].tool, atol=1e-12)
     markers = h.latched(MarkerArray, "/description_node/markers")
@@ -126,7 +129,7 @@ def test_reload_broken_then_smaller_robot(harness_factory, fixtures, tmp_path):
     assert res.success, res.message
     assert '<robot name="two_link"' in h.latched(String, "/robot_description").data
     static = static_edges(h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos()))
-    assert set(static) == {"tip"}                      # the lwa3 frames are gone from the latched message
+    assert set(static) == {"root", "tip"}              # the lwa3 frames are gone from the latched message
     semantic = h.latched(String, "/robot_description_semantic").data
     assert semantic == ""                              # the previous SRDF is withdrawn
 
@@ -148,6 +151,30 @@ def test_bad_file_at_startup_then_parameter_change(harness_factory, fixtures, tm
     assert h.set_param("description_file", str(good)).successful
     assert '<robot name="two_link"' in h.latched(String, "/robot_description").data
     assert not h.set_param("publish_frequency", -1.0).successful
+
+
+def test_robot_pose_places_the_robot_in_the_world(harness_factory, fixtures, tmp_path):
+    """issue 43: world -> root on /tf_static at robot_pose (set at run time: reloads); a file placing the
+    robot itself refuses it."""
+    good = shutil.copy(fixtures / "description" / "two_link.robot.xml", tmp_path)
+    h = harness_factory(description_file=str(good))
+    edges = static_edges(h.latched(TFMessage, "/tf_static", qos.tf_static_listener_qos()))
+    assert edges["root"][0] == "world"
+    np.testing.assert_array_equal(edges["root"][1], np.eye(4))
+    assert h.set_param("robot_pose", [0.0, 0.0, 0.1, 0.0, 0.0, np.pi / 2]).successful
+    placed = np.array([[0.0, -1, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0.1], [0, 0, 0, 1]])
+    assert h.spin_until(lambda: np.allclose(static_edges(h.latched(
+        TFMessage, "/tf_static", qos.tf_static_listener_qos()))["root"][1], placed, atol=1e-9))
+    env = tmp_path / "placed.env.xml"
+    env.write_text(f"<Environment><Robot file='{good}'><translation>1 0 0</translation></Robot>"
+                   "</Environment>", encoding="utf-8")
+    result = h.set_param("description_file", str(env))
+    assert not result.successful and "places it already" in result.reason
+    unset = Parameter("robot_pose", Parameter.Type.DOUBLE_ARRAY, [])
+    assert h.node.set_parameters([unset])[0].successful
+    assert h.set_param("description_file", str(env)).successful
+    assert h.spin_until(lambda: np.allclose(static_edges(h.latched(
+        TFMessage, "/tf_static", qos.tf_static_listener_qos()))["root"][1][:3, 3], [1, 0, 0]))
 
 
 def test_publish_default_joint_states(harness_factory, fixtures):
