@@ -17,10 +17,11 @@ Trajectories run through the controller's FollowJointTrajectory action, the grip
 action.  While a trajectory runs, every world update is checked against the rest of the path; a body on it
 cancels the trajectory (the controller stops within its limits) and the goal ends with
 MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE naming the body.  Goals run one at a time on a worker thread
-(a new goal preempts the running one: PREEMPTED); subscriptions only store the latest input, the worker
-applies it.  The worker also builds the planning model (the imports of pinocchio, coal and roboplan take
-seconds): the node serves at once (goals wait for the model, the plan service answers that it is loading)
-and a SIGINT during the build ends the process without waiting for it.
+(a new goal preempts the running one: PREEMPTED; a cancel ends the goal CANCELED with PREEMPTED -7; either
+ends planning within one search slice, ``planning.cancel.PLAN_SLICE``); subscriptions only store the latest
+input, the worker applies it.  The worker also builds the planning model (the imports of pinocchio, coal and
+roboplan take seconds): the node serves at once (goals wait for the model, the plan service answers that it is
+loading) and a SIGINT during the build ends the process without waiting for it.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from ..ros import params, qos
 from ..ros.actions import cancel_goal, destroy_actions, get_result, send_goal
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
+from ..planning.cancel import CancelToken
 from ..planning.errors import PlanningError
 from ..world.planning_scene import attach_topic
 
@@ -98,6 +100,8 @@ PARAMETERS = params.schema(
           range=(0.0, 0.9)),
     Param("default_planning_time", 5.0, "Seconds of planning when a request gives allowed_planning_time 0",
           range=(0.001, 30.0)),
+    Param("max_planning_time", 60.0, "Seconds of planning at most: a request's allowed_planning_time above "
+                                     "is planned for this long", range=(0.001, 3600.0)),
     Param("execution_duration_scaling", 1.2, "A trajectory not finished after this times its duration, plus "
                                              "execution_goal_margin, is canceled (TIMED_OUT)",
           range=(1.0, 100.0)),
@@ -156,10 +160,12 @@ class Job:
     stop: threading.Event = field(default_factory=threading.Event)
     stop_code: int = E.PREEMPTED
     stop_reason: str = ""
+    cancel: CancelToken = field(default_factory=CancelToken)     # the core checks it while planning
 
     def request_stop(self, reason: str) -> None:
         self.stop_reason = reason
         self.stop.set()
+        self.cancel.cancel(reason)
 
     def check(self) -> None:
         if self.stop.is_set():
@@ -277,6 +283,7 @@ class PlannerNode(ContainedNode):
             model = MasterModel(search, accelerations, environment, placement,
                                 seed=int(self.params.get("seed")),
                                 default_acceleration=float(self.params.get("default_acceleration")))
+            model.max_planning_time = float(self.params.get("max_planning_time"))
         except Exception as exc:  # e.g. a library that does not import: goals fail with the reason
             self.model_error = f"the planning model could not be built: {type(exc).__name__}: {exc}"
             self.get_logger().error(self.model_error)
@@ -512,7 +519,8 @@ class PlannerNode(ContainedNode):
     # -- planning -----------------------------------------------------------------------------------
     def _planning_time(self, request) -> float:
         t = float(request.allowed_planning_time)
-        return t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+        t = t if math.isfinite(t) and t > 0 else float(self.params.get("default_planning_time"))
+        return min(t, float(self.params.get("max_planning_time")))
 
     def _goal_of(self, request):
         """The core goal of a MotionPlanRequest (GoalFailed when malformed)."""
@@ -602,8 +610,10 @@ class PlannerNode(ContainedNode):
             return None
         return inputs.start_state(js.name, js.position, MAX_JOINT_STATE_NAMES)
 
-    def _plan(self, goal, group, start, timeout: float, velocity: float = 1.0, acceleration: float = 1.0):
-        """(MotionPlan, planning time); GoalFailed with the core's code."""
+    def _plan(self, goal, group, start, timeout: float, velocity: float = 1.0, acceleration: float = 1.0,
+              job: Optional[Job] = None):
+        """(MotionPlan, planning time); GoalFailed with the core's code (PREEMPTED when ``job`` is stopped
+        while planning)."""
         from ..planning.master import scale_trajectory
 
         with self.model_lock:
@@ -614,7 +624,8 @@ class PlannerNode(ContainedNode):
                 if unknown:
                     raise GoalFailed(E.INVALID_ROBOT_STATE, f"start state names unknown joints {unknown}")
             t0 = time.monotonic()
-            result = self.model.plan(goal, group=group, start=start, timeout=timeout)
+            result = self.model.plan(goal, group=group, start=start, timeout=timeout,
+                                     cancel=job.cancel if job is not None else None)
             elapsed = time.monotonic() - t0
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
@@ -693,7 +704,7 @@ class PlannerNode(ContainedNode):
             try:
                 plan, elapsed = self._plan(core_goal, req.group_name or None, start,
                                            self._planning_time(req), req.max_velocity_scaling_factor,
-                                           req.max_acceleration_scaling_factor)
+                                           req.max_acceleration_scaling_factor, job=job)
             except GoalFailed as exc:
                 exc.fields = fields
                 raise
@@ -945,7 +956,7 @@ class PlannerNode(ContainedNode):
         from ..planning.goals import PoseGoal
 
         plan, _ = self._plan(PoseGoal(group, target, frame=link), None, None,
-                             float(self.params.get("default_planning_time")))
+                             float(self.params.get("default_planning_time")), job=job)
         try:
             self._follow(job, plan)
         except GoalFailed as exc:
@@ -997,7 +1008,8 @@ class PlannerNode(ContainedNode):
             core_goal = GraspGoal(gripper.name, goal.target_name, handle, goal.group_name or None)
             # planned with the gripper as it will be, opened first: open fingers must clear the table too
             t0 = time.monotonic()
-            result = self.model.plan(core_goal, start={joint: opening} if joint else None, timeout=timeout)
+            result = self.model.plan(core_goal, start={joint: opening} if joint else None, timeout=timeout,
+                                     cancel=job.cancel)
             elapsed = time.monotonic() - t0
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
@@ -1070,7 +1082,7 @@ class PlannerNode(ContainedNode):
         timeout = self._planning_time(goal)
         with self.model_lock:
             t0 = time.monotonic()
-            result = self.model.plan(core_goal, timeout=timeout)
+            result = self.model.plan(core_goal, timeout=timeout, cancel=job.cancel)
             elapsed = time.monotonic() - t0
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)

@@ -117,3 +117,9 @@ class InvalidObject(PlanningError):
 
 class NoIKSolution(PlanningError):
     code = NO_IK_SOLUTION
+
+
+class PlanningCanceled(PlanningError):
+    """The caller canceled the attempt (a cancel or a newer goal): MoveIt's PREEMPTED."""
+
+    code = PREEMPTED

@@ -16,7 +16,7 @@ from ..errors import DescriptionError
 from .errors import FAILURE, SUCCESS, PlanningError
 from .goals import GraspGoal, PlaceGoal
 
-MAX_PLANNING_TIME = 30.0        # s: a goal asking for more is planned for this long
+MAX_PLANNING_TIME = 60.0        # s: a goal asking for more is planned for this long (default of the cap)
 MAX_PROBLEMS = 100              # problem messages kept (oldest dropped)
 
 
@@ -47,6 +47,7 @@ class MasterModel:
         self.placement = np.eye(4) if placement is None else np.array(placement, dtype=float)
         self.planner_options = planner_options
         self.planner = None
+        self.max_planning_time = MAX_PLANNING_TIME      # s: the cap of every request's planning time
         self.problems: list[str] = []
         self._urdf: Optional[str] = None
         self._srdf: Optional[str] = None
@@ -129,17 +130,20 @@ class MasterModel:
 
     # -- requests ------------------------------------------------------------------------------------
     def plan(self, goal, group: Optional[str] = None, start: Optional[Mapping[str, float]] = None,
-             timeout: float = 1.0) -> PlanResult:
+             timeout: float = 1.0, cancel=None) -> PlanResult:
+        """``timeout`` capped at ``max_planning_time``; ``cancel`` (a :class:`~.cancel.CancelToken`) ends the
+        attempt within a search slice of its cancel with PREEMPTED (-7)."""
         if self.planner is None:
             return PlanResult(FAILURE, "no robot_description received yet")
-        timeout = min(max(float(timeout), 1e-3), MAX_PLANNING_TIME) if math.isfinite(timeout) else 1.0
+        cap = float(self.max_planning_time)
+        timeout = min(max(float(timeout), 1e-3), cap) if math.isfinite(timeout) else 1.0
         try:
             if isinstance(goal, GraspGoal):
-                plan = self.planner.plan_grasp(goal, start=start, timeout=timeout)
+                plan = self.planner.plan_grasp(goal, start=start, timeout=timeout, cancel=cancel)
             elif isinstance(goal, PlaceGoal):
-                plan = self.planner.plan_place(goal, start=start, timeout=timeout)
+                plan = self.planner.plan_place(goal, start=start, timeout=timeout, cancel=cancel)
             else:
-                plan = self.planner.plan(goal, group=group, start=start, timeout=timeout)
+                plan = self.planner.plan(goal, group=group, start=start, timeout=timeout, cancel=cancel)
         except PlanningError as exc:
             return PlanResult(exc.code, str(exc))
         except Exception:  # a defect: the caller reports it (FAILURE); the scene it may have left is not kept

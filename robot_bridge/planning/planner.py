@@ -15,6 +15,7 @@ link pairs in collision in nearly every state (see ``backend.ALWAYS_FRACTION``),
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
@@ -23,9 +24,10 @@ import numpy as np
 from ..model import Gripper, Handle, Robot
 from . import backend as _backend
 from . import inputs
+from .cancel import PLAN_SLICE, CancelToken
 from .errors import (GoalInCollision, GoalStateInvalid, InvalidGoal, InvalidGroup, InvalidLinkName,
                      InvalidMotionPlan, InvalidObject, InvalidRobotState, NoIKSolution, NoPathFound,
-                     PlanningTimedOut, StartInCollision, StartStateInvalid)
+                     PlanningCanceled, PlanningTimedOut, StartInCollision, StartStateInvalid)
 from .goals import (GraspGoal, GraspPlan, JointGoal, MotionPlan, NamedGoal, PathCheck, PlaceGoal, PlacePlan,
                     PoseGoal, Trajectory)
 from .grasp import grasp_pose, masked_error, pregrasp_pose
@@ -150,6 +152,7 @@ class Planner:
         self._index = {n: i for i, n in enumerate(self.joint_names)}
         self.dt, self.check_step, self.plan_step = dt, check_step, plan_step
         self._rng = np.random.default_rng(seed)
+        self._cancel: Optional[CancelToken] = None      # the attempt under way's, checked between slices
         self.state = self._initial_state()
         self.bodies: dict[str, _Body] = {}
         self._placement_inv = np.linalg.inv(robot.placement)
@@ -609,6 +612,7 @@ class Planner:
         tries = 0
         reached_in_collision = False
         while tries == 0 or _backend.monotonic() < deadline:
+            self._check_cancel()
             q = base.copy() if tries == 0 else b.random_configuration(self._rng, group, base)
             tries += 1
             q = self._descend(q, idx, frame, offset, target, mask, position_tolerance, angle_tolerance)
@@ -657,9 +661,32 @@ class Planner:
         return None
 
     # -- planning --------------------------------------------------------------------------------
+    @contextmanager
+    def _cancellable(self, cancel: Optional[CancelToken]):
+        """The attempt inside checks ``cancel`` (between search slices and IK restarts): PlanningCanceled."""
+        self._cancel = cancel
+        try:
+            yield
+        except PlanningCanceled:
+            if cancel is not None:
+                cancel.stopped()
+            raise
+        finally:
+            self._cancel = None
+
+    def _check_cancel(self) -> None:
+        if self._cancel is not None:
+            self._cancel.check()
+
     def plan(self, goal, group: Optional[str] = None, start: Optional[Mapping[str, float]] = None,
-             timeout: float = 1.0) -> MotionPlan:
-        """Plan from ``start`` (default: the current state) to ``goal``; raises a PlanningError subclass."""
+             timeout: float = 1.0, cancel: Optional[CancelToken] = None) -> MotionPlan:
+        """Plan from ``start`` (default: the current state) to ``goal``; raises a PlanningError subclass
+        (PlanningCanceled, PREEMPTED, within a search slice of ``cancel`` being canceled)."""
+        with self._cancellable(cancel):
+            return self._plan(goal, group, start, timeout)
+
+    def _plan(self, goal, group: Optional[str], start: Optional[Mapping[str, float]],
+              timeout: float) -> MotionPlan:
         t0 = _backend.monotonic()
         q0 = self._start(start)
         q1, group = self.goal_vector(goal, group, q0, timeout=min(0.5, timeout))
@@ -672,15 +699,23 @@ class Planner:
         t0 = _backend.monotonic() if t0 is None else t0
         deadline = t0 + timeout
         step = self.plan_step
+        self._check_cancel()
         waypoints = [q0, q1] if b.segment_free(q0, q1, self.check_step) else []
         while not waypoints:
+            self._check_cancel()
             left = deadline - _backend.monotonic()
             if left <= 0:
                 raise PlanningTimedOut(f"no path found for group {group!r} in {timeout:.3g} s")
-            path = b.plan(q0, q1, group, left, step, self.check_step)
+            # cancellable: the search in slices (each a fresh RRT-Connect, the token checked between them)
+            budget = min(left, PLAN_SLICE) if self._cancel is not None else left
+            began = _backend.monotonic()
+            path = b.plan(q0, q1, group, budget, step, self.check_step)
             if path is None:
-                if _backend.monotonic() >= deadline - 1e-3:
+                now = _backend.monotonic()
+                if now >= deadline - 1e-3:
                     raise PlanningTimedOut(f"no path found for group {group!r} in {timeout:.3g} s")
+                if budget < left and now - began >= budget - 1e-3:
+                    continue                # the slice's time is over, not the search: the next slice
                 raise NoPathFound(f"the planner found no path for group {group!r}")
             waypoints = path
             if not path:                # a contact between the planner's checks: plan again, finer
@@ -745,11 +780,15 @@ class Planner:
         return self.body_pose(body) @ links.get(link, np.eye(4))
 
     def plan_grasp(self, goal: GraspGoal, start: Optional[Mapping[str, float]] = None,
-                   timeout: float = 2.0) -> GraspPlan:
+                   timeout: float = 2.0, cancel: Optional[CancelToken] = None) -> GraspPlan:
         """Reach the pre-grasp pose, then approach the handle: the gripper frame on the handle frame on the
         handle's masked axes.  The body and the gripper's links may touch during the approach.  IK solutions
         whose pre-grasp or grasp is in collision or out of reach, or whose approach is blocked, give way to
         others (:meth:`_grasp_configurations`, half the time allowed); the reach is planned in the rest."""
+        with self._cancellable(cancel):
+            return self._plan_grasp(goal, start, timeout)
+
+    def _plan_grasp(self, goal: GraspGoal, start: Optional[Mapping[str, float]], timeout: float) -> GraspPlan:
         t0 = _backend.monotonic()
         gripper = self.gripper(goal.gripper)
         handle = self.handle(goal.body, goal.handle)
@@ -782,6 +821,7 @@ class Planner:
         failures = {"pre-grasp": 0, "grasp": 0, "approach": 0}
         tries = 0
         while tries == 0 or _backend.monotonic() < deadline:
+            self._check_cancel()
             seed = q0 if tries == 0 else self._backend.random_configuration(self._rng, group, q0)
             tries += 1
             try:
@@ -813,7 +853,7 @@ class Planner:
 
     # -- places ----------------------------------------------------------------------------------
     def plan_place(self, goal: PlaceGoal, start: Optional[Mapping[str, float]] = None,
-                   timeout: float = 2.0) -> PlacePlan:
+                   timeout: float = 2.0, cancel: Optional[CancelToken] = None) -> PlacePlan:
         """Put a held body down at ``goal.pose`` (MoveIt's Place): reach the pre-place pose (``distance``
         back along the approach ``direction``), then approach the place pose along a straight joint segment.
         On that approach and at the place pose the body may touch its supports (``goal.support``, else the
@@ -823,6 +863,10 @@ class Planner:
         that puts the body into another body, or deeper into a support, is refused (GoalInCollision -12,
         naming the body) before any IK; IK solutions as for a grasp (:meth:`_place_configurations`, half
         the time allowed); the reach is planned in the rest."""
+        with self._cancellable(cancel):
+            return self._plan_place(goal, start, timeout)
+
+    def _plan_place(self, goal: PlaceGoal, start: Optional[Mapping[str, float]], timeout: float) -> PlacePlan:
         t0 = _backend.monotonic()
         entry = self._body(goal.body)
         if entry.attached is None:
@@ -949,6 +993,7 @@ class Planner:
         deepest = 0.0
         tries = 0
         while tries == 0 or _backend.monotonic() < deadline:
+            self._check_cancel()
             seed = q0 if tries == 0 else self._backend.random_configuration(self._rng, group, q0)
             tries += 1
             try:

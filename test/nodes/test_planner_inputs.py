@@ -43,7 +43,7 @@ from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithP
 from fixtures.spinning import spun  # noqa: E402
 from fixtures.waiting import wait_until as wait  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
-from robot_bridge.ros.actions import get_result, send_goal  # noqa: E402
+from robot_bridge.ros.actions import cancel_goal, get_result, send_goal  # noqa: E402
 import robot_bridge  # noqa: E402
 
 from fixtures.planning import scenes  # noqa: E402
@@ -274,3 +274,91 @@ def test_a_storm_of_goals_each_accepted_one_gets_a_true_result(bench):
     # the storm is over: the next goal is served as usual
     _status, result = probe.outcome(joint_request(GOAL))
     assert result.error_code.val == E.SUCCESS, result.error_code.message
+
+
+# -- planning that can be interrupted ------------------------------------------------------------------------
+CANCEL_WITHIN = 0.1          # s from the cancel to the end of planning (issue 42), on the node's own stamps
+
+
+@pytest.fixture
+def hopeless(bench, monkeypatch):
+    """While ``hopeless.on``: no straight path and a search that never finds one (each call spends its budget,
+    one slice, and finds nothing: a goal behind a wall); ``hopeless.searches`` counts the calls."""
+    backend = bench.planner.model.planner._backend
+    real_segment_free = backend.segment_free
+    state = type("Hopeless", (), {})()
+    state.on, state.searches = True, 0
+
+    def search(q0, q1, group, timeout, step, check_step):
+        state.searches += 1
+        time.sleep(timeout)                    # the search's own time, not a judge of anything
+        return None
+
+    def segment_free(qa, qb, step):
+        return False if state.on else real_segment_free(qa, qb, step)
+
+    real_plan = backend.plan
+    monkeypatch.setattr(backend, "plan", lambda *a: search(*a) if state.on else real_plan(*a))
+    monkeypatch.setattr(backend, "segment_free", segment_free)
+    return state
+
+
+def _planning_goal(probe, hopeless):
+    """A plan-only goal with 10 s to plan, accepted and searching: (its handle, the worker's job of it)."""
+    req = joint_request(GOAL)
+    req.allowed_planning_time = 10.0
+    sent = probe.send(req)
+    wait(sent.done, 60.0, "goal response")
+    handle = sent.result()
+    assert handle.accepted
+    before = hopeless.searches
+    wait(lambda: hopeless.searches > before + 1, 60.0, "the search under way")
+    job = probe.planner._current
+    assert bytes(job.handle.goal_id.uuid) == bytes(handle.goal_id.uuid)
+    return handle, job
+
+
+def test_a_cancel_ends_planning_within_100_ms_with_canceled(bench, hopeless):
+    from action_msgs.msg import GoalStatus
+
+    probe = bench
+    handle, job = _planning_goal(probe, hopeless)
+    canceled = cancel_goal(probe.node, handle)
+    wait(canceled.done, 60.0, "cancel response")
+    done = get_result(probe.node, handle)
+    wait(done.done, 60.0, "goal result")
+    assert done.result().status == GoalStatus.STATUS_CANCELED
+    code = done.result().result.error_code
+    assert code.val == E.PREEMPTED, code.message
+    token = job.cancel
+    assert token.requested_at is not None and token.stopped_at is not None, "planning not ended by the cancel"
+    assert token.stopped_at - token.requested_at <= CANCEL_WITHIN, token.stopped_at - token.requested_at
+
+
+def test_a_new_goal_preempts_planning_within_100_ms(bench, hopeless):
+    from action_msgs.msg import GoalStatus
+
+    probe = bench
+    first, job = _planning_goal(probe, hopeless)
+    hopeless.on = False                        # the next goal plans as usual
+    second = probe.send(joint_request(GOAL))
+    wait(second.done, 60.0, "second goal response")
+    first_done = get_result(probe.node, first)
+    wait(first_done.done, 60.0, "first goal result")
+    assert first_done.result().status == GoalStatus.STATUS_ABORTED
+    assert first_done.result().result.error_code.val == E.PREEMPTED
+    token = job.cancel
+    assert token.stopped_at is not None and token.stopped_at - token.requested_at <= CANCEL_WITHIN
+    second_done = get_result(probe.node, second.result())
+    wait(second_done.done, 60.0, "second goal result")
+    assert second_done.result().result.error_code.val == E.SUCCESS
+
+
+def test_allowed_planning_time_is_capped_by_max_planning_time(bench):
+    probe = bench
+    req = joint_request(GOAL)
+    req.allowed_planning_time = 1e9
+    assert probe.planner._planning_time(req) == probe.planner.params.get("max_planning_time") == 60.0
+    req.allowed_planning_time = 0.0
+    assert probe.planner._planning_time(req) == probe.planner.params.get("default_planning_time")
+    assert probe.planner.model.max_planning_time == 60.0
