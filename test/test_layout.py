@@ -19,18 +19,6 @@ def test_every_test_module_has_a_unique_file_name():
     assert not clashes, f"test modules sharing a file name (rename one): {clashes}"
 
 
-# Test modules that still import another test module: test_world.py holds the world tests' helpers, and a
-# branch restructuring those files for speed is pending; they move to fixtures/ after it.  The test below
-# fails when one of these stops importing a test module too (then it leaves this list).
-PENDING_TEST_IMPORTS = {
-    "nodes/test_planner_node.py": {"test_world"},
-    "nodes/test_world_limits.py": {"test_world", "test_world_sim"},
-    "nodes/test_world_moveit.py": {"test_world", "test_world_planning_scene"},
-    "nodes/test_world_planning_scene.py": {"test_world"},
-    "nodes/test_world_sim.py": {"test_world"},
-}
-
-
 def test_modules() -> list[Path]:
     """Every test module: test/test_*.py and test/<folder>/test_*.py (fixtures/ holds none)."""
     return sorted([*TEST_ROOT.glob("test_*.py"), *(p for p in TEST_ROOT.glob("*/test_*.py")
@@ -80,7 +68,7 @@ def test_no_test_module_imports_another_or_edits_sys_path():
         if lines:
             edits[rel] = lines
     assert not edits, f"test modules that edit sys.path (import fixtures.X instead): {edits}"
-    assert found == PENDING_TEST_IMPORTS, \
+    assert not found, \
         f"test modules importing test-folder modules (move what they share to test/fixtures/): {found}"
 
 

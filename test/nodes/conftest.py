@@ -38,3 +38,19 @@ def sensor_harness():
     yield make
     for h in made:
         h.close()
+
+
+@pytest.fixture
+def detector_node():
+    """The test's node in its own context, spun by a thread (fixtures/world_bridge.py)."""
+    from fixtures.world_bridge import detector
+
+    yield from detector()
+
+
+@pytest.fixture(scope="module")
+def module_detector_node():
+    """The node of a module's tests that share one bridge (a module-scoped fixture's node)."""
+    from fixtures.world_bridge import detector
+
+    yield from detector()

@@ -35,10 +35,10 @@ from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithP
 
 from robot_bridge.formats import load  # noqa: E402
 from robot_bridge.ros.actions import get_result, send_goal  # noqa: E402
-from test_world import DATA, WORLD, module_detector_node, start, to_pose, wait_until  # noqa: E402, F401
 
 from fixtures.planning import scenes  # noqa: E402
 from fixtures.planning.pin_checker import PinChecker, interpolated_peaks  # noqa: E402
+from fixtures.world_bridge import DATA, WORLD, start, to_pose, wait_until  # noqa: E402
 
 ARM = ["j1", "j2", "j3", "j4", "j5", "j6", "j7"]
 START = {"j1": -0.9, "j2": 0.6, "j3": 0.0, "j4": 0.9, "j5": 0.0, "j6": 0.0, "j7": 0.0}
@@ -276,7 +276,7 @@ class Bridge:
 
 
 @pytest.fixture(scope="module")
-def running_bridge(module_detector_node):  # noqa: F811
+def running_bridge(module_detector_node):
     """The four nodes, started once for the module's tests (each test resets what it changed: ``bridge``)."""
     bridge = Bridge(Client(module_detector_node))
     try:

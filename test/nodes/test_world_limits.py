@@ -27,8 +27,8 @@ from robot_bridge.model.transform import from_rpy, make  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 from robot_bridge.ros.tf import matrix as tf_matrix  # noqa: E402
 
-from test_world import WORLD, detector_node, start, stop, to_pose, wait_until  # noqa: E402, F401
-from test_world_sim import AHEAD, HALF, expected_box_ranges  # noqa: E402
+from fixtures.world_bridge import (AHEAD, HALF, WORLD, expected_box_ranges, start, stop, to_pose,  # noqa: E402
+                                   wait_until)
 
 BIG = 10_000
 LIMIT = 200                         # world_node's documented max_detections and max_bodies defaults
@@ -111,7 +111,7 @@ class Recorder:
 
 
 @pytest.fixture
-def limited_bridge(tmp_path, detector_node):  # noqa: F811
+def limited_bridge(tmp_path, detector_node):
     box = tmp_path / "box.kinbody.xml"
     box.write_text(f"""<KinBody name="box"><Body name="box" type="dynamic">
   <Geom type="box"><extents>{HALF[0]} {HALF[1]} {HALF[2]}</extents></Geom></Body></KinBody>""")

@@ -35,12 +35,7 @@ from robot_bridge.kinematics.fk import KinematicModel  # noqa: E402
 from robot_bridge.model.transform import from_rpy, make  # noqa: E402
 from robot_bridge.ros.actions import get_result, send_goal  # noqa: E402
 from robot_bridge.ros.planning_scene import moveit_qos  # noqa: E402
-import test_world  # noqa: E402
-from test_world import DATA, REPO, WORLD, Observer, stop, wait_until  # noqa: E402
-from test_world_planning_scene import pose_of  # noqa: E402
-
-detector_node = test_world.detector_node          # the fixture: the test's node in its own context
-module_detector_node = test_world.module_detector_node      # the node of the tests on the module's bridge
+from fixtures.world_bridge import DATA, REPO, WORLD, Observer, Process, pose_of, stop, wait_until  # noqa: E402
 
 
 def start(module: str, *params: str, env: dict | None = None) -> subprocess.Popen:
@@ -273,8 +268,8 @@ def running_bridge(tmp_path_factory, module_detector_node):
     folder = tmp_path_factory.mktemp("moveit")
     roots = os.pathsep.join([str(folder), str(DATA)])
     env = {"ROBOT_BRIDGE_ALLOWED_ROOTS": roots}          # run-time files: the module's folder
-    procs = [test_world.Process("world", f"description_file:={WORLD}", env=env),
-             test_world.Process("description", f"description_file:={WORLD}", env=env)]
+    procs = [Process("world", f"description_file:={WORLD}", env=env),
+             Process("description", f"description_file:={WORLD}", env=env)]
     try:
         yield SimpleNamespace(node=module_detector_node, folder=folder, procs=procs)
     finally:

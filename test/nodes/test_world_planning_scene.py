@@ -21,12 +21,12 @@ from moveit_msgs.msg import CollisionObject, PlanningScene  # noqa: E402
 from shape_msgs.msg import SolidPrimitive  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from robot_bridge.model.transform import from_quat_xyzw, from_rpy  # noqa: E402
+from robot_bridge.model.transform import from_rpy  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 from robot_bridge.ros.planning_scene import moveit_qos  # noqa: E402
 from robot_bridge.ros.tf import matrix as tf_matrix  # noqa: E402
-from test_world import (CAMERA_LOCAL, DATA, TIMEOUT, check_nodes, expected_camera_pose,  # noqa: E402
-                        module_bridge, module_detector_node, reset_world, wait_until)  # noqa: F401
+from fixtures.world_bridge import (CAMERA_LOCAL, DATA, TIMEOUT, check_nodes, expected_camera_pose,  # noqa: E402
+                                   module_bridge, pose_of, reset_world, wait_until)
 from robot_bridge.model.transform import make  # noqa: E402
 
 STARTUP = 90.0           # s: description_node and world_node start on loaded cores (a guard against hangs)
@@ -34,18 +34,6 @@ CAN_RGBA = (0.8, 0.1, 0.1, 1.0)          # can.kinbody.xml diffuseColor, opaque
 CRATE_EXTENTS = (0.2, 0.1, 0.4)          # the crate: a mesh box (trimesh), its geom 20 cm up the body's z
 CRATE_GEOM = make(translation=(0.0, 0.0, 0.2))
 CRATE_LOCAL = make(from_rpy((0.0, 0.1, 0.4)), (-0.1, 0.05, 0.6))      # the crate in the optical frame
-
-
-def pose_of(msg_pose) -> np.ndarray:
-    m = from_quat_xyzw([msg_pose.orientation.x, msg_pose.orientation.y, msg_pose.orientation.z,
-                        msg_pose.orientation.w])
-    m = np.array(m, dtype=float)
-    if m.shape == (3, 3):
-        full = np.eye(4)
-        full[:3, :3] = m
-        m = full
-    m[:3, 3] = [msg_pose.position.x, msg_pose.position.y, msg_pose.position.z]
-    return m
 
 
 class SceneRecorder:
@@ -123,7 +111,7 @@ classes:
 
 
 @pytest.fixture(scope="module")
-def running_bridge(tmp_path_factory, module_detector_node):  # noqa: F811
+def running_bridge(tmp_path_factory, module_detector_node):
     """description_node and world_node, started once for the module's tests, with the observer and the
     MoveIt recorder."""
     folder = tmp_path_factory.mktemp("scene")
@@ -135,8 +123,8 @@ def running_bridge(tmp_path_factory, module_detector_node):  # noqa: F811
 @pytest.fixture
 def scene_bridge(running_bridge):
     """reset(timeout) -> (observer, recorder): the module's bridge as a fresh one whose bodies time out
-    after ``timeout`` s, the records emptied (test_world.reset_world); after the test, every node still
-    runs and printed no traceback during it."""
+    after ``timeout`` s, the records emptied (reset_world, fixtures/world_bridge.py); after the test, every
+    node still runs and printed no traceback during it."""
     obs = running_bridge
 
     def reset(timeout: float):

@@ -21,20 +21,12 @@ from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithP
 
 from robot_bridge.model.transform import make  # noqa: E402
 
-from test_world import WORLD, detector_node, start, stop, to_pose, wait_until  # noqa: E402, F401
-
-HALF = (0.05, 0.1, 0.3)          # the box's half extents; its frame is its centre
-AHEAD = 0.6                      # detected this far along the laser's +x
-
-
-def expected_box_ranges(angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    face = AHEAD - HALF[0]
-    inside = np.abs(face * np.tan(angles)) < HALF[1] - 1e-6
-    return inside, face / np.cos(angles[inside])
+from fixtures.world_bridge import (AHEAD, HALF, WORLD, expected_box_ranges, start, stop, to_pose,  # noqa: E402
+                                   wait_until)
 
 
 @pytest.fixture
-def sim_bridge(tmp_path, detector_node):  # noqa: F811
+def sim_bridge(tmp_path, detector_node):
     box = tmp_path / "box.kinbody.xml"
     box.write_text(f"""<KinBody name="box"><Body name="box" type="dynamic">
   <Geom type="box"><extents>{HALF[0]} {HALF[1]} {HALF[2]}</extents></Geom></Body></KinBody>""")
