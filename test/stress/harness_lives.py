@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 TEST = Path(__file__).resolve().parents[1]
-HARDWARE = TEST / "fixtures" / "hardware"
 MALLOC_DEBUG = ("/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0", "/usr/lib/aarch64-linux-gnu/"
                 "libc_malloc_debug.so.0", "/lib64/libc_malloc_debug.so.0")
 LIFE_TIMEOUT = 240.0            # s: a child still running then is killed and counted as hung
@@ -110,7 +109,7 @@ def one_life(args, Harness, embedded_robot, record: dict) -> dict:
     from control_msgs.action import FollowJointTrajectory, GripperCommand
 
     if args.clients == "process":
-        from test_controller_actions import Client
+        from fixtures.hardware.controller import Client
 
         def gripper_client(position, effort):
             return Client({"position": position, "max_effort": effort}, "/controller_node/gripper_cmd",
@@ -170,8 +169,7 @@ def life(args) -> int:
     import faulthandler
 
     faulthandler.enable(all_threads=True)
-    for path in (TEST, TEST / "nodes", HARDWARE):
-        sys.path.insert(0, str(path))
+    sys.path.insert(0, str(TEST))            # a script, not a test module: the fixtures package
     if args.templates == "off":
         from robot_bridge.ros.cdr_template import TemplateUnavailable
 
@@ -179,8 +177,8 @@ def life(args) -> int:
             raise TemplateUnavailable("harness_lives --templates off")
         import robot_bridge.nodes.controller as controller
         controller.TemplatePublishers = unavailable
-    from lwa_fixture import Harness
-    from test_controller_gripper import embedded_robot
+    from fixtures.hardware.controller import embedded_robot
+    from fixtures.hardware.lwa_fixture import Harness
 
     record: dict = {}
     _instrument_thread_timers(record)
