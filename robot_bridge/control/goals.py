@@ -349,7 +349,8 @@ class GoalTracker:
         if self.tolerances.goal_time > 0.0 and settling > self.tolerances.goal_time:
             return self._outcome(GoalState.ABORTED, ErrorCode.GOAL_TOLERANCE_VIOLATED,
                                  f"not within goal tolerance {late:.3f} s after the trajectory's end "
-                                 f"(goal_time_tolerance {self.tolerances.goal_time:.3f} s): " + "; ".join(bad))
+                                 f"(goal_time_tolerance {self.tolerances.goal_time:.3f} s): "
+                                 + "; ".join(bad))
         return None
 
 

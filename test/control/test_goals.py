@@ -129,7 +129,8 @@ def test_an_overshoot_past_the_end_out_of_the_corridor_is_a_path_violation_not_a
     out = tracker.check(1.02, final, state([1.03, 0.5, -0.5], [0.2, 0, 0]))      # past the goal, moving on
     assert out is not None and out.code is ErrorCode.PATH_TOLERANCE_VIOLATED, out
     assert "after the trajectory's end" in out.message and "a position error -0.030000" in out.message
-    assert out.worst == ("a", pytest.approx(0.03)) and "worst deviation from the path: a 0.030000" in out.message
+    assert out.worst == ("a", pytest.approx(0.03))
+    assert "worst deviation from the path: a 0.030000" in out.message
     # within the corridor all the way: success, its worst deviation stated
     tracker = _tracker(path_position=0.015, goal_position=0.015)
     assert tracker.check(0.5, state([0.5, 0.25, -0.25]), state([0.5, 0.238, -0.25])) is None

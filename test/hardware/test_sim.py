@@ -167,7 +167,8 @@ def test_a_streamed_trajectory_is_sampled_at_the_time_reached_however_late_the_r
     v = np.array([[0.0] * 7, [0.35, -0.3, 0.0, 0.4, 0.15, 0.15, 0.3], [0.0] * 7])
     trajectory = Trajectory([0.0, 1.2, 2.4], q, v)
     runs = {}
-    for name, ticks in (("every 10 ms", [0.01] * 300), ("one read late", [0.01] * 80 + [0.43] + [0.01] * 177)):
+    late_ticks = [0.01] * 80 + [0.43] + [0.01] * 177
+    for name, ticks in (("every 10 ms", [0.01] * 300), ("one read late", late_ticks)):
         sim, clock = make_sim()
         sim.enable(True)
         assert sim.follow(trajectory.sample_many)
