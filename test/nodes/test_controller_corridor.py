@@ -53,7 +53,8 @@ class Sent:
         msg = FollowJointTrajectory.Goal()
         msg.trajectory.joint_names = list(JOINTS)
         sec = int(self.start)
-        msg.trajectory.header.stamp.sec, msg.trajectory.header.stamp.nanosec = sec, int((self.start - sec) * 1e9)
+        stamp = msg.trajectory.header.stamp
+        stamp.sec, stamp.nanosec = sec, int((self.start - sec) * 1e9)
         for q, t in ((self.q0, 0.0), (self.q1, duration)):
             msg.trajectory.points.append(JointTrajectoryPoint(
                 positions=q.tolist(), velocities=[0.0] * 7,
@@ -97,7 +98,8 @@ def assert_stopped(h, since_states):
     def settled():
         samples = h.snapshot(h.joint_states)[-2:]
         return len(samples) == 2 and all(np.all(np.abs(m.velocity) < 1e-9) for m in samples) and \
-            np.array_equal(samples[0].position, samples[1].position) and _stamp(samples[0]) != _stamp(samples[1])
+            np.array_equal(samples[0].position, samples[1].position) and \
+            _stamp(samples[0]) != _stamp(samples[1])
     h.wait_for(settled, 10.0, "arm at rest")
     q = h.latest_position()
     assert np.all(q >= LOWER - 1e-9) and np.all(q <= UPPER + 1e-9)
