@@ -9,7 +9,8 @@ the end of the level and on any exit):
 
 - ``tracking``: largest and p99 |recorded position - planned trajectory| over the arm's joints, the plan
   interpolated at each state's stamp with scipy's ``BPoly.from_derivatives`` (independent of the
-  controller's closed form), over the states stamped between a goal's start and its result;
+  controller's closed form), over the states stamped between a goal's start and the arrival of its result
+  (an aborted goal's states up to then include its stop);
 - ``joint_states_gaps``: largest and p99 difference of consecutive /joint_states stamps (measurement times)
   over the whole level, against the 1 / state_rate period;
 - goals sent, their result codes and the worst deviation each controller result named.
@@ -35,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 STATE_RATE = 50.0
-LEAD = 1.0                      # s from sending a goal to its stamped start
+LEAD = 3.0                      # s from sending a goal to its stamped start (one taken later starts mid-way)
 ARM = [f"j{i}" for i in range(1, 8)]
 # joint goals cycled through (the arm's other joints 0): reachable and free in the embedded cell
 TARGETS = [{"j1": -0.9, "j2": 0.6, "j4": 0.9}, {"j1": 0.9, "j2": 0.6, "j4": 0.9},
@@ -126,8 +127,9 @@ def run_goal(client: Client, planner, target: dict) -> dict:
         raise RuntimeError("goal not accepted")
     result_future = get_result(client.node, handle)
     wait(lambda: result_future.done(), trajectory.duration + LEAD + 60.0, "result")
+    ended = time.time()                                # ROS time the result was in (states after: not judged)
     response = result_future.result()
-    states = client.since(first)
+    states = [s for s in client.since(first) if s[0] <= ended]
     return {"trajectory": trajectory, "start": start, "states": states,
             "code": int(response.result.error_code), "message": response.result.error_string}
 
