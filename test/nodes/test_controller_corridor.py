@@ -5,15 +5,12 @@ independently (scipy's CubicHermiteSpline), never from how long anything took.""
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "hardware"))
-from lwa_fixture import JOINTS, LOWER, UPPER, VELOCITY, Harness, lwa_robot  # noqa: E402
+from fixtures.hardware.lwa_fixture import JOINTS, LOWER, UPPER, VELOCITY, Harness, lwa_robot  # noqa: E402
 
 pytest.importorskip("rclpy")
 pytest.importorskip("control_msgs.action")

@@ -3,9 +3,6 @@ equal to the checking step of its collision check plus the stated margin (``Plan
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,9 +10,7 @@ pytest.importorskip("roboplan", reason="the planning extra is not installed "
                     "(pip install 'robot_bridge[planning]')")
 pytest.importorskip("moveit_msgs.action", reason="moveit_msgs is not built into this environment")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import scenes  # noqa: E402
-
+from fixtures.planning import scenes  # noqa: E402
 from robot_bridge.planning import JointGoal, Planner  # noqa: E402
 from robot_bridge.planning.planner import CORRIDOR_MARGIN  # noqa: E402
 
