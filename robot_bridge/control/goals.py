@@ -7,8 +7,10 @@
   both at once).
 - :func:`resolve_tolerances`: a goal's ``path_tolerance`` / ``goal_tolerance`` / ``goal_time_tolerance``
   over the controller's defaults (0 keeps the default, a negative value erases it).
-- :class:`GoalTracker`: one goal's outcome from desired and measured states (path tolerance while the
-  trajectory runs; goal tolerance by its end plus ``goal_time``).
+- :class:`GoalTracker`: one goal's outcome from desired and measured states: success means arrival through
+  the corridor (every state checked within the path tolerance, after the end too, where the path is its
+  final point; the final state within the goal tolerance by the end plus ``goal_time``); every outcome
+  names the worst position deviation (joint, value).
 - :func:`stop_trajectory`: the constant-deceleration stop (within every joint's limit) a cancel runs.
 - :func:`move_trajectory` and :class:`GripperTracker`: a GripperCommand goal (gripper_action_controller's
   rules: reached within ``goal_tolerance``, stalled when not moving for ``stall_timeout`` short of it).
@@ -274,6 +276,7 @@ class Outcome:
     message: str
     reached_goal: bool = False             # GripperCommand result flags
     stalled: bool = False
+    worst: tuple[str, float] | None = None  # FollowJointTrajectory: the largest |position error| seen
 
 
 PREEMPTED = "Current goal cancelled due to new incoming action."      # joint_trajectory_controller's words
@@ -290,30 +293,53 @@ def _violations(error: np.ndarray, tolerance: np.ndarray, joints: Sequence[str])
 
 @dataclass
 class GoalTracker:
-    """Decides one goal's outcome each control step from desired and measured states of its joints."""
+    """Decides one goal's outcome each control step from desired and measured states of its joints.
+
+    Stricter than joint_trajectory_controller in one way: the path tolerance's position component still
+    holds after the trajectory's end, around its final point (an arm overshooting its goal by more than the
+    corridor left it, even if it comes back within the goal tolerance)."""
 
     trajectory: Trajectory
     joints: list[str]
     tolerances: Tolerances
     final: np.ndarray = field(init=False)
     settling_since: float | None = field(init=False, default=None)
+    deviation: np.ndarray = field(init=False)       # largest |position error| of each joint so far
 
     def __post_init__(self):
         self.final = self.trajectory.positions[-1].copy()
+        self.deviation = np.zeros(len(self.joints))
+
+    def worst(self) -> tuple[str, float]:
+        k = int(np.argmax(self.deviation)) if len(self.joints) else 0
+        return (self.joints[k], float(self.deviation[k])) if len(self.joints) else ("", 0.0)
+
+    def _outcome(self, state: GoalState, code: ErrorCode, message: str) -> Outcome:
+        joint, value = self.worst()
+        return Outcome(state, code, f"{message} (worst deviation from the path: {joint} {value:.6f})",
+                       worst=(joint, value))
 
     def check(self, now: float, desired: np.ndarray, actual: np.ndarray) -> Outcome | None:
-        """``desired`` / ``actual``: (3, joints) positions, velocities, accelerations at ``now``."""
+        """``desired`` / ``actual``: (3, joints) positions, velocities, accelerations at ``now`` (the time
+        the measured state was taken)."""
         end = self.trajectory.end_time
+        error = (desired - actual).T
+        np.maximum(self.deviation, np.abs(error[:, 0]), out=self.deviation)
+        path = self.tolerances.path
+        if now >= end:                              # the corridor ends at the final point: position only
+            path = path.copy()
+            path[:, 1:] = 0.0
+        bad = _violations(error, path, self.joints)
+        if bad:
+            return self._outcome(GoalState.ABORTED, ErrorCode.PATH_TOLERANCE_VIOLATED,
+                                 "path tolerance violated" + (" after the trajectory's end" if now >= end
+                                                              else "") + ": " + "; ".join(bad))
         if now < end:
-            bad = _violations((desired - actual).T, self.tolerances.path, self.joints)
-            if bad:
-                return Outcome(GoalState.ABORTED, ErrorCode.PATH_TOLERANCE_VIOLATED,
-                               "path tolerance violated: " + "; ".join(bad))
             return None
         target = np.vstack([self.final, np.zeros_like(self.final), np.zeros_like(self.final)])
         bad = _violations((target - actual).T, self.tolerances.goal, self.joints)
         if not bad:
-            return Outcome(GoalState.SUCCEEDED, ErrorCode.SUCCESSFUL, "goal reached")
+            return self._outcome(GoalState.SUCCEEDED, ErrorCode.SUCCESSFUL, "goal reached")
         # goal_time counts from the end or, when the control loop first gets past the end later than that
         # (a loaded host), from that step: its sample predates the final setpoint, which it commands now
         if self.settling_since is None:
@@ -321,9 +347,10 @@ class GoalTracker:
         late = now - end
         settling = now - max(end, self.settling_since)
         if self.tolerances.goal_time > 0.0 and settling > self.tolerances.goal_time:
-            return Outcome(GoalState.ABORTED, ErrorCode.GOAL_TOLERANCE_VIOLATED,
-                           f"not within goal tolerance {late:.3f} s after the trajectory's end "
-                           f"(goal_time_tolerance {self.tolerances.goal_time:.3f} s): " + "; ".join(bad))
+            return self._outcome(GoalState.ABORTED, ErrorCode.GOAL_TOLERANCE_VIOLATED,
+                                 f"not within goal tolerance {late:.3f} s after the trajectory's end "
+                                 f"(goal_time_tolerance {self.tolerances.goal_time:.3f} s): "
+                                 + "; ".join(bad))
         return None
 
 

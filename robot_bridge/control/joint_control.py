@@ -13,6 +13,11 @@ joint_trajectory_controller:
   hold;
 - a cancel replaces the motion by a stop within the acceleration limits; the goal ends canceled at rest;
 - a module fault halts every module and aborts every goal with the module and its fault named.
+
+A step judges the sample it read at the time it was measured (its stamp, in the caller's time), not at the
+``now`` it was called with: references are sampled there, tolerances checked there.  Hardware that streams
+(:meth:`~robot_bridge.hardware.base.Hardware.follow`: the simulation) gets the running trajectories as a
+stream of set-points it samples at the times it actually reaches between two steps.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ class JointControl:
         self.hardware = hardware
         self.clock = clock                      # sample_time = clock(sample.stamp), in the caller's time
         self.sample_time = None
+        self.offset = 0.0                       # caller's time minus the hardware's (0 without a clock)
         self.states = None                  # module statuses read by the last step()
         self.joints = list(hardware.joint_names)
         self.limits = list(limits if limits is not None else hardware.limits)
@@ -75,6 +81,29 @@ class JointControl:
             p[m.index], v[m.index], a[m.index] = m.trajectory.sample(now)
         return p, v, a
 
+    def reference_many(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Desired (positions, velocities), each (len(times), joints), at ``times`` (the caller's time),
+        within the position limits."""
+        times = np.asarray(times, dtype=float)
+        p, _, _ = self.reference(float(times[0]))
+        positions, velocities = np.tile(p, (times.size, 1)), np.zeros((times.size, len(self.joints)))
+        for m in self.motions:
+            positions[:, m.index], velocities[:, m.index] = m.trajectory.sample_many(times)
+        return np.clip(positions, self.lower, self.upper), velocities
+
+    def _stream(self, hardware_times: np.ndarray):
+        """The set-points of the running motions at the hardware's ``times`` (Hardware.follow), None when
+        nothing runs.  Called by the hardware inside :meth:`read`, under the caller's lock."""
+        if not self.motions:
+            return None
+        return self.reference_many(np.asarray(hardware_times, dtype=float) + self.offset)
+
+    def measured_time(self, now: float) -> float:
+        """When the last sample was measured, in the caller's time (``now`` when the hardware gives no
+        stamp: a test's fake clock, shared with the caller)."""
+        stamp = self.sample.stamp if self.sample is not None else None
+        return now if stamp is None else stamp + self.offset
+
     def actual(self) -> np.ndarray:
         """(3, joints) measured positions, velocities, accelerations."""
         s = self.sample
@@ -92,6 +121,8 @@ class JointControl:
         self.sample = sample
         if self.clock is not None:
             self.sample_time = self.clock(self.sample.stamp)
+            if sample.stamp is not None:
+                self.offset = self.sample_time * 1e-9 - sample.stamp
         return self.sample
 
     def hold_here(self) -> None:
@@ -102,6 +133,13 @@ class JointControl:
     def release(self) -> None:
         """No reference of our own: the modules stop / stay by themselves (halt, disable, faults)."""
         self.motions, self.hold = [], None
+        self._unfollow()
+
+    def _unfollow(self) -> None:
+        try:
+            self.hardware.follow(None)
+        except HardwareError:                   # not open: nothing streams
+            pass
 
     def command(self, positions: np.ndarray, now: float, reason: str = PREEMPTED) -> list[tuple]:
         """Move every joint to ``positions`` (the modules' own profile); preempts every motion."""
@@ -155,9 +193,10 @@ class JointControl:
 
     # -- control loop --------------------------------------------------------------------------
     def step(self, now: float) -> list[tuple]:
-        """One control period: read, supervise faults, stream references, decide goals.
-        Returns the goals that ended as (goal, Outcome)."""
+        """One control period: read, supervise faults, stream references, decide goals (at the sample's
+        measured time, see :meth:`measured_time`).  Returns the goals that ended as (goal, Outcome)."""
         self.read()
+        now = self.measured_time(now)
         self.states = states = self.hardware.status()
         faulted = [s for s in states if s.state is ModuleState.FAULT]
         if faulted:
@@ -173,6 +212,7 @@ class JointControl:
             return []
         p, v, a = self.reference(now)              # one instant: past the end, the sample is the final point
         self.hardware.command_position(np.clip(p, self.lower, self.upper), v)
+        self.hardware.follow(self._stream)
         actual = self.actual()
         desired = np.array([p, v, a])
         ended, kept = [], []
@@ -196,4 +236,6 @@ class JointControl:
             else:
                 self._freeze(m, p)
         self.motions = kept
+        if not kept:
+            self._unfollow()                       # holding the final point commanded above
         return ended

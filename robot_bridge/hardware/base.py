@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -98,6 +98,10 @@ class JointSample:
     stamp: float | None = None        # when the values were measured (time.monotonic() seconds), if known
 
 
+# hardware times -> (positions, velocities) at them, or None (see Hardware.follow)
+Setpoints = Callable[[np.ndarray], "tuple[np.ndarray, np.ndarray] | None"]
+
+
 class HardwareError(RuntimeError):
     """A command the hardware cannot carry out (not open, faulted, disabled, bad size)."""
 
@@ -133,6 +137,15 @@ class Hardware(abc.ABC):
         ``velocities``: the set-points' own velocity when streaming a trajectory (feed-forward);
         hardware without feed-forward ignores it.
         """
+
+    def follow(self, setpoints: Setpoints | None) -> bool:
+        """Stream ``setpoints`` between commands: hardware that interpolates by itself (a drive's own
+        interpolation buffer; the simulation) samples them at the instants it actually reaches, so a late
+        control tick costs no tracking.  ``setpoints(times)``: (positions, velocities), each (len(times),
+        joints), at ``times`` of this hardware's clock (the stamps of its samples), or None: keep the last
+        targets.  None clears it; any other command does too.  False: not supported (the default: the
+        position commands alone drive the modules)."""
+        return False
 
     @abc.abstractmethod
     def command_velocity(self, velocities: Sequence[float]) -> None: ...

@@ -1,7 +1,10 @@
 """Simulated Schunk-style modules: one trapezoidal-profile axis per joint, brakes, injectable faults.
 
 Time comes from ``clock`` (``time.monotonic`` by default): :meth:`SimHardware.read` advances the
-simulation to "now" in fixed internal steps, so behaviour does not depend on how often it is read.
+simulation to "now" in fixed internal steps, so behaviour does not depend on how often it is read.  While
+the controller streams a trajectory (:meth:`SimHardware.follow`), each internal step takes its target from
+the trajectory at the time that step starts (measured on ``clock``, not assumed from the control period):
+a control tick that comes late costs no tracking, as with a drive's own interpolation buffer.
 Random faults (``fault_rate`` per module and second) and measurement noise draw from one
 ``numpy.random.Generator`` seeded with ``seed``: a run with the same seed and the same step
 sequence is reproduced exactly.
@@ -91,6 +94,7 @@ class SimHardware(Hardware):
         self.clock = clock
         self.is_open = False
         self._last: float | None = None
+        self._setpoints = None          # Hardware.follow's stream, or None: the last targets hold
         self._max_effort = np.array([lim.effort for lim in self.limits])
         # while no module can change by itself, a read repeats the last sample (new stamp): the control
         # loop reads a resting arm 100 times a second
@@ -103,6 +107,7 @@ class SimHardware(Hardware):
     # -- lifecycle ----------------------------------------------------------
     def open(self) -> None:
         self._version += 1
+        self._setpoints = None
         self.is_open = True
         self._last = self.clock()
 
@@ -113,6 +118,7 @@ class SimHardware(Hardware):
 
     def enable(self, on: bool = True) -> None:
         self._version += 1
+        self._setpoints = None
         self._require_open("enable")
         for m in self.modules:
             if on and m.fault is not None:
@@ -126,14 +132,24 @@ class SimHardware(Hardware):
             m.enabled = on
 
     # -- simulation ------------------------------------------------------------
-    def advance(self, dt: float) -> bool:
+    def advance(self, dt: float, start: float | None = None) -> bool:
         """Advance every module by ``dt`` seconds in steps of at most ``period``; True when no module could
-        change (all at rest: the state is what it will stay until a command)."""
+        change (all at rest: the state is what it will stay until a command).  ``start``: the clock time
+        the span begins at; with a stream (:meth:`follow`) each step first takes its targets from the
+        stream at the time it begins."""
         steps = max(1, math.ceil(dt / self.period - 1e-9))
         h = dt / steps
+        stream = None
+        if self._setpoints is not None and start is not None:
+            stream = self._setpoints(start + h * np.arange(steps))
         # without random faults an idle module stays idle for this dt: only the others are stepped
-        moving = self.modules if self.fault_rate > 0.0 else self._settle_idle()
-        for _ in range(steps):
+        moving = self.modules if self.fault_rate > 0.0 or stream is not None else self._settle_idle()
+        for k in range(steps):
+            if stream is not None:
+                positions, velocities = stream[0][k].tolist(), stream[1][k].tolist()
+                for m, target, ff in zip(self.modules, positions, velocities):
+                    if m.enabled and m.fault is None and not m.halting:
+                        m.axis.set_target(target, feedforward=ff)
             if self.fault_rate > 0.0:
                 hits = self.rng.random(len(self.modules)) < self.fault_rate * h
                 for index in np.flatnonzero(hits):
@@ -184,7 +200,7 @@ class SimHardware(Hardware):
             last = quiet[1]
             return JointSample(position=last.position, velocity=last.velocity, effort=last.effort,
                                acceleration=last.acceleration, stamp=stamp)
-        settled = now > self._last and self.advance(now - self._last)
+        settled = now > self._last and self.advance(now - self._last, self._last)
         self._last = now
         axes = [m.axis for m in self.modules]
         p, v, a = np.array([(x.position, x.velocity, x.acceleration) for x in axes]).T.copy()
@@ -208,14 +224,25 @@ class SimHardware(Hardware):
         targets = self._vector(positions, "position command")
         feedforward = np.zeros(targets.size) if velocities is None else self._vector(velocities, "velocity")
         self._require_operational("position command")
+        self._setpoints = None
         for m, target, ff in zip(self.modules, targets, feedforward):
             m.halting = False
             m.axis.set_target(target, feedforward=ff)
+
+    def follow(self, setpoints) -> bool:
+        """Each internal step of :meth:`read` takes its targets (and velocity feed-forward) from
+        ``setpoints`` at the clock time it begins (see :meth:`Hardware.follow`); faulted, halting and
+        disabled modules are left alone."""
+        self._version += 1
+        self._require_open("follow")
+        self._setpoints = setpoints
+        return True
 
     def command_velocity(self, velocities: Sequence[float]) -> None:
         self._version += 1
         speeds = self._vector(velocities, "velocity command")
         self._require_operational("velocity command")
+        self._setpoints = None
         for m, v in zip(self.modules, speeds):
             m.halting = False
             m.axis.set_velocity(v)
@@ -223,6 +250,7 @@ class SimHardware(Hardware):
     def halt(self) -> None:
         self._version += 1
         self._require_open("halt")
+        self._setpoints = None
         for m in self.modules:
             if m.enabled and m.fault is None:
                 m.halting = True
@@ -231,6 +259,7 @@ class SimHardware(Hardware):
     def recover(self) -> None:
         self._version += 1
         self._require_open("recover")
+        self._setpoints = None
         for m in self.modules:
             if m.fault is not None:
                 m.fault = None

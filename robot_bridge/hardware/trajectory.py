@@ -50,7 +50,7 @@ class TrapezoidalAxis:
         ``feedforward`` is the target's own velocity (a moving set-point, as in cyclic synchronous
         position mode): added to the speed command, it removes the lag of tracking a moving target.
         """
-        self.target = float(np.clip(position, self.lower, self.upper))
+        self.target = _clip(float(position), self.lower, self.upper)
         self.feedforward = float(feedforward)
         self.profile_velocity = min(velocity or self.max_velocity, self.max_velocity)
         self.profile_acceleration = min(acceleration or self.max_acceleration, self.max_acceleration)
@@ -175,6 +175,19 @@ class Trajectory:
         v = self._spline(t, 1)
         a = self._spline(t, 2) if self.order > 1 else np.zeros(n)
         return p, v, a
+
+    def sample_many(self, times) -> tuple[np.ndarray, np.ndarray]:
+        """Desired (positions, velocities), each (len(times), joints), at the absolute ``times`` (one array
+        operation: :meth:`sample` at each instant)."""
+        t = np.asarray(times, dtype=float).reshape(-1)
+        n = self.positions.shape[1]
+        if self._spline is None:
+            return np.tile(self.positions[-1], (t.size, 1)), np.zeros((t.size, n))
+        inside = np.clip(t, self.times[0], self.times[-1])
+        p, v = self._spline(inside), self._spline(inside, 1)
+        after = t >= self.times[-1]
+        p[after], v[after] = self.positions[-1], 0.0
+        return p, v
 
     def peak_rates(self, samples_per_segment: int = 64) -> tuple[np.ndarray, np.ndarray]:
         """Largest |velocity| and |acceleration| of each joint along the trajectory (sampled densely, at most

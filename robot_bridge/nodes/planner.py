@@ -38,6 +38,7 @@ import numpy as np
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
+from control_msgs.msg import JointTolerance
 from geometry_msgs.msg import Point
 from moveit_msgs.action import MoveGroup, Pickup, Place
 from moveit_msgs.msg import (AttachedCollisionObject, CollisionObject, DisplayTrajectory, MoveItErrorCodes,
@@ -194,6 +195,15 @@ def trajectory_msg(trajectory) -> JointTrajectory:
             accelerations=[float(v) for v in trajectory.accelerations[i]],
             time_from_start=_duration(float(t))))
     return msg
+
+
+def trajectory_goal(trajectory, tolerance: float) -> FollowJointTrajectory.Goal:
+    """The FollowJointTrajectory goal of a planned trajectory: path and goal tolerance ``tolerance`` (the
+    planner's corridor, ``Planner.corridor()``) on every joint, so the controller aborts a motion that
+    leaves what was checked (PATH_TOLERANCE_VIOLATED / GOAL_TOLERANCE_VIOLATED)."""
+    tolerances = [JointTolerance(name=name, position=float(tolerance)) for name in trajectory.joint_names]
+    return FollowJointTrajectory.Goal(trajectory=trajectory_msg(trajectory), path_tolerance=tolerances,
+                                      goal_tolerance=list(tolerances))
 
 
 class PlannerNode(ContainedNode):
@@ -785,7 +795,7 @@ class PlannerNode(ContainedNode):
         (``monitor``)."""
         traj = plan.trajectory
         self._feedback(job, FEEDBACK_MONITOR)
-        goal = FollowJointTrajectory.Goal(trajectory=trajectory_msg(traj))
+        goal = trajectory_goal(traj, self.model.planner.corridor())
         handle = self._send(self._trajectory_client(traj.joint_names), goal, "FollowJointTrajectory", job)
         started = time.monotonic()
         result_future = get_result(self, handle)

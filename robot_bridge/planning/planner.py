@@ -39,6 +39,8 @@ RATE_MARGIN = 1e-3            # trajectories keep this relative margin below the
 PLACE_PENETRATION = 1e-3      # m a placed body may sink into its support (5x the IK's position tolerance)
 HELD_AWAY = (0.0, 0.0, 1.0e4)  # m: where a carried body's geometry waits while the robot alone is checked
 WORLD_BOX = 1000.0            # m: half extent of the cube about the world origin bodies may be in (default)
+# rad / m per joint the driven state may add to the checking step (see Planner.corridor; docs/planning.md)
+CORRIDOR_MARGIN = 0.005
 
 
 def _package_roots(robot: Robot) -> list[str]:
@@ -740,6 +742,13 @@ class Planner:
                                         b.acceleration[idx] * (1 - RATE_MARGIN))
         trajectory = Trajectory(list(names), times, pos, vel, acc)
         return MotionPlan(group, np.array([w[idx] for w in waypoints]), trajectory, planning_time)
+
+    def corridor(self) -> float:
+        """Half-width (rad or m, every joint) of the corridor a planned trajectory is to be driven in: the
+        checking step (no joint moves more between two collision checks of the path) plus CORRIDOR_MARGIN
+        (room for a healthy controller's tracking error).  The planner node sends it as the goal's path and
+        goal tolerance of every joint: the controller stops an arm that leaves it."""
+        return float(self.check_step) + CORRIDOR_MARGIN
 
     def full_vector(self, group: str, values: np.ndarray, base: Optional[np.ndarray] = None) -> np.ndarray:
         q = np.array(self.state if base is None else base, dtype=float)

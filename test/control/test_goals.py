@@ -119,6 +119,26 @@ def test_path_tolerance_violation_aborts_naming_joint_and_error():
     assert "b position error +0.100000 exceeds 0.050000" in out.message
 
 
+def test_an_overshoot_past_the_end_out_of_the_corridor_is_a_path_violation_not_a_success():
+    """Issue 42: the arm overshot its goal by 0.068 rad, came back within the goal tolerance and the goal
+    reported SUCCESS.  The corridor (the path tolerance's position) holds after the end too, around the final
+    point; the outcome names the worst deviation seen."""
+    tracker = _tracker(path_position=0.015, goal_position=0.015)
+    assert tracker.check(0.5, state([0.5, 0.25, -0.25]), state([0.49, 0.25, -0.25])) is None
+    final = state([1, 0.5, -0.5])
+    out = tracker.check(1.02, final, state([1.03, 0.5, -0.5], [0.2, 0, 0]))      # past the goal, moving on
+    assert out is not None and out.code is ErrorCode.PATH_TOLERANCE_VIOLATED, out
+    assert "after the trajectory's end" in out.message and "a position error -0.030000" in out.message
+    assert out.worst == ("a", pytest.approx(0.03))
+    assert "worst deviation from the path: a 0.030000" in out.message
+    # within the corridor all the way: success, its worst deviation stated
+    tracker = _tracker(path_position=0.015, goal_position=0.015)
+    assert tracker.check(0.5, state([0.5, 0.25, -0.25]), state([0.5, 0.238, -0.25])) is None
+    out = tracker.check(1.0, final, state([1.0, 0.5, -0.5]))
+    assert out.code is ErrorCode.SUCCESSFUL and out.worst == ("b", pytest.approx(0.012))
+    assert "worst deviation from the path: b 0.012000" in out.message
+
+
 def test_goal_reached_within_tolerance_succeeds():
     tracker = _tracker()
     assert tracker.check(1.0, state([1, 0.5, -0.5]), state([0.995, 0.5, -0.5])).code is ErrorCode.SUCCESSFUL

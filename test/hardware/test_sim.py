@@ -136,7 +136,7 @@ def test_idle_modules_skipped_by_advance_read_exactly_as_stepped_ones():
     fast, clock_a = make_sim()
     full, clock_b = make_sim()
 
-    def step_all(dt):                                   # the reference: every module, every sub-step
+    def step_all(dt, start=None):                       # the reference: every module, every sub-step
         steps = max(1, int(np.ceil(dt / full.period - 1e-9)))
         for _ in range(steps):
             for m in full.modules:
@@ -155,3 +155,52 @@ def test_idle_modules_skipped_by_advance_read_exactly_as_stepped_ones():
             for field in ("position", "velocity", "acceleration", "effort"):
                 np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
         assert [s.state for s in fast.status()] == [s.state for s in full.status()]
+
+
+def test_a_streamed_trajectory_is_sampled_at_the_time_reached_however_late_the_read():
+    """Issue 42: the modules take each internal step's target from the stream at the time that step begins
+    (the fake clock's), so a read 0.43 s late finds the arm where the trajectory is at the time reached --
+    as a read every 10 ms does -- not lagging behind the last command and then overshooting."""
+    from robot_bridge.hardware.trajectory import Trajectory
+
+    q = np.array([[0.0] * 7, [0.4, -0.3, 0.5, 0.6, -0.2, 0.3, 0.8], [0.8, -0.6, 0.2, 1.0, 0.1, 0.5, 1.2]])
+    v = np.array([[0.0] * 7, [0.35, -0.3, 0.0, 0.4, 0.15, 0.15, 0.3], [0.0] * 7])
+    trajectory = Trajectory([0.0, 1.2, 2.4], q, v)
+    runs = {}
+    late_ticks = [0.01] * 80 + [0.43] + [0.01] * 177
+    for name, ticks in (("every 10 ms", [0.01] * 300), ("one read late", late_ticks)):
+        sim, clock = make_sim()
+        sim.enable(True)
+        assert sim.follow(trajectory.sample_many)
+        samples = {}
+        for dt in ticks:
+            clock.t += dt
+            samples[round(clock.t, 6)] = sim.read()
+        runs[name] = samples
+    late, regular = runs["one read late"], runs["every 10 ms"]
+    assert 1.23 in late and not any(1.0 < t < 1.23 for t in late)          # nothing read during the gap
+    for t, sample in late.items():
+        expected = trajectory.sample(t)[0]
+        np.testing.assert_allclose(sample.position, expected, atol=1e-4, err_msg=f"t={t}")
+        np.testing.assert_allclose(sample.position, regular[t].position, atol=1e-9, err_msg=f"t={t}")
+        assert np.all(np.abs(sample.velocity) <= VELOCITY * (1 + 1e-9))
+    np.testing.assert_allclose(late[3.0].position, q[-1], atol=1e-9)         # arrived, no overshoot left
+    worst = max(float(np.max(np.abs(s.position - trajectory.sample(t)[0]))) for t, s in late.items())
+    print(f"\nsim_stream_tracking: worst |position - trajectory| {worst:.2e} rad")
+
+
+def test_any_other_command_ends_the_stream():
+    from robot_bridge.hardware.trajectory import Trajectory
+
+    sim, clock = make_sim()
+    sim.enable(True)
+    sim.follow(Trajectory([0.0, 2.0], np.array([[0.0] * 7, [1.0] * 7])).sample_many)
+    run(sim, clock, 0.5)
+    sim.command_position(np.zeros(7))
+    samples = run(sim, clock, 2.5)
+    np.testing.assert_allclose(samples[-1].position, np.zeros(7), atol=1e-9)      # back home, not at 1.0
+    sim.follow(Trajectory([clock.t, clock.t + 1.0], np.array([[0.0] * 7, [0.5] * 7])).sample_many)
+    run(sim, clock, 0.3)
+    sim.halt()
+    samples = run(sim, clock, 1.0)
+    assert np.all(samples[-1].velocity == 0.0) and np.all(samples[-1].position < 0.5)
