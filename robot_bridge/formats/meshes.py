@@ -541,7 +541,9 @@ class _Collector:
         if n == 0:
             return
         if n > self.budget.triangles:
-            raise SchemaError(f"more than {MAX_INVENTOR_TRIANGLES} triangles (USE and includes counted)")
+            raise WorkBudgetError(f"more than {MAX_INVENTOR_TRIANGLES} triangles (MAX_INVENTOR_TRIANGLES: "
+                                  "USE and includes counted)", budget="MAX_INVENTOR_TRIANGLES",
+                                  work=MAX_INVENTOR_TRIANGLES - self.budget.triangles)
         self.budget.charge(flat.size + n, self.file, what=f"{n} triangles")
         self.budget.triangles -= n
         if flat.size and (flat.min() < 0 or flat.max() >= len(points)):
@@ -576,10 +578,11 @@ class _Collector:
     def walk(self, nodes: list[_Node], state: dict) -> None:
         """Visit nodes; every failure is a typed error naming this file and the node's line."""
         for node in nodes:
+            if self.budget.visits <= 0:
+                raise WorkBudgetError(f"more than {MAX_INVENTOR_VISITS} nodes to visit (MAX_INVENTOR_VISITS: "
+                                      "USE counted)", budget="MAX_INVENTOR_VISITS", work=MAX_INVENTOR_VISITS,
+                                      file=str(self.file), line=node.line)
             self.budget.visits -= 1
-            if self.budget.visits < 0:
-                raise SchemaError(f"more than {MAX_INVENTOR_VISITS} nodes to visit (USE counted)",
-                                  file=str(self.file), line=node.line)
             # a visit reads the node's field values again, however often it is USE'd
             self.budget.charge(1 + sum(len(v) for v in node.fields.values()), self.file, node.line,
                                f"{node.where()}'s values")
@@ -694,9 +697,11 @@ class _Collector:
             name = str((node.fields.get("name") or node.fields.get("url") or [""])[0]).strip('"')
             if self.depth >= _MAX_INCLUDE_DEPTH:
                 raise SchemaError(f"File includes nested deeper than {_MAX_INCLUDE_DEPTH}")
+            if self.budget.includes <= 0:
+                raise WorkBudgetError(f"more than {MAX_INVENTOR_INCLUDES} File/Inline includes "
+                                      "(MAX_INVENTOR_INCLUDES)", budget="MAX_INVENTOR_INCLUDES",
+                                      work=MAX_INVENTOR_INCLUDES)
             self.budget.includes -= 1
-            if self.budget.includes < 0:
-                raise SchemaError(f"more than {MAX_INVENTOR_INCLUDES} File/Inline includes")
             if not name:
                 raise SchemaError(f"{kind}: no file name")
             sub = _Collector(self.file.parent / name, self.depth + 1, self.budget)
@@ -906,11 +911,15 @@ def is_inventor(path) -> bool:
         os.close(fd)
 
 
-def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
-    """Vertices and triangles of any supported mesh file, ``scale`` (per axis) applied."""
+def load_triangles(path, scale=None, budget: Optional[MeshBudget] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices and triangles of any supported mesh file, ``scale`` (per axis) applied; ``budget``
+    (default: a new :class:`MeshBudget`) bounds the work and counts it."""
     p = Path(path)
+    budget = budget if budget is not None else MeshBudget()
     if is_inventor(p):
-        vertices, triangles = read_inventor(p)
+        vertices, triangles = read_inventor(p, budget)
+    elif p.suffix.lower() == ".dae":
+        vertices, triangles = read_collada_mesh(p, budget)
     else:
         import io
 
@@ -924,8 +933,9 @@ def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
                                          f"(expected {known} or Inventor/VRML)", file=str(p))
         if kind == "stl":
             _check_stl(data, p)
-        budget = MeshBudget()
         budget.charge(_trimesh_work(data, kind), p, what=f"the file's elements ({kind})")
+        if kind in ("ply", "off"):
+            _check_header_counts(data, kind, p, budget)
         try:
             scene = trimesh.load_scene(io.BytesIO(data), file_type=kind,
                                        resolver=trimesh.resolvers.FilePathResolver(p))
@@ -947,6 +957,56 @@ def load_triangles(path, scale=None) -> tuple[np.ndarray, np.ndarray]:
     if scale is not None:
         vertices = vertices * _scale3(scale)
     return vertices, triangles
+
+
+def read_collada_mesh(path, budget: Optional[MeshBudget] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices and triangles of a ``.dae`` file read as a mesh, by the package's own COLLADA reader (not
+    trimesh's pycollada, which expands ``<instance_node>`` references before anything could count them):
+    the hardened XML parser, the file's tokens charged first, ``<instance_node>`` expansion bounded by
+    ``MAX_VISUAL_NODES``, and each geometry instance charged with its size before it is copied."""
+    from .collada import open_document
+    from .collada.geometry import mesh_triangles
+
+    p = Path(path)
+    budget = budget if budget is not None else MeshBudget()
+    data = read_mesh_bytes(p)                # size and kind checked first, as for every mesh
+    budget.charge(_token_bound(data), p, what="the file's tokens (at most)")
+    doc = open_document(p)
+    if doc.root.tag.lower() != "collada":
+        raise UnsupportedFormatError(f"root element is <{doc.root.tag}>, not <COLLADA>", file=str(p))
+    return mesh_triangles(doc, lambda n, line, what: budget.charge(n, p, line, what))
+
+
+def _check_header_counts(data: bytes, kind: str, path: Path, budget: MeshBudget) -> None:
+    """A PLY's element counts and an OFF's vertex and face counts, before trimesh allocates by them:
+    the values they declare are work (charged), and the file must be able to hold them (an ASCII element
+    is at least one token per property, a binary one at least one byte per property)."""
+    if kind == "off":
+        m = re.match(rb"\s*[A-Z]*OFF\s+(\d+)\s+(\d+)", data[:256])
+        counts = [("vertex", int(m.group(1)), 3), ("face", int(m.group(2)), 4)] if m else []
+        body, binary = data[m.end():] if m else b"", False
+    else:
+        end = data.find(b"end_header", 0, 1 << 16)
+        if end < 0:
+            return                                  # trimesh refuses it
+        header = data[:end].decode("latin-1").split("\n")
+        binary = any(line.startswith("format binary") for line in header)
+        counts = []
+        for line in header:
+            words = line.split()
+            if words[:1] == ["element"] and len(words) >= 3 and words[2].isdigit():
+                counts.append((words[1], int(words[2]), 0))
+            elif words[:1] == ["property"] and counts:
+                name, n, props = counts[-1]
+                counts[-1] = (name, n, props + 1)
+        body = data[end + len(b"end_header"):]
+    declared = sum(n * max(props, 1) for _, n, props in counts)
+    budget.charge(declared, path, what=f"the {kind.upper()} header's element counts "
+                  f"({', '.join(f'{n} {name}' for name, n, _ in counts)})")
+    room = len(body) if binary else _token_bound(body)
+    if declared > room:
+        raise SchemaError(f"{kind.upper()} header counts {', '.join(f'{n} {name}' for name, n, _ in counts)} "
+                          f"({declared} values), but the file holds at most {room}", file=str(path))
 
 
 def _trimesh_work(data: bytes, kind: str) -> int:
