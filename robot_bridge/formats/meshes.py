@@ -63,6 +63,13 @@ MAX_INVENTOR_VISITS = 10_000             # nodes visited (a USE visits its node 
 # values (a USE'd node's again at each use), polygon corners and points transformed, triangles made.  A
 # node visit is cheap, its size is not: 9,000 USEs of one 300,000-index face set are 2.7e9 elements.
 MAX_MESH_WORK = 8_000_000
+# Elements whose cost is more than one array value's, in array values (bench/mesh_work_bench.py measures
+# them, docs/benchmarks.md has the numbers): an Inventor/VRML node parsed (its Python objects: ~10 us, the
+# time of ~40 values), a COLLADA element of a mesh read (lxml's tree and the reader's pass over it), a token
+# of trimesh's ASCII PLY and OFF parsers (twice an OBJ or STL token's time).
+NODE_WORK = 40
+XML_ELEMENT_WORK = 2
+SLOW_TOKEN_WORK = 2
 MAX_INVENTOR_INCLUDES = 64               # File/Inline includes read for one mesh
 MAX_NESTING = 200                        # nodes nested in nodes
 _INT32 = 2 ** 31 - 1
@@ -149,6 +156,7 @@ class _Parser:
         self.pos = 0
         self.depth = 0
         self.file = file
+        self.budget = budget
         self.defs: dict[str, _Node] = {}
 
     def line(self, pos: Optional[int] = None) -> int:
@@ -187,6 +195,7 @@ class _Parser:
     def node(self) -> _Node:
         line = self.line()
         tok = self.take()
+        self.budget.charge(NODE_WORK, self.file, line, f"node {tok!r}")
         if tok == "USE":
             name = self.take()
             if name not in self.defs:     # also a USE inside its own DEF: a node cannot contain itself
@@ -321,6 +330,7 @@ class _BinaryParser:
 
     def node(self) -> _Node:
         start = self.pos
+        self.budget.charge(NODE_WORK, self.file, what=f"a node at byte {start}")
         kind = self.string()
         if kind == "USE":
             name = self.string()
@@ -970,7 +980,8 @@ def read_collada_mesh(path, budget: Optional[MeshBudget] = None) -> tuple[np.nda
     p = Path(path)
     budget = budget if budget is not None else MeshBudget()
     data = read_mesh_bytes(p)                # size and kind checked first, as for every mesh
-    budget.charge(_token_bound(data), p, what="the file's tokens (at most)")
+    budget.charge(_token_bound(data) + XML_ELEMENT_WORK * data.count(b"<"), p,
+                  what="the file's tokens and elements (at most)")
     doc = open_document(p)
     if doc.root.tag.lower() != "collada":
         raise UnsupportedFormatError(f"root element is <{doc.root.tag}>, not <COLLADA>", file=str(p))
@@ -1016,7 +1027,7 @@ def _trimesh_work(data: bytes, kind: str) -> int:
         return 9 * int.from_bytes(data[80:84], "little")
     if kind == "glb" or (kind == "ply" and b"binary" in data[:200]):
         return len(data) // 4
-    return _token_bound(data)
+    return _token_bound(data) * (SLOW_TOKEN_WORK if kind in ("ply", "off") else 1)
 
 
 def _check_stl(data: bytes, path: Path) -> None:
