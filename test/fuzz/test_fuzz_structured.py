@@ -173,6 +173,29 @@ def test_long_collada_index_run_is_charged(tmp_path):
     assert len(meshes.load_triangles(path)[1]) == 100_000                # the default budget reads it
 
 
+def test_many_small_nodes_are_paid_for_as_they_are_parsed(tmp_path):
+    """A file of small nodes costs its nodes' Python objects, more than their few tokens: each parsed node
+    is NODE_WORK, charged before it is built, so 64 MB of them stop at the budget while parsing (here
+    60,000 ASCII and 100,000 binary nodes against a budget scaled down to 1 million)."""
+    text = _write(tmp_path / "nodes.iv",
+                  "#Inventor V2.1 ascii\n" + "Translation { translation 1 2 3 } " * 60_000)
+    budget = meshes.MeshBudget(work=1_000_000)
+    err = _refused(_read_mesh(text, budget), text, E.WorkBudgetError)
+    assert err.budget == "MAX_MESH_WORK" and "node 'Translation'" in str(err)
+    assert budget.visits == meshes.MAX_INVENTOR_VISITS                   # stopped while parsing
+    node = _iv_binary("Info", 0, 0)[len(b"#Inventor V2.1 binary  \n"):]
+    binary = _write(tmp_path / "nodes_binary.iv", b"#Inventor V2.1 binary  \n" + node * 100_000)
+    budget = meshes.MeshBudget(work=1_000_000)
+    err = _refused(_read_mesh(binary, budget), binary, E.WorkBudgetError)
+    assert err.budget == "MAX_MESH_WORK" and "a node at byte" in str(err)
+    assert 1_000_000 - budget.work < meshes.NODE_WORK + 2
+    elements = _write(tmp_path / "elements.dae", '<?xml version="1.0"?><COLLADA xmlns="http://www.collada.org/'
+                      '2005/11/COLLADASchema" version="1.4.1">' + "<a/>" * 500_000 + "</COLLADA>")
+    budget = meshes.MeshBudget(work=meshes.XML_ELEMENT_WORK * 400_000)
+    err = _refused(_read_mesh(elements, budget), elements, E.WorkBudgetError)
+    assert err.work == 0 == budget.work and "elements" in str(err)       # counted before lxml parses it
+
+
 # -- deep nesting ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("opening, closing", [("Separator { ", "} "), ("Group { ", "} "),
