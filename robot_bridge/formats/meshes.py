@@ -70,6 +70,7 @@ MAX_MESH_WORK = 8_000_000
 NODE_WORK = 40
 XML_ELEMENT_WORK = 2
 SLOW_TOKEN_WORK = 2
+PRIMITIVE_WORK = 2_000       # making a Cube/Sphere/Cylinder/Cone (trimesh.creation: ~0.5 ms), once per node
 MAX_INVENTOR_INCLUDES = 64               # File/Inline includes read for one mesh
 MAX_NESTING = 200                        # nodes nested in nodes
 _INT32 = 2 ** 31 - 1
@@ -111,7 +112,7 @@ class _Node:
         self.type = type_
         self.fields: dict[str, list] = {}
         self.children: list[_Node] = []
-        self.memo: dict[str, np.ndarray] = {}     # fields as numbers, converted once (a USE reads them again)
+        self.memo: dict[str, object] = {}     # fields as numbers, a primitive's mesh: made once per node
         self.line, self.byte = line, byte       # where it starts: ASCII line, binary byte offset
 
     def where(self) -> str:
@@ -580,10 +581,6 @@ class _Collector:
         self.triangles.append(inverse.reshape(-1, 3) + self.count)
         self.count += len(world)
 
-    def add_trimesh(self, mesh, t: np.ndarray, colour=None) -> None:
-        faces = np.asarray(mesh.faces, dtype=np.int64)
-        self.add(np.asarray(mesh.vertices), _Polys(faces.reshape(-1), np.full(len(faces), 3)), t, colour)
-
     # state: dict(t=4x4, coords=array, units=float)
     def walk(self, nodes: list[_Node], state: dict) -> None:
         """Visit nodes; every failure is a typed error naming this file and the node's line."""
@@ -613,8 +610,6 @@ class _Collector:
                 raise err from exc
 
     def visit(self, node: _Node, state: dict) -> None:
-        import trimesh
-
         kind = node.type
         t = state["t"]
         if kind in ("Separator", "TransformSeparator", "Group", "Switch", "Anchor", "Collision", "Billboard",
@@ -685,24 +680,14 @@ class _Collector:
                 if not _colour_table(node, state)[1].startswith("PER_PART"):   # a part is a strip
                     faces = groups
             self.add(coords, groups, t, _per_triangle(self._face_colours(node, state, faces), faces))
-        elif kind in ("Cube", "Box"):
-            if "size" in node.fields:
-                size = _finite(node, "size", [2, 2, 2])
-            else:
-                size = np.array([_finite(node, k, [2])[0] for k in ("width", "height", "depth")])
-            self.add_trimesh(trimesh.creation.box(extents=size), t, state.get("diffuse"))
-        elif kind == "Sphere":
-            self.add_trimesh(trimesh.creation.icosphere(radius=float(_finite(node, "radius", [1])[0])), t,
-                             state.get("diffuse"))
-        elif kind in ("Cylinder", "Cone"):
-            h = float(_finite(node, "height", [2])[0])
-            y_up = tf.make(tf.rotation_axis_angle([1, 0, 0], -np.pi / 2))       # trimesh z -> Inventor y
-            if kind == "Cylinder":
-                mesh = trimesh.creation.cylinder(radius=float(_finite(node, "radius", [1])[0]), height=h)
-                self.add_trimesh(mesh, t @ y_up, state.get("diffuse"))
-            else:
-                mesh = trimesh.creation.cone(radius=float(_finite(node, "bottomRadius", [1])[0]), height=h)
-                self.add_trimesh(mesh, t @ y_up @ tf.translation([0, 0, -h / 2]), state.get("diffuse"))
+        elif kind in ("Cube", "Box", "Sphere", "Cylinder", "Cone"):
+            made = node.memo.get("primitive")
+            if made is None:          # made once per node: a USE costs its triangles again, not the making
+                self.budget.charge(PRIMITIVE_WORK, self.file, node.line, f"making a {kind}")
+                made = node.memo["primitive"] = self._primitive(node)
+            vertices, faces, placement = made
+            self.add(vertices, _Polys(faces.reshape(-1), np.full(len(faces), 3)), t @ placement,
+                     state.get("diffuse"))
         elif kind in ("File", "Inline"):
             name = str((node.fields.get("name") or node.fields.get("url") or [""])[0]).strip('"')
             if self.depth >= _MAX_INCLUDE_DEPTH:
@@ -768,6 +753,36 @@ class _Collector:
         else:
             return state.get("diffuse")
         return table[np.maximum(which, 0) % len(table)]
+
+    @staticmethod
+    def _primitive(node: _Node) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(vertices, triangles, placement) of a Cube/Box, Sphere, Cylinder or Cone (Inventor's y axis)."""
+        import trimesh
+
+        kind = node.type
+        if kind in ("Cube", "Box"):
+            if "size" in node.fields:
+                size = _finite(node, "size", [2, 2, 2])
+            else:
+                size = np.array([_finite(node, k, [2])[0] for k in ("width", "height", "depth")])
+            mesh, placement = trimesh.creation.box(extents=size), np.eye(4)
+        elif kind == "Sphere":
+            mesh = trimesh.creation.icosphere(radius=float(_finite(node, "radius", [1])[0]))
+            placement = np.eye(4)
+        else:
+            h = float(_finite(node, "height", [2])[0])
+            y_up = tf.make(tf.rotation_axis_angle([1, 0, 0], -np.pi / 2))       # trimesh z -> Inventor y
+            if kind == "Cylinder":
+                mesh = trimesh.creation.cylinder(radius=float(_finite(node, "radius", [1])[0]), height=h)
+                placement = y_up
+            else:
+                mesh = trimesh.creation.cone(radius=float(_finite(node, "bottomRadius", [1])[0]), height=h)
+                placement = y_up @ tf.translation([0, 0, -h / 2])
+        vertices = np.asarray(mesh.vertices, dtype=float)
+        faces = np.asarray(mesh.faces, dtype=np.int64)
+        vertices.setflags(write=False)
+        faces.setflags(write=False)
+        return vertices, faces, placement
 
     @staticmethod
     def _transform(node: _Node) -> np.ndarray:

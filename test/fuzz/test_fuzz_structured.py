@@ -122,6 +122,29 @@ def test_binary_inventor_def_use_amplification(tmp_path):
     assert meshes.MAX_INVENTOR_VISITS - budget.visits < 300
 
 
+@pytest.mark.parametrize("primitive, maker", [("Sphere { radius 1 }", "icosphere"),
+                                              ("Cylinder { radius 1 height 2 }", "cylinder"),
+                                              ("Cone { bottomRadius 1 height 2 }", "cone"),
+                                              ("Cube { width 1 height 1 depth 1 }", "box")])
+def test_a_used_primitive_is_made_once(tmp_path, monkeypatch, primitive, maker):
+    """A DEF'd Cone USE'd 9,990 times (70 KB) made 9,991 trimesh cones (~6 s); it is made once, charged
+    PRIMITIVE_WORK once, and each use costs its triangles (within the visit and triangle budgets)."""
+    import trimesh
+
+    made = []
+    real = getattr(trimesh.creation, maker)
+    monkeypatch.setattr(trimesh.creation, maker, lambda *a, **k: made.append(1) or real(*a, **k))
+    path = _write(tmp_path / "primitive.iv", "#Inventor V2.1 ascii\nSeparator {\n DEF S " + primitive + "\n"
+                  + " USE S\n" * 9_990 + "}\n")
+    budget = meshes.MeshBudget()
+    try:
+        meshes.load_triangles(path, budget=budget)
+    except E.WorkBudgetError as err:
+        assert err.budget in ("MAX_INVENTOR_TRIANGLES", "MAX_MESH_WORK") and str(path) in str(err)
+    assert len(made) == 1
+    assert budget.work < meshes.MAX_MESH_WORK
+
+
 def test_file_includes_of_one_another_are_bounded(tmp_path):
     """Inventor ``File`` includes: each file includes the next one twice (2^k reads from k small files)."""
     for i in range(12):
