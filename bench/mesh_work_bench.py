@@ -117,9 +117,10 @@ def worst_files(folder: Path) -> dict[str, Path]:
                                             *map(float, [0, 0, 0, 1, 0, 0, 0, 1, 0]), 0, "DEF", "F",
                                             "IndexedFaceSet", 0, 1, "coordIndex", 100_000, *([-1] * 100_000),
                                             0, *(["USE", "F"] * 9_000)))
-    out["cone_uses_iv"] = folder / "cone_uses.iv"      # a primitive USE'd: made once, its triangles at each use
-    out["cone_uses_iv"].write_text("#Inventor V2.1 ascii\nSeparator {\n DEF S Cone { bottomRadius 1 height 2 }\n"
-                                   + " USE S\n" * 9_990 + "}\n")
+    # a primitive USE'd: made once, its triangles at each use
+    out["cone_uses_iv"] = folder / "cone_uses.iv"
+    out["cone_uses_iv"].write_text("#Inventor V2.1 ascii\nSeparator {\n DEF S Cone { bottomRadius 1 "
+                                   "height 2 }\n" + " USE S\n" * 9_990 + "}\n")
     # many small nodes: each is parsed (Python objects) before the visit budget could stop the walk
     out["field_nodes_iv"] = folder / "field_nodes.iv"
     out["field_nodes_iv"].write_text("#Inventor V2.1 ascii\n"
