@@ -133,6 +133,15 @@ def worst_files(folder: Path) -> dict[str, Path]:
     elements = meshes.MAX_MESH_WORK // meshes.XML_ELEMENT_WORK - 1_000
     out["elements_dae"].write_text('<?xml version="1.0"?><COLLADA xmlns="http://www.collada.org/2005/11/'
                                    'COLLADASchema" version="1.4.1">' + "<a/>" * elements + "</COLLADA>")
+    # glTF nodes (trimesh's scene graph; a chain grows with the square of its depth) up to the cap
+    sys.path.insert(0, str(REPO / "test" / "fuzz"))
+    from test_fuzz_structured import _gltf
+
+    n = meshes.MAX_MESH_WORK // meshes.GLTF_NODE_WORK - 500
+    out["gltf_nodes"] = folder / "nodes.gltf"
+    out["gltf_nodes"].write_text(_gltf([{"mesh": 0}] * n, list(range(n))))
+    out["gltf_chain"] = folder / "chain.gltf"
+    out["gltf_chain"].write_text(_gltf([{"children": [i + 1]} for i in range(n - 1)] + [{"mesh": 0}], [0]))
     levels = "".join(f'<node id="a{i}">' + f'<instance_node url="#a{i + 1}"/>' * 10 + "</node>"
                      for i in range(6)) + '<node id="a6"><instance_geometry url="#g"/></node>'
     out["instance_node_dae"] = folder / "nodes.dae"

@@ -70,6 +70,7 @@ MAX_MESH_WORK = 8_000_000
 NODE_WORK = 40
 XML_ELEMENT_WORK = 2
 SLOW_TOKEN_WORK = 2
+GLTF_NODE_WORK = 600         # a glTF node in trimesh's scene graph (~150 us at load ~11)
 PRIMITIVE_WORK = 2_000       # making a Cube/Sphere/Cylinder/Cone (trimesh.creation: ~0.5 ms), once per node
 MAX_INVENTOR_INCLUDES = 64               # File/Inline includes read for one mesh
 MAX_NESTING = 200                        # nodes nested in nodes
@@ -961,9 +962,11 @@ def load_triangles(path, scale=None, budget: Optional[MeshBudget] = None) -> tup
         budget.charge(_trimesh_work(data, kind), p, what=f"the file's elements ({kind})")
         if kind in ("ply", "off"):
             _check_header_counts(data, kind, p, budget)
+        if kind in ("gltf", "glb"):
+            nodes = _gltf_nodes(data, kind)
+            budget.charge(GLTF_NODE_WORK * nodes, p, what=f"{nodes} glTF nodes")
         try:
-            scene = trimesh.load_scene(io.BytesIO(data), file_type=kind,
-                                       resolver=trimesh.resolvers.FilePathResolver(p))
+            scene = trimesh.load_scene(io.BytesIO(data), file_type=kind, resolver=_resolver(p, budget))
         except Exception as exc:       # trimesh raises many types for unreadable files
             raise UnsupportedFormatError(f"cannot read mesh: {type(exc).__name__}: {exc}",
                                          file=str(p)) from None
@@ -1033,6 +1036,45 @@ def _check_header_counts(data: bytes, kind: str, path: Path, budget: MeshBudget)
     if declared > room:
         raise SchemaError(f"{kind.upper()} header counts {', '.join(f'{n} {name}' for name, n, _ in counts)} "
                           f"({declared} values), but the file holds at most {room}", file=str(path))
+
+
+def _gltf_nodes(data: bytes, kind: str) -> int:
+    """The nodes of a glTF document (its JSON chunk for .glb), counted before trimesh builds its scene graph;
+    0 when it is not readable JSON (trimesh then refuses the file)."""
+    import json
+
+    if kind == "glb":
+        if len(data) < 20 or data[16:20] != b"JSON":
+            return 0
+        data = data[20:20 + int.from_bytes(data[12:16], "little")]
+    try:
+        nodes = json.loads(data).get("nodes", [])
+    except (ValueError, RecursionError, AttributeError):
+        return 0
+    return len(nodes) if isinstance(nodes, list) else 0
+
+
+def _resolver(path: Path, budget: MeshBudget):
+    """trimesh's resolver for the files a mesh names (OBJ materials, glTF buffers and images): inside the
+    mesh's folder (trimesh's own rule), each a regular file within :data:`MAX_MESH_BYTES`, its words charged
+    to ``budget`` before it is read -- never a FIFO that blocks or a device."""
+    import trimesh
+
+    class Bounded(trimesh.resolvers.FilePathResolver):
+        def get(self, name: str) -> bytes:
+            for candidate in (name.strip(), name.strip().lstrip("/"), os.path.split(name)[-1]):
+                try:
+                    found = self.absolute(candidate)
+                except ValueError:
+                    continue
+                if found.exists():
+                    size = found.stat().st_size
+                    budget.charge(size // 4, path, what=f"the file it names, {found.name} ({size} bytes)")
+                    return read_mesh_bytes(found)
+            self.absolute(name)                  # outside the folder: trimesh's ValueError
+            raise FileNotFoundError(name)
+
+    return Bounded(path)
 
 
 def _trimesh_work(data: bytes, kind: str) -> int:

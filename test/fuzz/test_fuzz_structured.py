@@ -357,6 +357,74 @@ def test_collada_robot_geometry_instanced_at_many_nodes(tmp_path):
     assert collada.MAX_INSTANCED_TRIANGLES - 20_000 < err.work <= collada.MAX_INSTANCED_TRIANGLES
 
 
+def _gltf(nodes: list, roots: list) -> str:
+    """A glTF document of one triangle (its buffer inline) placed by ``nodes``."""
+    import base64
+    import json
+
+    data = struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0) + struct.pack("<3I", 0, 1, 2)
+    return json.dumps({
+        "asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": roots}], "nodes": nodes,
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "max": [1, 1, 0],
+                       "min": [0, 0, 0]},
+                      {"bufferView": 1, "componentType": 5125, "count": 3, "type": "SCALAR"}],
+        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": 36},
+                        {"buffer": 0, "byteOffset": 36, "byteLength": 12}],
+        "buffers": [{"byteLength": 48, "uri": "data:application/octet-stream;base64,"
+                     + base64.b64encode(data).decode()}]})
+
+
+@pytest.mark.parametrize("shape", ["wide", "deep"])
+def test_gltf_nodes_are_counted_before_trimesh_builds_its_scene(tmp_path, monkeypatch, shape):
+    """20,000 glTF nodes (390 KB), side by side or each the child of the one before, took ~3 s of trimesh's
+    scene graph (a deep chain grows with the square of its depth) at 300,000 units of work: each is
+    GLTF_NODE_WORK, counted from the JSON before trimesh runs."""
+    n = 20_000
+    if shape == "wide":
+        text = _gltf([{"mesh": 0}] * n, list(range(n)))
+    else:
+        text = _gltf([{"children": [i + 1]} for i in range(n - 1)] + [{"mesh": 0}], [0])
+    path = _write(tmp_path / f"{shape}.gltf", text)
+    _no_trimesh(monkeypatch)
+    budget = meshes.MeshBudget()
+    err = _refused(_read_mesh(path, budget), path, E.WorkBudgetError)
+    assert err.budget == "MAX_MESH_WORK" and "20000 glTF nodes" in str(err)
+    assert err.work == budget.work < 300_000                     # the file's tokens only
+    monkeypatch.undo()
+    small = _write(tmp_path / "small.gltf", _gltf([{"mesh": 0}] * 100, list(range(100))))
+    assert meshes.load_triangles(small)[1].shape == (100, 3)
+
+
+@pytest.mark.timeout(120)
+def test_a_file_a_mesh_names_is_read_only_if_regular_and_bounded(tmp_path, monkeypatch):
+    """An OBJ's ``mtllib`` naming a FIFO beside it blocked trimesh's resolver for ever (open() waits for a
+    writer); one naming a large file was read whole.  Files a mesh names are regular files, their size
+    charged before they are read."""
+    os_fifo = tmp_path / "materials.mtl"
+    import os
+
+    os.mkfifo(os_fifo)
+    path = _write(tmp_path / "fifo.obj", "mtllib materials.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    try:
+        meshes.load_triangles(path)                 # trimesh may go on without the materials
+    except E.DescriptionError as err:
+        assert str(path) in str(err)
+    big = tmp_path / "big.mtl"
+    with open(big, "wb") as f:                     # sparse: 40 MB of size, nothing written
+        f.truncate(40 << 20)
+    path = _write(tmp_path / "big.obj", "mtllib big.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    read = []
+    real = meshes.read_mesh_bytes
+    monkeypatch.setattr(meshes, "read_mesh_bytes", lambda p, *a: read.append(Path(p).name) or real(p, *a))
+    budget = meshes.MeshBudget(work=1_000_000)
+    try:
+        meshes.load_triangles(path, budget=budget)
+    except E.DescriptionError as err:
+        assert str(path) in str(err)
+    assert "big.mtl" not in read and budget.work <= 1_000_000      # refused from its size, unread
+
+
 # -- huge counts in headers ------------------------------------------------------------------------------
 
 def _box(kind: str, **options) -> bytes:
