@@ -1,4 +1,4 @@
-"""Mesh files: OpenRAVE's Inventor / VRML subset, everything else through trimesh.
+"""Mesh files: OpenRAVE's Inventor / VRML subset, COLLADA through :mod:`.collada`, the rest through trimesh.
 
 rviz and pinocchio cannot load Inventor (.iv) or VRML (.wrl) files, so the URDF
 writer converts them to STL.  The subset read here is what robot model files
@@ -43,7 +43,7 @@ from ..errors import (DescriptionError, MissingFileError, SchemaError, UnsafeInp
 from ..model import transform as tf
 
 INVENTOR_SUFFIXES = (".iv", ".wrl", ".vrml")
-TRIMESH_SUFFIXES = ("stl", "obj", "off", "ply", "dae", "glb", "gltf")    # read through trimesh
+TRIMESH_SUFFIXES = ("stl", "obj", "off", "ply", "dae", "glb", "gltf")    # trimesh (.dae: formats.collada)
 _UNITS = {"METERS": 1.0, "CENTIMETERS": 0.01, "MILLIMETERS": 0.001, "MICROMETERS": 1e-6, "MICRONS": 1e-6,
           "NANOMETERS": 1e-9, "ANGSTROMS": 1e-10, "KILOMETERS": 1000.0, "INCHES": 0.0254, "FEET": 0.3048,
           "FEET_US_SURVEY": 1200.0 / 3937.0, "YARDS": 0.9144, "MILES": 1609.344, "NAUTICAL_MILES": 1852.0}
