@@ -58,6 +58,23 @@ def _iv_binary(*words) -> bytes:
     return b"".join(out)
 
 
+def _gltf(nodes: list, roots: list) -> str:
+    """A glTF document of one triangle (its buffer inline) placed by ``nodes`` (as test_fuzz_structured's)."""
+    import base64
+
+    data = struct.pack("<9f", 0, 0, 0, 1, 0, 0, 0, 1, 0) + struct.pack("<3I", 0, 1, 2)
+    return json.dumps({
+        "asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": roots}], "nodes": nodes,
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3", "max": [1, 1, 0],
+                       "min": [0, 0, 0]},
+                      {"bufferView": 1, "componentType": 5125, "count": 3, "type": "SCALAR"}],
+        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": 36},
+                        {"buffer": 0, "byteOffset": 36, "byteLength": 12}],
+        "buffers": [{"byteLength": 48, "uri": "data:application/octet-stream;base64,"
+                     + base64.b64encode(data).decode()}]})
+
+
 def legit_files(folder: Path, n: int) -> dict[str, Path]:
     """One mesh per format of the same n x n grid (2 (n-1)^2 triangles)."""
     import trimesh
@@ -134,9 +151,6 @@ def worst_files(folder: Path) -> dict[str, Path]:
     out["elements_dae"].write_text('<?xml version="1.0"?><COLLADA xmlns="http://www.collada.org/2005/11/'
                                    'COLLADASchema" version="1.4.1">' + "<a/>" * elements + "</COLLADA>")
     # glTF nodes (trimesh's scene graph; a chain grows with the square of its depth) up to the cap
-    sys.path.insert(0, str(REPO / "test" / "fuzz"))
-    from test_fuzz_structured import _gltf
-
     n = meshes.MAX_MESH_WORK // meshes.GLTF_NODE_WORK - 500
     out["gltf_nodes"] = folder / "nodes.gltf"
     out["gltf_nodes"].write_text(_gltf([{"mesh": 0}] * n, list(range(n))))
