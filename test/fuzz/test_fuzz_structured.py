@@ -13,19 +13,16 @@ run), the budget is scaled down with the file by the same factor.
 from __future__ import annotations
 
 import struct
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from fixtures.inventor import iv_binary
 from robot_bridge import errors as E
 from robot_bridge.formats import collada, load, meshes
 from robot_bridge.formats.collada import geometry as collada_geometry
 from robot_bridge.formats.xmlsafe import MAX_XML_DEPTH
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
-from test_meshes import _iv_binary  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TRIANGLE = "Coordinate3 { point [ 0 0 0, 1 0 0, 0 1 0 ] }"
@@ -115,7 +112,7 @@ def test_binary_inventor_def_use_amplification(tmp_path):
              *map(float, [0, 0, 0, 1, 0, 0, 0, 1, 0]), 0,
              "DEF", "F", "IndexedFaceSet", 0, 1, "coordIndex", 30_000, *([-1] * 30_000), 0]
     words += ["USE", "F"] * 2_000
-    path = _write(tmp_path / "binary_uses.iv", _iv_binary(*words))
+    path = _write(tmp_path / "binary_uses.iv", iv_binary(*words))
     budget = meshes.MeshBudget()
     err = _refused(_read_mesh(path, budget), path, E.WorkBudgetError)
     assert err.budget == "MAX_MESH_WORK" and budget.work <= meshes.MAX_MESH_WORK
@@ -206,7 +203,7 @@ def test_many_small_nodes_are_paid_for_as_they_are_parsed(tmp_path):
     err = _refused(_read_mesh(text, budget), text, E.WorkBudgetError)
     assert err.budget == "MAX_MESH_WORK" and "node 'Translation'" in str(err)
     assert budget.visits == meshes.MAX_INVENTOR_VISITS                   # stopped while parsing
-    node = _iv_binary("Info", 0, 0)[len(b"#Inventor V2.1 binary  \n"):]
+    node = iv_binary("Info", 0, 0)[len(b"#Inventor V2.1 binary  \n"):]
     binary = _write(tmp_path / "nodes_binary.iv", b"#Inventor V2.1 binary  \n" + node * 100_000)
     budget = meshes.MeshBudget(work=1_000_000)
     err = _refused(_read_mesh(binary, budget), binary, E.WorkBudgetError)
@@ -243,7 +240,7 @@ def test_deeply_nested_brackets_and_binary_nodes(tmp_path):
     unclosed = _write(tmp_path / "unclosed.iv", "#Inventor V2.1 ascii\nSeparator { Info { string "
                       + "[ " * 200_000 + "\n")
     assert "unterminated" in str(_refused(_read_mesh(unclosed), unclosed, E.SchemaError))
-    binary = _write(tmp_path / "deep_binary.iv", _iv_binary(*["Separator", 0, 0, 1] * 20_000))
+    binary = _write(tmp_path / "deep_binary.iv", iv_binary(*["Separator", 0, 0, 1] * 20_000))
     err = _refused(_read_mesh(binary), binary, E.SchemaError)
     assert "nested deeper than" in str(err)
 
