@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from ..errors import UnsafeInputError, XMLSyntaxError
+from ..errors import UnsafeInputError, WorkBudgetError, XMLSyntaxError
 from . import limits
 
 MAX_FILE_BYTES = limits.MAX_XML_BYTES        # kept for callers; the limit in force is limits.MAX_XML_BYTES
@@ -23,6 +23,9 @@ MAX_FILE_BYTES = limits.MAX_XML_BYTES        # kept for callers; the limit in fo
 _PROLOG_DOCTYPE = re.compile(rb"\A(?:\xef\xbb\xbf)?(?:\s|<\?(?:(?!\?>).)*\?>|<!--(?:(?!-->).)*-->)*<!DOCTYPE",
                              re.DOTALL)
 _XINCLUDE = "{http://www.w3.org/2001/XInclude}*"
+# elements nested in elements: libxml2's own limit without XML_PARSE_HUGE (huge_tree=False), checked as it
+# parses; reported as a budget so that callers and tests see which bound stopped the file
+MAX_XML_DEPTH = 256
 
 
 def _parser(recover: bool = False) -> etree.XMLParser:
@@ -47,6 +50,10 @@ def parse_bytes(data: bytes, *, file: str | os.PathLike | None = None,
     except etree.XMLSyntaxError as exc:
         line = exc.lineno if getattr(exc, "lineno", None) else None
         msg = " ".join((exc.msg if getattr(exc, "msg", None) else str(exc)).split())   # one line
+        if msg.startswith("Excessive depth in document"):
+            raise WorkBudgetError(f"elements nested deeper than {MAX_XML_DEPTH} (MAX_XML_DEPTH, libxml2's "
+                                  "limit)", budget="MAX_XML_DEPTH", work=MAX_XML_DEPTH, file=name,
+                                  line=line) from None
         kind = "not well-formed XML" if _starts_like_xml(data) else "not XML"
         raise XMLSyntaxError(f"{kind}: {msg}", file=name, line=line) from None
     except ValueError as exc:  # e.g. unicode strings with encoding declaration

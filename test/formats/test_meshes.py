@@ -300,7 +300,7 @@ def test_counts_are_checked_against_the_file_before_allocating(tmp_path):
     box = trimesh.creation.box().export(file_type="stl")
     stl.write_bytes(box[:80] + struct.pack("<I", 4_000_000_000) + box[84:])
     expected = {face_set: "SchemaError " + f"{face_set}:4: FaceSet.numVertices: a face of 99999999 vertices",
-                binary: "SchemaError ", uses: "SchemaError ", stl: "SchemaError "}
+                binary: "SchemaError ", uses: "WorkBudgetError ", stl: "SchemaError "}
     for path, start in expected.items():
         answer = _read_in_child(path)
         assert answer.startswith(start), (path.name, answer)

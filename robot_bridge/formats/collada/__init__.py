@@ -631,14 +631,15 @@ class _Reader:
                     rel[:3, :3] /= np.where(scale > 0, scale, 1.0)
                 for g in self._instantiate(geom_el, ig, rel, scale):
                     triangles = getattr(g.shape, "triangles", None)
-                    instanced += 0 if triangles is None else len(triangles)
-                    if instanced > MAX_INSTANCED_TRIANGLES:
+                    n = 0 if triangles is None else len(triangles)
+                    if instanced + n > MAX_INSTANCED_TRIANGLES:     # checked before it is placed
                         err = self.doc.error(WorkBudgetError, f"geometry instances hold more than "
                                              f"{MAX_INSTANCED_TRIANGLES} triangles together "
                                              "(MAX_INSTANCED_TRIANGLES: a geometry counts at each instance)",
                                              ig)
                         err.budget, err.work = "MAX_INSTANCED_TRIANGLES", instanced
                         raise err
+                    instanced += n
                     self.robot.links[owner].visuals.append(g)
                     self.robot.links[owner].collisions.append(g)
             for child in vn.children:

@@ -452,3 +452,42 @@ def bound_materials(doc: Document, instance_geometry) -> dict[str, Material]:
         if target is not None:
             out[im.get("symbol")] = material_of(doc, target)
     return out
+
+
+def mesh_triangles(doc: Document, charge: Callable[..., None]) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices (metres) and triangles of a COLLADA document read as one mesh: the ``<instance_geometry>``
+    of its visual scene (``scene/instance_visual_scene``, else the first ``<visual_scene>``; none: each
+    ``<geometry>`` once), every instance placed by its node's world transform.  ``<instance_node>``
+    references expand within :data:`MAX_VISUAL_NODES` (counted while the tree is built, before anything
+    is read), and ``charge(n, line, what)`` is called with each instance's vertices and triangles before
+    it is copied: a geometry instanced at many nodes costs its size at each."""
+    ivs = doc.root.find("scene/instance_visual_scene")
+    scene = doc.url(ivs.get("url")) if ivs is not None else None
+    if scene is None:
+        scene = doc.root.find("library_visual_scenes/visual_scene")
+    if scene is not None:
+        instances = [(ig, vn.world) for vn in walk(visual_tree(doc, scene)) for ig in vn.el
+                     if ig.tag == "instance_geometry"]
+        placed = [(doc.url(ig.get("url")), world, ig) for ig, world in instances]
+    else:
+        placed = [(g, _IDENTITY, g) for g in doc.root.iterfind("library_geometries/geometry")]
+    read: dict = {}
+    vertices, triangles, count = [], [], 0
+    for geometry, world, where in placed:
+        if geometry is None or geometry.tag != "geometry":
+            continue
+        if geometry not in read:
+            mesh = geometry.find("mesh")
+            prims = [p for p in mesh if p.tag in _PRIMITIVES] if mesh is not None else []
+            charge(sum(len(p) for p in prims), getattr(geometry, "sourceline", None),
+                   f"<geometry id={geometry.get('id')!r}>'s primitives")
+            read[geometry] = list(_meshes(doc, prims).values())
+        for v, t in read[geometry]:
+            charge(v.size + t.size, getattr(where, "sourceline", None),
+                   f"an instance of <geometry id={geometry.get('id')!r}> ({len(t)} triangles)")
+            vertices.append(v @ world[:3, :3].T + world[:3, 3])
+            triangles.append(t + count)
+            count += len(v)
+    if not triangles:
+        return np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64)
+    return np.vstack(vertices), np.vstack(triangles)
