@@ -375,9 +375,11 @@ class Planner:
                 self.remove_body(name)
             for name, (body, pose) in accepted.items():
                 current = self.bodies.get(name)
+                if current is not None and current.attached is not None:
+                    continue                # carried: the planner's attachment says where it is
                 if current is None or current.robot is not body:
                     self.add_body(name, body, pose)
-                elif current.attached is None:
+                else:
                     self.move_body(name, pose)
             self._backend.in_collision(self.state)     # coal updates its broad phase here: fails now or never
         except Exception as exc:  # the library's own refusal: the scene is rebuilt, the update dropped
