@@ -151,8 +151,8 @@ def test_a_library_failure_is_followed_by_a_rebuilt_scene(world, monkeypatch):
 
     planner, _reader = world
     _pick(planner)
-    model = master_module.MasterModel.__new__(master_module.MasterModel)
-    model.planner = planner
+    model = master_module.MasterModel()
+    model.planner = planner                       # the planner of this world, a ball held
     backend = planner._backend
     real = type(backend).in_collision
     calls = {"n": 0}
