@@ -65,32 +65,81 @@ class Backend:
         require()
         self.urdf = urdf
         self.package_paths = [str(p) for p in package_paths]
-        self.scene = rc.Scene("robot_bridge", rc.loadUrdfSceneDescriptionFromXml(urdf, list(package_paths)))
-        if srdf:
-            self.scene.importSrdf(srdf)
+        self._srdf = srdf
+        self._limits = None
         if limits_yaml:
             with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
                 f.write(limits_yaml)
             try:
-                self.scene.importJointLimitsFromConfig(rc.loadJointLimitsConfig(f.name))
+                self._limits = rc.loadJointLimitsConfig(f.name)
             finally:
                 os.unlink(f.name)
-        self.joint_names: list[str] = list(self.scene.getJointNames())
-        self.lower, self.upper = (np.asarray(v, dtype=float) for v in self.scene.getPositionLimitVectors())
-        self.velocity = np.asarray(self.scene.getVelocityLimitVectors()[1], dtype=float)
-        self.acceleration = np.asarray(self.scene.getAccelerationLimitVectors()[1], dtype=float)
+        self._scene = self._robot_scene()
+        self.joint_names: list[str] = list(self._scene.getJointNames())
+        self.lower, self.upper = (np.asarray(v, dtype=float) for v in self._scene.getPositionLimitVectors())
+        self.velocity = np.asarray(self._scene.getVelocityLimitVectors()[1], dtype=float)
+        self.acceleration = np.asarray(self._scene.getAccelerationLimitVectors()[1], dtype=float)
         self.link_names = self._link_names()
-        pairs = [tuple(p) for p in disabled_pairs if p[0] in self.link_names and p[1] in self.link_names]
-        if pairs:
-            self.scene.setCollisions(pairs, False)
-        self.always_pairs = self._always_colliding(seed, {tuple(sorted(p)) for p in pairs})
+        links = set(self.link_names)
+        self._disabled = [tuple(p) for p in disabled_pairs if p[0] in links and p[1] in links]
+        if self._disabled:
+            self._scene.setCollisions(self._disabled, False)
+        self.always_pairs = self._always_colliding(seed, {tuple(sorted(p)) for p in self._disabled})
         if self.always_pairs:
-            self.scene.setCollisions(self.always_pairs, False)
+            self._scene.setCollisions(self.always_pairs, False)
         self.groups: dict[str, list[str]] = {}
-        self._geometry: dict[str, tuple[str, object]] = {}      # added geometry -> (parent frame, shape)
+        # added geometry -> (parent frame, shape, pose in the parent's joint frame), in the order added
+        self._geometry: dict[str, tuple[str, object, np.ndarray]] = {}
+        self._pairs: dict[tuple[str, str], bool] = {}           # pair with an added geometry -> allowed
+        self._stale = False           # the scene must be built again from the records before its next use
+        self.rebuilds = 0
         self._coal_shapes: dict[int, tuple[object, object]] = {}  # id(shape) -> (shape, coal shape)
         self.collision_checks = 0
         self._seed = seed
+
+    # -- the roboplan scene ------------------------------------------------------------------------
+    # roboplan's removeGeometry leaves its collision pair bookkeeping inconsistent once pairs of the scene
+    # were allowed or checked again ("pair_id < geom_model.collisionPairs.size()" or "internal error within
+    # coal" on a later check, every check after it failing).  So no geometry is ever removed from a scene:
+    # a removal, or a geometry moving to another frame (attach, detach), marks the scene stale and the next
+    # use builds a new one (a few ms) from the records: the robot, its disabled pairs, the groups, the added
+    # geometry and the pairs allowed or checked again since.
+    def _robot_scene(self):
+        scene = rc.Scene("robot_bridge", rc.loadUrdfSceneDescriptionFromXml(self.urdf, self.package_paths))
+        if self._srdf:
+            scene.importSrdf(self._srdf)
+        if self._limits is not None:
+            scene.importJointLimitsFromConfig(self._limits)
+        return scene
+
+    @property
+    def scene(self):
+        """The roboplan Scene, built again from the records first when a removal made it stale."""
+        if self._stale:
+            self._build()
+        return self._scene
+
+    def _build(self) -> None:
+        scene = self._robot_scene()
+        if self._disabled:
+            scene.setCollisions(self._disabled, False)
+        if self.always_pairs:
+            scene.setCollisions(self.always_pairs, False)
+        for name, joints in self.groups.items():
+            scene.addGroup(name, list(joints))
+        for name, (parent, shape, pose) in self._geometry.items():
+            self._add_to(scene, name, parent, shape, pose)
+        for allow in (True, False):
+            pairs = [p for p, a in self._pairs.items() if a == allow]
+            if pairs:
+                scene.setCollisions(pairs, not allow)
+        self._scene, self._stale = scene, False
+        self.rebuilds += 1
+
+    def rebuild(self) -> None:
+        """Build the scene again from the records now (after the library failed a query)."""
+        self._stale = True
+        self._build()
 
     # -- model -----------------------------------------------------------------------------------
     def _link_names(self) -> list[str]:
@@ -141,7 +190,8 @@ class Backend:
 
     def define_group(self, name: str, joints: Sequence[str]) -> None:
         if name not in self.groups:
-            self.scene.addGroup(name, list(joints))
+            if not self._stale:
+                self._scene.addGroup(name, list(joints))
             self.groups[name] = list(joints)
 
     def has_group(self, name: str) -> bool:
@@ -160,50 +210,68 @@ class Backend:
     # -- world geometry --------------------------------------------------------------------------
     def add_geometry(self, name: str, parent: str, shape, pose: np.ndarray) -> bool:
         """Add one collision shape (robot_bridge Box / Sphere / Cylinder / Mesh) at ``pose`` in ``parent``
-        ("universe" for the world); False when its kind is not supported or its mesh cannot be read."""
+        ("universe" for the world); False when its kind is not supported or its mesh cannot be read.  A name
+        in use is replaced (its pairs as for a new geometry)."""
         from ..model import Box, Cylinder, Mesh, Sphere
 
-        if parent != "universe":
-            pose = self._in_joint[parent] @ pose
-        pose = np.asfortranarray(pose, dtype=float)
-        colour = np.array([0.5, 0.5, 0.5, 1.0])
-        if isinstance(shape, Box):
-            size = 2.0 * np.asarray(shape.half_extents, dtype=float)
-            self.scene.addBoxGeometry(name, parent, rc.Box(*map(float, size)), pose, colour)
-        elif isinstance(shape, Sphere):
-            self.scene.addSphereGeometry(name, parent, rc.Sphere(float(shape.radius)), pose, colour)
-        elif isinstance(shape, Cylinder):
-            cylinder = rc.Cylinder(float(shape.radius), float(shape.length))
-            self.scene.addCylinderGeometry(name, parent, cylinder, pose, colour)
-        elif isinstance(shape, Mesh):
+        if not isinstance(shape, (Box, Sphere, Cylinder, Mesh)):
+            return False
+        if isinstance(shape, Mesh):
             from ..formats.meshes import mesh_arrays
 
             vertices, triangles = mesh_arrays(shape)     # DescriptionError when unreadable (reported)
             if not len(triangles):
                 return False
-            self.scene.addMeshGeometry(name, parent, rc.Mesh(_stl_file(vertices, triangles), np.ones(3)),
-                                       pose, colour)
-        else:
-            return False
-        self._geometry[name] = (parent, shape)
+        if name in self._geometry:
+            self.remove_geometry(name)
+        if parent != "universe":
+            pose = self._in_joint[parent] @ pose
+        pose = np.asfortranarray(pose, dtype=float)
+        if not self._stale:
+            self._add_to(self._scene, name, parent, shape, pose)
+        self._geometry[name] = (parent, shape, pose)
         return True
 
+    def _add_to(self, scene, name: str, parent: str, shape, pose: np.ndarray) -> None:
+        from ..model import Box, Cylinder, Sphere
+
+        colour = np.array([0.5, 0.5, 0.5, 1.0])
+        if isinstance(shape, Box):
+            size = 2.0 * np.asarray(shape.half_extents, dtype=float)
+            scene.addBoxGeometry(name, parent, rc.Box(*map(float, size)), pose, colour)
+        elif isinstance(shape, Sphere):
+            scene.addSphereGeometry(name, parent, rc.Sphere(float(shape.radius)), pose, colour)
+        elif isinstance(shape, Cylinder):
+            scene.addCylinderGeometry(name, parent, rc.Cylinder(float(shape.radius), float(shape.length)),
+                                      pose, colour)
+        else:
+            from ..formats.meshes import mesh_arrays
+
+            vertices, triangles = mesh_arrays(shape)
+            scene.addMeshGeometry(name, parent, rc.Mesh(_stl_file(vertices, triangles), np.ones(3)), pose,
+                                  colour)
+
     def move_geometry(self, name: str, pose: np.ndarray, parent: Optional[str] = None) -> None:
-        """Place a geometry at ``pose`` in ``parent`` (default: its parent); a new parent re-adds it, so
-        its collision pairs are those of a shape of that frame."""
-        old, shape = self._geometry[name]
+        """Place a geometry at ``pose`` in ``parent`` (default: its parent); a new parent makes it a new
+        geometry of that frame (its pairs as for a shape added there)."""
+        old, shape, _pose = self._geometry[name]
         if parent is not None and parent != old:
-            self.scene.removeGeometry(name)
-            del self._geometry[name]
             self.add_geometry(name, parent, shape, pose)
             return
         if old != "universe":
             pose = self._in_joint[old] @ pose
-        self.scene.updateGeometryPlacement(name, old, np.asfortranarray(pose, dtype=float))
+        pose = np.asfortranarray(pose, dtype=float)
+        self._geometry[name] = (old, shape, pose)
+        if not self._stale:
+            self._scene.updateGeometryPlacement(name, old, pose)
 
     def remove_geometry(self, name: str) -> None:
         if self._geometry.pop(name, None) is not None:
-            self.scene.removeGeometry(name)
+            self._pairs = {p: a for p, a in self._pairs.items() if name not in p}
+            self._stale = True
+
+    def geometry_parent(self, name: str) -> str:
+        return self._geometry[name][0]
 
     def allow_collisions(self, geometry: str, links: Iterable[str], allow: bool = True) -> None:
         """Contacts of a geometry with these links (not its own parent's: never checked)."""
@@ -213,7 +281,10 @@ class Backend:
     def set_pairs(self, pairs: Sequence[tuple[str, str]], allow: bool) -> None:
         """Allow (True) or check again (False) contacts between these geometry / link pairs."""
         if pairs:
-            self.scene.setCollisions(list(pairs), not allow)
+            for a, b in pairs:
+                self._pairs[(a, b) if a <= b else (b, a)] = bool(allow)
+            if not self._stale:
+                self._scene.setCollisions(list(pairs), not allow)
 
     # -- queries ---------------------------------------------------------------------------------
     def signed_distance(self, shape_a, pose_a: np.ndarray, shape_b, pose_b: np.ndarray) -> float:

@@ -375,9 +375,11 @@ class Planner:
                 self.remove_body(name)
             for name, (body, pose) in accepted.items():
                 current = self.bodies.get(name)
+                if current is not None and current.attached is not None:
+                    continue                # carried: the planner's attachment says where it is
                 if current is None or current.robot is not body:
                     self.add_body(name, body, pose)
-                elif current.attached is None:
+                else:
                     self.move_body(name, pose)
             self._backend.in_collision(self.state)     # coal updates its broad phase here: fails now or never
         except Exception as exc:  # the library's own refusal: the scene is rebuilt, the update dropped
@@ -978,9 +980,7 @@ class Planner:
     def _set_held_away(self, body: str, away: bool) -> None:
         """Move the carried body's geometry far from everything (``away``) or back under its link: while
         away, the collision scene checks the robot alone and the body is checked here (coal).  Moving
-        geometry leaves the scene's collision pairs as they are: allowing and checking again pairs of a
-        geometry, then removing another one, corrupts roboplan's pair bookkeeping (wrong answers, or an
-        "internal error within coal" on a later check)."""
+        geometry keeps the scene and its pairs (a removal would have it built again: backend.Backend)."""
         entry = self.bodies[body]
         far = np.eye(4)
         far[:3, 3] = HELD_AWAY
