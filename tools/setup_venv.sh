@@ -61,19 +61,24 @@ VENV_ABS=$(cd "$VENV" && pwd)
 # in the installed files is rewritten).
 CACHE_ROOT=${ROBOT_BRIDGE_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/robot_bridge}
 toolchain_tag=""
-cache_entry() {  # NAME HASH -> the entry's folder (empty without a cache)
-    [[ -n $CACHE_ROOT ]] || return 0
-    if [[ -z $toolchain_tag ]]; then
-        toolchain_tag=$( { "$VPY" - <<'PY'
+set_toolchain_tag() {  # once the wheels are installed: what a build's output depends on besides its sources
+    [[ -n $CACHE_ROOT && -z $toolchain_tag ]] || return 0
+    toolchain_tag=$( { "$VPY" - <<'PY'
 import importlib.metadata as md, platform, sys
 print(sys.version, sys.base_prefix, platform.machine())
 names = sorted(f"{d.metadata['Name'].lower().replace('_', '-')}=={d.version}" for d in md.distributions())
 print(*(n for n in names if n.startswith(("ros-", "numpy=", "empy=", "lark=", "catkin-pkg="))))
 PY
-            "$CMAKE" --version | head -n 1; "$CC" --version | head -n 1; "$CXX" --version | head -n 1
-        } | sha256sum | cut -c1-8)
-    fi
-    echo "$CACHE_ROOT/interfaces/$WHEELS_DISTRO/$1-$2-$toolchain_tag"
+        "$CMAKE" --version | head -n 1; "$CC" --version | head -n 1; "$CXX" --version | head -n 1
+    } | sha256sum | cut -c1-8)
+}
+cache_entry() {  # NAME HASH -> the entry's folder (empty without a cache)
+    [[ -n $CACHE_ROOT ]] || return 0
+    echo "$CACHE_ROOT/interfaces/$WHEELS_DISTRO/$1-$2-${toolchain_tag:?set_toolchain_tag first}"
+}
+
+importable() {  # PKG: its messages (or, for a package of services only, its services) import
+    "$VPY" -c "import $1.msg" >/dev/null 2>&1 || "$VPY" -c "import $1.srv" >/dev/null 2>&1
 }
 
 # build_iface NAME SOURCE_DIR HASH [CMAKE_ARG ...]: an interface package into the venv, as colcon would install
@@ -81,13 +86,13 @@ PY
 build_iface() {
     local pkg=$1 src=$2 hash=$3 entry build_dir="$VENV_ABS/.build/$1"
     shift 3
-    if [[ "$(cat "$build_dir.stamp" 2>/dev/null)" == "$hash" ]] && "$VPY" -c "import $pkg.msg" >/dev/null 2>&1; then
+    if [[ "$(cat "$build_dir.stamp" 2>/dev/null)" == "$hash" ]] && importable "$pkg"; then
         note "$pkg up to date"
         return 0
     fi
     entry=$(cache_entry "$pkg" "$hash")
     if [[ -n $entry && -d $entry ]] && "$VPY" tools/interface_cache.py restore "$entry" "$VENV_ABS" \
-        && "$VPY" -c "import $pkg.msg" >/dev/null 2>&1; then
+        && importable "$pkg"; then
         note "$pkg from the cache ($entry)"
         mkdir -p "$VENV_ABS/.build" && echo "$hash" >"$build_dir.stamp"
         return 0
@@ -135,6 +140,7 @@ install_ros2_tools() {
     fi
     mkdir -p "$VENV_ABS/.build"
     local log="$VENV_ABS/.build/ros2-tools.log"
+    set_toolchain_tag
     if why=$(reach_ros2_tools "$req" 2>&1); then
         note "installing the ROS 2 launch and CLI tools from $req (GitHub archives; log: $log)"
         if fetch_ros2_tools "$req" >"$log" 2>&1; then
@@ -198,6 +204,7 @@ fi
 if [[ $mode == wheels ]]; then
     note "installing ROS 2 wheels ($REQUIREMENTS)"
     "$VPY" -m pip install -q -r "$REQUIREMENTS"
+    set_toolchain_tag
 
     # Every interface package in tools/venv_interfaces (tf2_msgs, control_msgs, vision_msgs, ...), or those named
     # in VENV_INTERFACES (space-separated; their local dependencies come along), each rebuilt
