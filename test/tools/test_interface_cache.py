@@ -1,6 +1,6 @@
-"""tools/interface_cache.py: a built interface package stored from one venv and restored into another names the
-new venv wherever the old one was named (text files), is otherwise byte for byte the same, and a file naming the
-venv in binary content is never cached."""
+"""tools/interface_cache.py: a built interface package stored from one venv and restored into another names
+the new venv wherever the old one was named (text files), is otherwise byte for byte the same, and a file
+naming the venv in binary content is never cached."""
 
 from __future__ import annotations
 
@@ -71,7 +71,8 @@ def test_restore_names_the_new_venv_and_keeps_the_rest(tool, tmp_path):
 
 def test_a_binary_naming_the_venv_is_not_cached(tool, tmp_path, capsys):
     venv = tmp_path / ".venv"
-    installed(venv, tmp_path / "build", {"lib/libpkg.so": b"\x7fELF\0RUNPATH=" + str(venv).encode() + b"/lib\0"})
+    elf = b"\x7fELF\0RUNPATH=" + str(venv).encode() + b"/lib\0"
+    installed(venv, tmp_path / "build", {"lib/libpkg.so": elf})
     entry = tmp_path / "cache" / "pkg-1"
     assert tool.main(["store", str(venv), str(tmp_path / "build"), str(entry)]) == 1
     assert "lib/libpkg.so names" in capsys.readouterr().err
