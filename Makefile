@@ -60,9 +60,11 @@ help:
 # The venv's ROS 2 prefix links (share/robot_bridge, lib/robot_bridge) follow added or removed launch/config
 # files and executables on every run (an edited one needs nothing: the links point at it).  A venv made without
 # the ROS 2 tools (no ../shared/ros2-tools, GitHub out of reach) retries them, in seconds, and says so in a line.
+# (Only when the stamp was there before this run: a set-up that just ran tried them already.)
+SETUP_WAS_DONE := $(wildcard $(STAMP))
 setup: $(STAMP)
 	@$(VPY) tools/venv_ros_prefix.py $(VENV)
-	@if [[ -f $(VENV)/.ros2-tools-missing ]]; then tools/setup_venv.sh ros2-tools; fi
+	@if [[ -n "$(SETUP_WAS_DONE)" && -f $(VENV)/.ros2-tools-missing ]]; then tools/setup_venv.sh ros2-tools; fi
 
 $(STAMP):
 	@tools/setup_venv.sh
