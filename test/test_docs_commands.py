@@ -383,11 +383,16 @@ def outcomes(request, tmp_path_factory):
     results: dict[str, tuple[str, str]] = {}
     ros2 = _ros2()
     runnable = []
+    unrun: dict[tuple[str, int], Command] = {}   # (page, block) -> its first command skipped for want of ros2
     for c in COMMANDS:
         if c.skip:
             results[c.id] = ("skipped", c.skip)
         elif ros2 is None and re.search(r"\bros2\b", c.text):
             results[c.id] = ("skipped", missing_reason())
+            unrun.setdefault((c.page, c.block), c)
+        elif (c.page, c.block) in unrun:       # e.g. it reads a file the ros2 command above it writes
+            first = unrun[(c.page, c.block)]
+            results[c.id] = ("skipped", f"follows {first.id} ({first.text.split()[0]} ...): {missing_reason()}")
         else:
             runnable.append(c)
     units = _units(runnable)
