@@ -392,7 +392,8 @@ def outcomes(request, tmp_path_factory):
             unrun.setdefault((c.page, c.block), c)
         elif (c.page, c.block) in unrun:       # e.g. it reads a file the ros2 command above it writes
             first = unrun[(c.page, c.block)]
-            results[c.id] = ("skipped", f"follows {first.id} ({first.text.split()[0]} ...): {missing_reason()}")
+            results[c.id] = ("skipped", f"follows {first.id} ({first.text.split()[0]} ...): "
+                                        f"{missing_reason()}")
         else:
             runnable.append(c)
     units = _units(runnable)
