@@ -16,9 +16,11 @@ endif
 ifeq ($(WHEELS_DISTRO),kilted)
 VENV := .venv
 REQUIREMENTS := requirements-ros.txt
+ROS2_TOOLS_REQUIREMENTS := requirements-ros2-tools.txt
 else ifeq ($(WHEELS_DISTRO),jazzy)
 VENV := .venv-jazzy
 REQUIREMENTS := requirements-ros-jazzy.txt
+ROS2_TOOLS_REQUIREMENTS := requirements-ros2-tools-jazzy.txt
 else
 $(error ROS_DISTRO=$(WHEELS_DISTRO): the wheels setup knows kilted (default) and jazzy; for another distribution source its ROS 2 install and run `make setup` without ROS_DISTRO)
 endif
@@ -29,11 +31,14 @@ VPY := $(VENV)/bin/python
 VENV_INTERFACES ?=
 TESTS ?= test
 PYTEST_ARGS ?= --durations=25
-export PYTHON CMAKE CC CXX VENV REQUIREMENTS VENV_INTERFACES
+export PYTHON CMAKE CC CXX VENV REQUIREMENTS VENV_INTERFACES WHEELS_DISTRO ROS2_TOOLS_REQUIREMENTS
 
 # The setup is redone only when one of its inputs changes (the stamp name carries their hash).
-# ../shared/ros2-tools/install.sh keeps its own stamp.
-SETUP_INPUTS := setup.py setup.cfg $(REQUIREMENTS) tools/setup_venv.sh tools/venv_ros_prefix.py tools/ros2_tools_compat.py \
+# ../shared/ros2-tools/install.sh keeps its own stamp.  Built interface packages are also kept outside the clone,
+# per distribution, in ${ROBOT_BRIDGE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/robot_bridge}/interfaces/ (see
+# tools/interface_cache.py), so another clone's set-up copies them; ROBOT_BRIDGE_CACHE= (empty) builds every time.
+SETUP_INPUTS := setup.py setup.cfg $(REQUIREMENTS) $(ROS2_TOOLS_REQUIREMENTS) tools/setup_venv.sh tools/venv_ros_prefix.py \
+	tools/ros2_tools_compat.py tools/interface_cache.py \
 	$(shell find tools/venv_interfaces -type f 2>/dev/null | LC_ALL=C sort) \
 	$(wildcard ../shared/ros2-tools/install.sh)
 SETUP_HASH := $(shell { cat $(SETUP_INPUTS); echo "$(VENV_INTERFACES)"; } | sha256sum | cut -c1-16)
@@ -53,9 +58,13 @@ help:
 	@echo "make distclean  clean + remove .venv and .venv-jazzy"
 
 # The venv's ROS 2 prefix links (share/robot_bridge, lib/robot_bridge) follow added or removed launch/config
-# files and executables on every run (an edited one needs nothing: the links point at it).
+# files and executables on every run (an edited one needs nothing: the links point at it).  A venv made without
+# the ROS 2 tools (no ../shared/ros2-tools, GitHub out of reach) retries them, in seconds, and says so in a line.
+# (Only when the stamp was there before this run: a set-up that just ran tried them already.)
+SETUP_WAS_DONE := $(wildcard $(STAMP))
 setup: $(STAMP)
 	@$(VPY) tools/venv_ros_prefix.py $(VENV)
+	@if [[ -n "$(SETUP_WAS_DONE)" && -f $(VENV)/.ros2-tools-missing ]]; then tools/setup_venv.sh ros2-tools; fi
 
 $(STAMP):
 	@tools/setup_venv.sh

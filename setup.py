@@ -39,6 +39,7 @@ TEST_REQUIRES = [
     "colcon-common-extensions",  # the colcon build test (a real ROS 2 install's build tool)
     "example-robot-data",  # the Panda of the planning tests and bench/plan_bench.py
     "ompl",  # bench/plan_bench.py's baseline (OMPL's RRTConnect with a Python validity checker)
+    "psutil",  # the docs, ros2 and colcon tests stop whole process trees (without ../shared/ros2-tools too)
 ]
 
 

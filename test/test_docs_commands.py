@@ -40,6 +40,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.ros2_tools import missing_reason
 from fixtures.xacro_arm import PARTS, XACRO
 
 REPO = Path(__file__).resolve().parents[1]
@@ -382,12 +383,17 @@ def outcomes(request, tmp_path_factory):
     results: dict[str, tuple[str, str]] = {}
     ros2 = _ros2()
     runnable = []
+    unrun: dict[tuple[str, int], Command] = {}   # (page, block) -> its first command skipped for want of ros2
     for c in COMMANDS:
         if c.skip:
             results[c.id] = ("skipped", c.skip)
         elif ros2 is None and re.search(r"\bros2\b", c.text):
-            results[c.id] = ("skipped", "the ros2 command is not installed (make setup installs it from "
-                                        "../shared/ros2-tools)")
+            results[c.id] = ("skipped", missing_reason())
+            unrun.setdefault((c.page, c.block), c)
+        elif (c.page, c.block) in unrun:       # e.g. it reads a file the ros2 command above it writes
+            first = unrun[(c.page, c.block)]
+            results[c.id] = ("skipped", f"follows {first.id} ({first.text.split()[0]} ...): "
+                                        f"{missing_reason()}")
         else:
             runnable.append(c)
     units = _units(runnable)
@@ -459,7 +465,7 @@ def test_no_command_hides_outside_a_fenced_block():
 def test_a_renamed_topic_fails(tmp_path):
     """A command on a name the bridge does not serve fails within its deadline instead of passing."""
     if _ros2() is None:
-        pytest.skip("the ros2 command is not installed (make setup)")
+        pytest.skip(missing_reason())
     run = PageRun("renamed", [], _domains(1)[0], tmp_path)
     command = Command("renamed", 1, "ros2 topic echo --once /robot_descriptionX", [])
     ok, output = run.run_once(command, command.text, 8)

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-NOT_INSTALLED = "is not installed (make setup installs it from ../shared/ros2-tools when that exists)"
-launch = pytest.importorskip("launch", reason=f"the ROS 2 launch package {NOT_INSTALLED}")
-launch_ros_actions = pytest.importorskip("launch_ros.actions", reason=f"launch_ros {NOT_INSTALLED}")
+from fixtures.ros2_tools import missing_reason  # noqa: E402
+
+launch = pytest.importorskip("launch", reason=missing_reason("the ROS 2 launch package"))
+launch_ros_actions = pytest.importorskip("launch_ros.actions", reason=missing_reason("launch_ros"))
 from launch.actions import DeclareLaunchArgument  # noqa: E402
 
 from robot_bridge import bringup  # noqa: E402

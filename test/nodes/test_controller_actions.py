@@ -206,7 +206,9 @@ def test_ros2_action_send_goal(harness):
     ros2 = str(Path(sys.prefix) / "bin" / "ros2")
     ros2 = ros2 if Path(ros2).exists() else shutil.which("ros2") or ros2
     if not Path(ros2).exists():
-        pytest.skip("the ros2 CLI is not installed (make setup installs it from ../shared/ros2-tools)")
+        from fixtures.ros2_tools import missing_reason
+
+        pytest.skip(missing_reason())
     target = [0.2, 0.1, 0.0, 0.3, 0.0, 0.0, 0.1]
     text = ("{trajectory: {joint_names: [" + ", ".join(JOINTS) + "], points: [{positions: "
             + json.dumps(target) + ", velocities: " + json.dumps([0.0] * 7)

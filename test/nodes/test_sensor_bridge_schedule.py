@@ -26,6 +26,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import Image, Imu, JointState, LaserScan
 
+from fixtures.ros2_tools import missing_reason
 from fixtures.sim.models import box_body, pan_robot
 from fixtures.spinning import spun
 from robot_bridge.nodes.sensor_bridge import SensorBridge
@@ -158,7 +159,7 @@ def test_slow_sensor_starves_neither_other_sensors_nor_joint_states_nor_paramete
 
 @pytest.mark.skipif(shutil.which("ros2") is None and not os.path.exists(
     os.path.join(os.path.dirname(__import__("sys").executable), "ros2")),
-    reason="ros2 CLI (ros2cli) is not installed in this environment")
+    reason=missing_reason())
 def test_ros2_param_list_and_get_answer_while_a_sensor_is_slow(slow_camera_bridge):
     bridge, _probe, ns = slow_camera_bridge
     bindir = os.path.dirname(__import__("sys").executable)
