@@ -33,7 +33,7 @@ def bridge(tmp_path_factory):
     ("/description_node", "publish_frequency", ["Min value: 0.0"]),
     ("/description_node", "search_path", ["at run time only under the folders trusted at launch"]),
     ("/description_node", "mesh_cache_dir", ["Read only: true"]),
-    ("/description_node", "frame_prefix", ["tf2 frame id: no whitespace or control characters"]),
+    ("/description_node", "frame_prefix", ["tf2 frame id prefix: ROS name tokens"]),
 ])
 def test_describe_shows_the_constraints(bridge, node, name, shown):
     out = ros2("param", "describe", node, name, *PARAM).stdout
