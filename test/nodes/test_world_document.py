@@ -287,3 +287,24 @@ def test_planner_node_refuses_the_amplification_body(touched, tmp_path):
             pending = node._pending_objects
         assert pending is None or set(pending) == {"ball_0"}
         assert node.objects_version == 1
+
+
+def test_sensor_bridge_refuses_the_amplification_body(touched, sensor_harness, tmp_path):
+    from robot_bridge.formats import load
+
+    document = amplified_document(tmp_path)
+    h = sensor_harness(load(WORLD), default_mode="off", objects_roots=[str(tmp_path)],
+                       **{"sensors.base_laser.mode": "sim"})
+    bridge = h.bridge
+    probe = Probe(h.context, h.namespace, f"{h.namespace}/world_node/objects",
+                  f"{h.namespace[1:]}.sensor_bridge")
+    h.executor.add_node(probe.node)
+    try:
+        _RECORDING.append(touched)
+        probe.pub.publish(String(data=document))
+        assert h.spin_until(lambda: probe.logged("MAX_MESH_WORK"), timeout=60.0), "no refusal"
+        check_amplified(probe, touched, bridge.objects_worker, "sensor_bridge")
+        assert set(bridge._objects_applied) == {"ball_0"} and "amp" not in bridge.scene.bodies
+    finally:
+        h.executor.remove_node(probe.node)
+        probe.node.destroy_node()
