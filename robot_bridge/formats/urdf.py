@@ -14,17 +14,18 @@ are kept verbatim in ``robot.extras["urdf_elements"]`` and written back.
 from __future__ import annotations
 
 import dataclasses
+import os
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Iterable, Optional
 
 import numpy as np
 from lxml import etree
 
 from ..errors import (DescriptionError, KinematicsError, SchemaError, UnknownReferenceError,
-                      UnsupportedFormatError, XMLSyntaxError)
+                      UnsafeInputError, UnsupportedFormatError, XMLSyntaxError)
 from ..model import (Box, Cylinder, Geometry, Inertial, Joint, Link, Material, Mesh, Mimic, Robot,
                      Sphere)
 from ..model import transform as tf
@@ -71,6 +72,7 @@ class _Ctx:
         self.dir = Path(file).resolve().parent if file else Path.cwd()
         self.search_path = search_path
         self.roots = roots
+        self.leave_outside = False      # a mesh outside ``roots``: left out (a peer's description)
         self.mesh_paths: dict[str, Optional[str]] = {}     # uri -> resolved path: each uri looked up once
         self.packages: dict = {}                            # package -> its folders (resolve_uri)
         self.parsed: dict[str, tuple[float, ...]] = {}      # attribute text -> its finite numbers
@@ -166,6 +168,13 @@ def _origin(ctx: _Ctx, el, kids: Optional[dict] = None) -> np.ndarray:
         t[:3, 3] = ctx.values(o, "xyz", 3, _ZERO3)
         ctx.origins[key] = t
     return t.copy()
+
+
+_OUTSIDE = "<outside the trusted roots>"      # ctx.mesh_paths: a URI left out
+
+
+def _clip_uri(uri: str, limit: int = 200) -> str:
+    return uri if len(uri) <= limit else uri[:limit] + "..."
 
 
 def resolve_uri(uri: str, base_dir: Path, search_path: list[Path], allowed: Optional[AllowedRoots] = None,
@@ -274,9 +283,16 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
             try:                # the element's path is only written into an error: found only for one
                 path = ctx.mesh_paths[uri] = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file,
                                                          s.sourceline, None, ctx.packages)
+            except UnsafeInputError:
+                if not ctx.leave_outside:
+                    raise
+                path = ctx.mesh_paths[uri] = _OUTSIDE
+                robot.warn(f"mesh {_clip_uri(uri)!r} left out: outside the trusted roots")
             except DescriptionError as exc:
                 exc.with_location(element=xmlsafe.element_path(s))
                 raise
+        if path is _OUTSIDE:
+            return None
         if path is None:
             robot.warn(f"mesh {uri!r} not found")
             if uri not in robot.missing_meshes:
@@ -422,12 +438,18 @@ def _joint(ctx: _Ctx, el, robot: Robot) -> Joint:
     return joint
 
 
-def read_string(text: str | bytes, file: Optional[str] = None, search_path=None) -> Robot:
+def read_string(text: str | bytes, file: Optional[str] = None, search_path=None,
+                mesh_roots: Optional[Iterable[str | os.PathLike]] = None) -> Robot:
+    """The robot of URDF text.  ``mesh_roots`` (a peer's description): mesh files are looked up only under
+    these folders; a mesh naming a file elsewhere is left out unprobed, with one warning naming its URI
+    (never the path it resolves to, nor an OS error)."""
     from . import normalize_search_path
 
     data = text.encode() if isinstance(text, str) else text
     tree, notes = parse_tolerant(data, file)
-    return _read_tree(tree, file, normalize_search_path(search_path), notes)
+    roots = AllowedRoots(mesh_roots) if mesh_roots is not None else None
+    return _read_tree(tree, file, normalize_search_path(search_path), notes, roots,
+                      leave_outside=roots is not None)
 
 
 def read_published(path, search_path=None) -> Robot:
@@ -463,8 +485,9 @@ def read(path, search_path=None, **options) -> Robot:
 
 
 def _read_tree(tree, file: Optional[str], search_path: list[Path], notes: list[str],
-               roots: Optional[AllowedRoots] = None) -> Robot:
+               roots: Optional[AllowedRoots] = None, leave_outside: bool = False) -> Robot:
     ctx = _Ctx(file, search_path, roots)
+    ctx.leave_outside = leave_outside
     root = tree.getroot()
     if xmlsafe.local_name(root) != "robot":
         raise ctx.error(SchemaError, f"root element <{xmlsafe.local_name(root)}>: expected <robot>", root)

@@ -290,7 +290,10 @@ class PlannerNode(ContainedNode):
 
             search = list(self.params.get("search_path") or [])
             accelerations, environment, placement = self._robot_file(search)
+            from ..world.reader import trusted_roots
+
             model = MasterModel(search, accelerations, environment, placement,
+                                trusted_roots([self.params.get("description_file")], search),
                                 seed=int(self.params.get("seed")),
                                 default_acceleration=float(self.params.get("default_acceleration")))
             model.max_planning_time = float(self.params.get("max_planning_time"))

@@ -30,12 +30,16 @@ class PlanResult:
 class MasterModel:
     def __init__(self, search_path: Sequence[str] = (),
                  acceleration_limits: Optional[Mapping[str, float]] = None,
-                 environment: Optional[Mapping[str, object]] = None, placement=None, **planner_options):
+                 environment: Optional[Mapping[str, object]] = None, placement=None,
+                 trusted: Optional[Sequence[str]] = None, **planner_options):
         """``environment``: name -> body (a Robot placed by its own placement) of the robot file's world,
         which a URDF does not carry; these bodies stay whatever world_node's documents say.  ``placement``:
         4x4 world -> the robot's root (:func:`robot_bridge.model.placement.robot_placement`; default the
         identity), which a URDF does not carry either: the robot stands there among the world's bodies and
-        pose goals in the world frame are reached there."""
+        pose goals in the world frame are reached there.  ``trusted``: the folders a received description's
+        meshes and world documents' body files may lie in (default :func:`~robot_bridge.world.reader.
+        trusted_roots` of ``search_path``, with the description node's default mesh cache folder); a mesh
+        elsewhere is left out unread, with one generic problem line."""
         import numpy as np
 
         from .backend import require
@@ -53,9 +57,13 @@ class MasterModel:
         self._srdf: Optional[str] = None
         self._joint_state: dict[str, float] = {}
         self._objects: dict = {}
+        from ..formats.mesh_cache import default_cache_dir
         from ..world.reader import WorldReader, trusted_roots
 
-        self.reader = WorldReader(trusted_roots(folders=self.search_path), self.search_path)
+        if trusted is None:
+            trusted = trusted_roots(folders=self.search_path)
+        self.trusted = [*trusted, str(default_cache_dir())]     # description_node's file:// mesh URIs
+        self.reader = WorldReader(list(trusted), self.search_path)
 
     def _problem(self, text: str) -> str:
         if text not in self.problems:
@@ -73,12 +81,12 @@ class MasterModel:
             self._srdf = srdf_text
             return None
         from .planner import Planner
-        from .sync import robot_from_description
+        from .sync import confined_urdf, robot_from_description
 
         try:
-            robot = robot_from_description(urdf_text, srdf_text or None, self.search_path)
+            robot = robot_from_description(urdf_text, srdf_text or None, self.search_path, self.trusted)
             robot.placement = self.placement.copy()
-            planner = Planner(robot, urdf_text, environment=False,
+            planner = Planner(robot, confined_urdf(urdf_text, robot), environment=False,
                               acceleration_limits=self.acceleration_limits, **self.planner_options)
         except (DescriptionError, PlanningError, ValueError, RuntimeError) as exc:
             return self._problem(f"robot description not used: {type(exc).__name__}: {exc}")
@@ -90,6 +98,9 @@ class MasterModel:
             for problem in planner.set_objects(self._objects, keep=list(self.environment)):
                 self._problem(f"world objects: {problem}")
         self.planner = planner
+        for note in robot.warnings:
+            if "outside the trusted roots" in note:
+                self._problem(f"robot description: {note}")
         for note in planner.notes:
             self._problem(note)
         return None

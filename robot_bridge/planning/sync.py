@@ -11,13 +11,17 @@ import numpy as np
 from ..model import Robot
 
 
-def robot_from_description(urdf: str, srdf: Optional[str] = None, search_path: Sequence[str] = ()) -> Robot:
-    """The robot of a published URDF (and SRDF): what the planner models.  Raises DescriptionError."""
+def robot_from_description(urdf: str, srdf: Optional[str] = None, search_path: Sequence[str] = (),
+                           mesh_roots: Optional[Sequence[str]] = None) -> Robot:
+    """The robot of a published URDF (and SRDF): what the planner models.  Raises DescriptionError.
+    ``mesh_roots``: mesh files only under these folders (others left out with a warning in
+    ``robot.warnings``); None: wherever the URIs point."""
     from ..formats import srdf as srdf_format
     from ..formats.urdf import read_string
     from ..formats.validate import validate
 
-    robot = validate(read_string(urdf, file="<robot_description>", search_path=list(search_path) or None))
+    robot = validate(read_string(urdf, file="<robot_description>", search_path=list(search_path) or None,
+                                 mesh_roots=mesh_roots))
     if srdf:
         srdf_format.attach_semantics(robot, srdf_format.read_srdf_string(srdf, robot,
                                                                          file="<robot_description_semantic>"))
@@ -31,3 +35,32 @@ def objects_from_xml(text: str, reader) -> tuple[dict[str, tuple[Robot, np.ndarr
     DescriptionError when the document is refused; bodies it refuses are left out, named in the problems."""
     read = reader.objects(text)
     return read.objects, read.summary()
+
+
+def confined_urdf(urdf: str, robot: Robot) -> str:
+    """``urdf`` for the planning backends (which resolve mesh URIs themselves, wherever they point): each
+    mesh URI replaced by the file :func:`robot_from_description` found for it under the trusted roots
+    (``file://`` + that path), and each ``<collision>``/``<visual>`` whose mesh it left out or did not find
+    removed."""
+    from ..formats.urdf import parse_tolerant
+    from ..model import Mesh
+
+    found: dict[str, str] = {}
+    for link in robot.links.values():
+        for geom in (*link.collisions, *link.visuals):
+            if isinstance(geom.shape, Mesh) and geom.shape.path:
+                found[geom.shape.uri] = geom.shape.path
+    tree, _notes = parse_tolerant(urdf.encode(), "<robot_description>")
+    for mesh in list(tree.getroot().iter("mesh")):
+        path = found.get(mesh.get("filename") or "")
+        if path is not None:
+            mesh.set("filename", "file://" + path)
+            continue
+        holder = mesh.getparent()
+        while holder is not None and holder.tag not in ("collision", "visual"):
+            holder = holder.getparent()
+        target = holder if holder is not None and holder.getparent() is not None else mesh
+        target.getparent().remove(target)
+    from lxml import etree
+
+    return etree.tostring(tree, encoding="unicode")

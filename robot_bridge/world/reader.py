@@ -20,7 +20,8 @@ Any process on the DDS domain may publish such a document, so what it names is n
   file, which lies in the launch-time folders;
 - read files are kept (at most ``max_files``, least recently used dropped) keyed by path, device, inode,
   size and mtime: a body that only moves is the same model, a file changed on disk is read anew, a file
-  that failed is not read again until it changes;
+  that failed is not read again until it changes; a body's mesh files are read with it (one over the
+  mesh work budget, ``MAX_MESH_WORK``, refuses the body with that typed reason);
 - one document's body files are read within ``time_limit`` seconds: bodies still unread then are left out
   (the files read so far stay cached, the next document goes on from there).
 
@@ -256,6 +257,7 @@ class WorldReader:
         (file, *_), srdf = key
         try:
             body = load(file, search_path=self.search_path or None, allowed_roots=list(self.roots))
+            _check_meshes(body)
             if srdf is not None:
                 body = with_handles(body, srdf[0], f"body file {file}", self.source)
             return body
@@ -294,6 +296,25 @@ class WorldReader:
             out.problems.append(f"{late} bodies left out: their files were not read within "
                                 f"{self.time_limit:g} s")
         return out
+
+
+def _check_meshes(body) -> None:
+    """Read every mesh file the body's scenes would read (collisions, else visuals) here, on the reader's
+    thread: a file over the mesh work budget (:class:`~robot_bridge.errors.WorkBudgetError`, an
+    UnsafeInputError) refuses the body, instead of stalling whoever builds a scene from it (the
+    controller's, under its lock)."""
+    from ..formats.meshes import mesh_arrays
+    from ..model import Mesh
+
+    for link in body.links.values():
+        for geom in (link.collisions or link.visuals):
+            if isinstance(geom.shape, Mesh) and geom.shape.path is not None:
+                try:
+                    mesh_arrays(geom.shape, scaled=False)
+                except UnsafeInputError:
+                    raise
+                except DescriptionError:        # missing or malformed: the scenes warn and leave it out
+                    pass
 
 
 class LatestWorker:

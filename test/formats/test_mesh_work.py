@@ -11,7 +11,7 @@ import pytest
 
 from pathlib import Path
 
-from fixtures.inventor import iv_binary
+from fixtures.inventor import amplified_iv, iv_binary
 from robot_bridge import errors as E
 from robot_bridge.formats import load, meshes
 
@@ -20,12 +20,8 @@ HEAD = "#Inventor V2.1 ascii\nSeparator {\n  Coordinate3 { point [ 0 0 0, 1 0 0,
 
 
 def _amplified(tmp_path, indices: int = 300_000, uses: int = 9_000):
-    """Issue 41's file: one DEF'd IndexedFaceSet of 300,000 ``-1`` indices (no triangle) USE'd 9,000
-    times -- within the 10,000-visit budget, 0 triangles, ~900 KB."""
-    path = tmp_path / "amplified.iv"
-    path.write_text(HEAD + "  DEF F IndexedFaceSet { coordIndex [ " + "-1 " * indices + "] }\n"
-                    + "  USE F\n" * uses + "}\n")
-    return path
+    """Issue 41's file (:func:`fixtures.inventor.amplified_iv`)."""
+    return amplified_iv(tmp_path / "amplified.iv", indices, uses)
 
 
 def test_def_use_amplification_is_refused_at_the_work_budget(tmp_path):

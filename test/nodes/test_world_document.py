@@ -196,3 +196,115 @@ def test_planner_node_refuses_forged_body_files(touched):
             pending = node._pending_objects
         assert pending is None or set(pending) == {"ball_0"}
         assert node.objects_version == 1
+
+
+KINBODY = """<KinBody name="amplified">
+  <Body name="base" type="dynamic">
+    <Geom type="trimesh"><Data>amplified.iv</Data><Render>amplified.iv</Render></Geom>
+  </Body>
+</KinBody>
+"""
+
+
+def amplified_document(folder: Path) -> str:
+    """A document naming issue 41's 900 KB amplification file (through a KinBody in ``folder``, a trusted
+    objects root) next to the package's ball."""
+    from fixtures.inventor import amplified_iv
+
+    assert amplified_iv(folder / "amplified.iv").stat().st_size < 1_000_000
+    (folder / "amplified.kinbody.xml").write_text(KINBODY)
+    ball = load_mapping(DATA / "objects.yaml").classes["ball"]
+    return to_xml([PlacedBody("amp", "x", str(folder / "amplified.kinbody.xml"), np.eye(4)),
+                   PlacedBody("ball_0", "ball", ball.file, np.eye(4))], stamp=1.0)
+
+
+def check_amplified(probe: Probe, touched: list, worker, what: str) -> None:
+    """The amplification body refused with the typed work-budget reason, in one line, nothing opened
+    outside the trusted roots."""
+    wait_until(lambda: worker.handled >= 1, 60.0, f"{what} to read the document")
+    _RECORDING.remove(touched)
+    bad = sorted({p for p in touched if p.startswith(FORBIDDEN)})
+    assert bad == [], f"{what} touched {bad}"
+    wait_until(lambda: probe.logged("MAX_MESH_WORK"), 30.0, f"{what}'s refusal on /rosout")
+    lines = probe.logged("MAX_MESH_WORK")
+    assert len(lines) == 1 and "body 'amp': " in lines[0] and "amplified.iv" in lines[0], lines
+    with probe.lock:
+        leaks = [(word, text) for text in probe.lines for word in ORACLE_WORDS if word in text]
+    assert leaks == [], leaks
+
+
+def test_controller_refuses_the_amplification_body_and_keeps_its_state_rate(touched, tmp_path):
+    """Issue 41's 900 KB Inventor file inside the trusted roots: the old controller read it in its scene
+    under the control lock (~0.5 s of work: a /joint_states gap); now the reader refuses the body on its
+    worker with MAX_MESH_WORK and the state thread runs on."""
+    from robot_bridge.nodes.controller import ControllerNode
+
+    ns = f"/t{uuid.uuid4().hex[:8]}"
+    context = rclpy.Context()
+    context.init()
+    node = ControllerNode(context=context, namespace=ns, parameter_overrides=overrides(
+        description_file=str(WORLD), state_rate=STATE_RATE, **{"sim.objects_roots": [str(tmp_path)]}))
+    probe = Probe(context, ns, f"{ns}/world_node/objects", f"{ns[1:]}.controller_node")
+    stamps: list[float] = []
+    probe.node.create_subscription(
+        JointState, "/joint_states",
+        lambda msg: stamps.append(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9),
+        QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    document = amplified_document(tmp_path)
+    with spun(context, node, probe.node):
+        wait_until(lambda: len(stamps) >= 5, 60.0, "/joint_states")
+        first = len(stamps)
+        _RECORDING.append(touched)
+        probe.pub.publish(String(data=document))
+        check_amplified(probe, touched, node.objects_worker, "controller_node")
+        assert set(node._world_objects) == {"ball_0"}
+        after = len(stamps)
+        wait_until(lambda: len(stamps) >= after + 10, 60.0, "/joint_states after the document")
+        window = np.array(stamps[first - 1:])
+    gaps = np.diff(window)
+    assert gaps.max() <= 2.0 / STATE_RATE + 0.25, f"largest /joint_states gap {gaps.max():.3f} s"
+
+
+def test_planner_node_refuses_the_amplification_body(touched, tmp_path):
+    from robot_bridge import planning
+
+    if not planning.installed():
+        pytest.skip("the planning extra is not installed")
+    from robot_bridge.nodes.planner import PlannerNode
+
+    ns = f"/t{uuid.uuid4().hex[:8]}"
+    context = rclpy.Context()
+    context.init()
+    node = PlannerNode(context=context, namespace=ns,
+                       parameter_overrides=overrides(objects_roots=[str(tmp_path)]))
+    probe = Probe(context, ns, f"{ns}/world_node/objects", f"{ns[1:]}.planner_node")
+    document = amplified_document(tmp_path)
+    with spun(context, node, probe.node):
+        _RECORDING.append(touched)
+        probe.pub.publish(String(data=document))
+        check_amplified(probe, touched, node.objects_worker, "planner_node")
+        with node._input_lock:
+            pending = node._pending_objects
+        assert pending is None or set(pending) == {"ball_0"}
+        assert node.objects_version == 1
+
+
+def test_sensor_bridge_refuses_the_amplification_body(touched, sensor_harness, tmp_path):
+    from robot_bridge.formats import load
+
+    document = amplified_document(tmp_path)
+    h = sensor_harness(load(WORLD), default_mode="off", objects_roots=[str(tmp_path)],
+                       **{"sensors.base_laser.mode": "sim"})
+    bridge = h.bridge
+    probe = Probe(h.context, h.namespace, f"{h.namespace}/world_node/objects",
+                  f"{h.namespace[1:]}.sensor_bridge")
+    h.executor.add_node(probe.node)
+    try:
+        _RECORDING.append(touched)
+        probe.pub.publish(String(data=document))
+        assert h.spin_until(lambda: probe.logged("MAX_MESH_WORK"), timeout=60.0), "no refusal"
+        check_amplified(probe, touched, bridge.objects_worker, "sensor_bridge")
+        assert set(bridge._objects_applied) == {"ball_0"} and "amp" not in bridge.scene.bodies
+    finally:
+        h.executor.remove_node(probe.node)
+        probe.node.destroy_node()

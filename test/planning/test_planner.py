@@ -5,6 +5,8 @@ and the model, grasp frames by pinocchio's own forward kinematics, typed failure
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -561,6 +563,62 @@ def test_master_model_keeps_the_last_good_state():
     assert master.plan(JointGoal({"j1": 0.1}), group="nope").code == errors.INVALID_GROUP_NAME
     assert master.plan(GraspGoal("hand", "nothing", side_handle())).code == errors.INVALID_OBJECT_NAME
     assert len(master.problems) >= 3
+
+
+_OPENED: list = []
+
+
+def _audit_open(event: str, args) -> None:
+    if _OPENED and event == "open" and args and isinstance(args[0], (str, bytes)):
+        _OPENED[-1].append(os.fsdecode(args[0]))
+
+
+def test_master_model_leaves_out_meshes_outside_the_trusted_roots(tmp_path):
+    """Issue 41: a peer's robot_description naming /etc/passwd (file:// and absolute) or /proc/self/environ
+    as a mesh made the planner read it.  Now such a mesh is left out unopened, with one generic problem
+    line (its URI, never the path's kind or an OS error); a mesh under the trusted roots is kept and the
+    planner builds and plans.  Fails on the old code (it opened /etc/passwd)."""
+    import trimesh
+
+    from robot_bridge.formats.srdf import to_srdf
+    from robot_bridge.formats.urdf import to_urdf
+    from robot_bridge.planning.master import MasterModel
+    from robot_bridge.planning.sync import robot_from_description
+
+    source = scenes.embedded_robot()
+    urdf, _ = to_urdf(source)
+    trimesh.creation.box((0.01, 0.01, 0.01)).export(tmp_path / "small.stl")
+    tree = etree.fromstring(urdf.encode())
+    link = tree.find("link[@name='%s']" % source.root_links()[0])
+    forged = ["file:///etc/passwd", "/etc/passwd", "file:///proc/self/environ", str(tmp_path / "small.stl")]
+    for uri in forged:
+        collision = etree.SubElement(link, "collision")
+        etree.SubElement(etree.SubElement(collision, "geometry"), "mesh", filename=uri)
+    text = etree.tostring(tree).decode()
+    master = MasterModel(acceleration_limits={j.name: float(j.acceleration[0]) for j in source.active_joints},
+                         trusted=[str(tmp_path)])
+    opened: list[str] = []
+    if not getattr(sys, "_robot_bridge_open_audit", False):
+        sys.addaudithook(_audit_open)
+        sys._robot_bridge_open_audit = True
+    _OPENED.append(opened)
+    try:
+        assert master.set_description(urdf=text, srdf=to_srdf(source.semantics, source.name)) is None
+        result = master.plan(NamedGoal("home"), timeout=5.0)
+    finally:
+        _OPENED.remove(opened)
+    assert [p for p in opened if p.startswith(("/etc", "/proc"))] == []
+    assert master.planner is not None and result.code == errors.SUCCESS
+    left_out = [p for p in master.problems if "outside the trusted roots" in p]
+    assert len(left_out) == 3, master.problems
+    for uri, line in zip(forged, left_out):
+        assert line == f"robot description: mesh {uri!r} left out: outside the trusted roots"
+    for word in ("No such file", "Permission", "not a regular", "directory", "environ variables"):
+        assert not [p for p in master.problems if word in p], master.problems
+    # the trusted mesh is kept; the others are not geometry of the link
+    robot = robot_from_description(text, None, (), [str(tmp_path)])
+    uris = [g.shape.uri for g in robot.links[source.root_links()[0]].collisions if hasattr(g.shape, "uri")]
+    assert uris == [str(tmp_path / "small.stl")]
 
 
 def test_mesh_bodies_collide_like_their_triangles(fresh, tmp_path):
