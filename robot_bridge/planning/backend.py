@@ -17,7 +17,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from .errors import INSTALL_HINT, InvalidGroup, PlanningUnavailable
+from .errors import INSTALL_HINT, InvalidGroup, PlanningError, PlanningUnavailable
 
 try:                                    # noqa: SIM105  (one clear error below, not at every use)
     import coal
@@ -77,6 +77,11 @@ class Backend:
                 os.unlink(f.name)
         self._scene = self._robot_scene()
         self.joint_names: list[str] = list(self._scene.getJointNames())
+        continuous = [n for n in self.joint_names
+                      if self._scene.getJointInfo(n).type == rc.JointType.CONTINUOUS]
+        if continuous:      # the scene's configuration is not one value per joint as the planner's vectors
+            raise PlanningError(f"continuous joints {continuous}: roboplan holds (cos, sin) for each, the "
+                                "planner one value per joint; not supported yet")
         # roboplan 0.7's velocity / acceleration / jerk limit getters size their vectors by the group's
         # non-mimic DOFs but write one entry per joint name, mimic joints included: a group naming mimic
         # joints (the default group of any robot with <mimic>) writes past two heap blocks (issue 43).

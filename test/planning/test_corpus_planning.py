@@ -41,9 +41,9 @@ FILES = [str(p.relative_to(CORPUS)) for p in corpus_files()] if (CORPUS / "MANIF
 
 # Robots the planner refuses today with a Python error (never a crash: a signal always fails), by reason: the
 # error must contain the reason's text, and a robot listed that plans fails the test (take it off the list).
-CONTINUOUS = ("continuous joints: roboplan's configuration holds (cos, sin) per continuous joint, the "
-              "planner one value per joint",
-              ("operands could not be broadcast", "position and 1 velocity indices"))
+CONTINUOUS = ("continuous joints: roboplan's configuration holds (cos, sin) for each, the planner one "
+              "value per joint",
+              ("PlanningError: continuous joints",))
 DUPLICATE_NAMES = ("a link and a joint of the same name, which roboplan refuses",
                    ("Duplicate names for different frame types",))
 MIMIC_ORDER = ("a mimic joint before the joint it follows in the tree, which pinocchio refuses",
