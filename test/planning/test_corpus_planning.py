@@ -33,8 +33,7 @@ BATCH = 8                  # robots per child process (a process costs ~1 s of i
 BATCH_TIMEOUT = 900.0      # s for one child process (a robot: a few s idle, far more on a loaded host)
 MALLOC_DEBUG = Path("/lib/x86_64-linux-gnu/libc_malloc_debug.so.0")   # glibc >= 2.34 (Debian / Ubuntu)
 
-sys.path.insert(0, str(HERE.parent / "formats"))
-from test_corpus_urdf_export import corpus_files  # noqa: E402
+from fixtures.urdf_export import corpus_files  # noqa: E402
 
 FILES = [str(p.relative_to(CORPUS)) for p in corpus_files()] if (CORPUS / "MANIFEST.md").is_file() else []
 
