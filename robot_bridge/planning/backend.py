@@ -17,7 +17,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
-from .errors import INSTALL_HINT, PlanningUnavailable
+from .errors import INSTALL_HINT, InvalidGroup, PlanningError, PlanningUnavailable
 
 try:                                    # noqa: SIM105  (one clear error below, not at every use)
     import coal
@@ -38,6 +38,7 @@ def require() -> None:
 
 ALWAYS_SAMPLES = 200          # random configurations to find link pairs in collision everywhere
 ALWAYS_FRACTION = 0.95        # ... in at least this share of them (MoveIt Setup Assistant's "Always")
+_ACTUATED = "robot_bridge:actuated"    # roboplan group of every actuated joint, in scene order
 _MESH_DIR = Path(tempfile.gettempdir()) / f"robot_bridge_planning_meshes_{os.getuid()}"
 
 
@@ -76,9 +77,25 @@ class Backend:
                 os.unlink(f.name)
         self._scene = self._robot_scene()
         self.joint_names: list[str] = list(self._scene.getJointNames())
+        continuous = [n for n in self.joint_names
+                      if self._scene.getJointInfo(n).type == rc.JointType.CONTINUOUS]
+        if continuous:      # the scene's configuration is not one value per joint as the planner's vectors
+            raise PlanningError(f"continuous joints {continuous}: roboplan holds (cos, sin) for each, the "
+                                "planner one value per joint; not supported yet")
+        # roboplan 0.7's velocity / acceleration / jerk limit getters size their vectors by the group's
+        # non-mimic DOFs but write one entry per joint name, mimic joints included: a group naming mimic
+        # joints (the default group of any robot with <mimic>) writes past two heap blocks (issue 43).
+        # Every roboplan group used here names actuated joints only (see _roboplan_group).
+        self.mimic_joints = {n for n in self._scene.getJointNamesWithMimics()
+                             if self._scene.getJointInfo(n).mimic_info is not None}
+        self._stale = False           # the scene must be built again from the records before its next use
+        self._aliases: dict[str, list[str]] = {_ACTUATED: list(self.joint_names)}   # roboplan-only groups
+        self._scene.addGroup(_ACTUATED, self.joint_names)
+        self._roboplan_groups: dict[str, str] = {}    # group -> the mimic-free roboplan group used for it
+        actuated = self._roboplan_group(_ACTUATED)
         self.lower, self.upper = (np.asarray(v, dtype=float) for v in self._scene.getPositionLimitVectors())
-        self.velocity = np.asarray(self._scene.getVelocityLimitVectors()[1], dtype=float)
-        self.acceleration = np.asarray(self._scene.getAccelerationLimitVectors()[1], dtype=float)
+        self.velocity = np.asarray(self._scene.getVelocityLimitVectors(actuated)[1], dtype=float)
+        self.acceleration = np.asarray(self._scene.getAccelerationLimitVectors(actuated)[1], dtype=float)
         self.link_names = self._link_names()
         links = set(self.link_names)
         self._disabled = [tuple(p) for p in disabled_pairs if p[0] in links and p[1] in links]
@@ -91,7 +108,6 @@ class Backend:
         # added geometry -> (parent frame, shape, pose in the parent's joint frame), in the order added
         self._geometry: dict[str, tuple[str, object, np.ndarray]] = {}
         self._pairs: dict[tuple[str, str], bool] = {}           # pair with an added geometry -> allowed
-        self._stale = False           # the scene must be built again from the records before its next use
         self.rebuilds = 0
         self._coal_shapes: dict[int, tuple[object, object]] = {}  # id(shape) -> (shape, coal shape)
         self.collision_checks = 0
@@ -125,7 +141,7 @@ class Backend:
             scene.setCollisions(self._disabled, False)
         if self.always_pairs:
             scene.setCollisions(self.always_pairs, False)
-        for name, joints in self.groups.items():
+        for name, joints in [*self.groups.items(), *self._aliases.items()]:
             scene.addGroup(name, list(joints))
         for name, (parent, shape, pose) in self._geometry.items():
             self._add_to(scene, name, parent, shape, pose)
@@ -189,10 +205,12 @@ class Backend:
         return sorted(candidates)
 
     def define_group(self, name: str, joints: Sequence[str]) -> None:
+        """A group of these joints (mimic joints left out: they follow their leaders)."""
         if name not in self.groups:
+            joints = [j for j in joints if j not in self.mimic_joints]
             if not self._stale:
-                self._scene.addGroup(name, list(joints))
-            self.groups[name] = list(joints)
+                self._scene.addGroup(name, joints)
+            self.groups[name] = joints
 
     def has_group(self, name: str) -> bool:
         try:
@@ -201,11 +219,33 @@ class Backend:
             return False
         return True
 
+    def _roboplan_group(self, name: str) -> str:
+        """The roboplan group to hand roboplan for group ``name``: itself when it names no mimic joint,
+        else a group of its actuated joints (an SRDF group may list mimic joints).  Its joint names, position
+        and velocity indices are checked to agree one to one before any of them reaches roboplan."""
+        used = self._roboplan_groups.get(name)
+        if used is None:
+            scene = self.scene
+            joints = list(scene.getJointGroupInfo(name).joint_names)
+            actuated = [j for j in joints if j not in self.mimic_joints]
+            used = name
+            if len(actuated) != len(joints):
+                used = f"{_ACTUATED}:{name}"
+                scene.addGroup(used, actuated)
+                self._aliases[used] = actuated          # a scene built again adds it too
+            info = scene.getJointGroupInfo(used)
+            n, nq, nv = len(info.joint_names), len(info.q_indices), len(info.v_indices)
+            if not n == nq == nv or any(not 0 <= i < len(self.joint_names) for i in info.q_indices):
+                raise InvalidGroup(f"group {name!r}: roboplan reports {n} joints, {nq} position and {nv} "
+                                   f"velocity indices (of {len(self.joint_names)}); not used")
+            self._roboplan_groups[name] = used
+        return used
+
     def group_joints(self, name: str) -> list[str]:
-        return list(self.scene.getJointGroupInfo(name).joint_names)
+        return list(self.scene.getJointGroupInfo(self._roboplan_group(name)).joint_names)
 
     def group_indices(self, name: str) -> np.ndarray:
-        return np.asarray(self.scene.getJointGroupInfo(name).q_indices, dtype=int)
+        return np.asarray(self.scene.getJointGroupInfo(self._roboplan_group(name)).q_indices, dtype=int)
 
     # -- world geometry --------------------------------------------------------------------------
     def add_geometry(self, name: str, parent: str, shape, pose: np.ndarray) -> bool:
@@ -350,9 +390,19 @@ class Backend:
         cache[key] = (shape, out)
         return out
 
+    def _q(self, q) -> np.ndarray:
+        """``q`` as roboplan reads it (contiguous float64, one value per position index), checked first:
+        Eigen in roboplan / pinocchio reads a shorter vector past its end."""
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        if q.shape != self.lower.shape:
+            raise ValueError(f"joint vector of shape {q.shape}, the scene has {self.lower.size} positions")
+        if not np.all(np.isfinite(q)):
+            raise ValueError("joint vector with a non-finite value")
+        return q
+
     def in_collision(self, q: np.ndarray) -> bool:
         self.collision_checks += 1
-        return bool(self.scene.hasCollisions(np.asarray(q, dtype=float)))
+        return bool(self.scene.hasCollisions(self._q(q)))
 
     def within_limits(self, q: np.ndarray, tol: float = 1e-9) -> bool:
         q = np.asarray(q, dtype=float)
@@ -361,7 +411,7 @@ class Backend:
     def segment_free(self, qa: np.ndarray, qb: np.ndarray, step: float) -> bool:
         """No collision on the straight segment, checked (by bisection) so that no joint moves more than
         ``step`` between two checks."""
-        qa, qb = np.asarray(qa, dtype=float), np.asarray(qb, dtype=float)
+        qa, qb = self._q(qa), self._q(qb)
         d = qb - qa
         largest = float(np.max(np.abs(d))) if d.size else 0.0
         if largest == 0.0:
@@ -371,11 +421,11 @@ class Backend:
         return not rc.hasCollisionsAlongPath(self.scene, qa, qb, norm_step, True, True)
 
     def frame_pose(self, q: np.ndarray, frame: str) -> np.ndarray:
-        return np.array(self.scene.forwardKinematics(np.asarray(q, dtype=float), frame))
+        return np.array(self.scene.forwardKinematics(self._q(q), frame))
 
     def frame_jacobian(self, q: np.ndarray, frame: str) -> np.ndarray:
         """6 x nq Jacobian of ``frame`` in its own (local) frame: rows linear then angular."""
-        return np.array(self.scene.computeFrameJacobian(np.asarray(q, dtype=float), frame, True))
+        return np.array(self.scene.computeFrameJacobian(self._q(q), frame, True))
 
     def has_frame(self, frame: str) -> bool:
         try:
@@ -393,15 +443,16 @@ class Backend:
         [] when the path found collides between the planner's checks (plan again with a smaller step)."""
         idx = self.group_indices(group)
         names = self.group_joints(group)
-        self.scene.setJointPositions(np.asarray(q_start, dtype=float))
-        options = rrt.RRTOptions(group_name=group, max_nodes=100000, collision_check_step_size=step,
-                                 collision_check_use_bisection=True, max_planning_time=float(timeout),
-                                 rrt_connect=True)
+        q_start, q_goal = self._q(q_start), self._q(q_goal)
+        self.scene.setJointPositions(q_start)
+        options = rrt.RRTOptions(group_name=self._roboplan_group(group), max_nodes=100000,
+                                 collision_check_step_size=step, collision_check_use_bisection=True,
+                                 max_planning_time=float(timeout), rrt_connect=True)
         planner = rrt.RRT(self.scene, options)
         self._seed += 1
         planner.setRngSeed(self._seed)
-        start = rc.JointConfiguration(names, np.asarray(q_start, dtype=float)[idx])
-        goal = rc.JointConfiguration(names, np.asarray(q_goal, dtype=float)[idx])
+        start = rc.JointConfiguration(names, q_start[idx])
+        goal = rc.JointConfiguration(names, q_goal[idx])
         try:
             path = planner.plan(start, goal)
         except RuntimeError:
@@ -438,11 +489,12 @@ class Backend:
         idx = self.group_indices(group)
         path = rc.JointPath()
         path.joint_names = self.group_joints(group)
-        path.positions = [np.asarray(w, dtype=float)[idx] for w in waypoints]
+        path.positions = [self._q(w)[idx] for w in waypoints]
         options = rtoppra.TOPPRAOptions(dt=float(dt), mode=rtoppra.SplineFittingMode.Hermite,
                                         velocity_scale=float(velocity_scale),
                                         acceleration_scale=float(acceleration_scale))
-        traj = rtoppra.PathParameterizerTOPPRA(self.scene, group).generate(path, options)
+        parameterizer = rtoppra.PathParameterizerTOPPRA(self.scene, self._roboplan_group(group))
+        traj = parameterizer.generate(path, options)
         return (np.asarray(traj.times, dtype=float), np.asarray(traj.positions, dtype=float),
                 np.asarray(traj.velocities, dtype=float), np.asarray(traj.accelerations, dtype=float))
 

@@ -132,7 +132,10 @@ class Planner:
             from ..formats.mesh_cache import MeshCache
             from ..formats.urdf import MeshTarget, to_urdf
 
-            urdf, _report = to_urdf(robot, target=MeshTarget(cache=MeshCache()))
+            # the mesh files the reader found, by path: a package:// URI resolves only where the folder
+            # is named as the package (moveit_resources' panda_description holds
+            # moveit_resources_panda_description)
+            urdf, _report = to_urdf(robot, target=MeshTarget(cache=MeshCache(), keep_written_uris=False))
         self.urdf = urdf
         package_paths = list(package_paths) + _package_roots(robot)
         self.semantics = robot.semantics if robot.semantics is not None else \

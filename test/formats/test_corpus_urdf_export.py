@@ -4,7 +4,6 @@ forward kinematics equals robot_bridge's, link for link, at random configuration
 from __future__ import annotations
 
 import importlib.util
-import re
 from pathlib import Path
 
 import pytest
@@ -12,28 +11,9 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")
 
-from fixtures.urdf_export import CORPUS, WORST, assert_export_matches, load_or_skip  # noqa: E402
+from fixtures.urdf_export import CORPUS, WORST, assert_export_matches, corpus_files, load_or_skip  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-SOURCES = {"openrave": (".xml", ".dae", ".zae"), "robot_model/collada_urdf": (".dae",), "": (".urdf",)}
-
-
-def _movable_urdf(p: Path) -> bool:
-    """URDFs stand in for robots here only when they move (single-link scenes add nothing)."""
-    movable = rb'type="(revolute|continuous|prismatic)"'
-    return p.suffix != ".urdf" or re.search(movable, p.read_bytes()) is not None
-
-
-def corpus_files() -> list[Path]:
-    files = []
-    for sub, suffixes in SOURCES.items():
-        root = CORPUS / sub
-        if root.is_dir():
-            files += [p for p in sorted(root.rglob("*")) if p.is_file() and p.name.lower().endswith(suffixes)
-                      and not p.name.startswith("fail_") and "xsd" not in p.parts and _movable_urdf(p)]
-    return sorted(set(files))
-
 
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: str(p.relative_to(CORPUS)))
 def test_exported_urdf_matches_model(path, tmp_path):
