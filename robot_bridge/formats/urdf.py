@@ -283,8 +283,9 @@ def _geometry(ctx: _Ctx, el, robot: Robot, materials: dict[str, Material]) -> Op
             try:                # the element's path is only written into an error: found only for one
                 path = ctx.mesh_paths[uri] = resolve_uri(uri, ctx.dir, ctx.search_path, ctx.roots, ctx.file,
                                                          s.sourceline, None, ctx.packages)
-            except UnsafeInputError:
+            except UnsafeInputError as exc:
                 if not ctx.leave_outside:
+                    exc.with_location(element=xmlsafe.element_path(s))
                     raise
                 path = ctx.mesh_paths[uri] = _OUTSIDE
                 robot.warn(f"mesh {_clip_uri(uri)!r} left out: outside the trusted roots")
