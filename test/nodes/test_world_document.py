@@ -14,7 +14,6 @@ throughout: judged on the stamps it publishes (largest gap between consecutive s
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -29,6 +28,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
+from fixtures.opens import RECORDING as _RECORDING  # noqa: E402
 from fixtures.spinning import spun  # noqa: E402
 from robot_bridge.ros import qos  # noqa: E402
 from robot_bridge.world import PlacedBody, load_mapping, to_xml  # noqa: E402
@@ -44,15 +44,6 @@ ORACLE_WORDS = ("not XML", "not found", "binary", "regular file", "No such file"
                 "empty file", "shadow", "environ", "nonexistent")
 STATE_RATE = 20.0
 
-_RECORDING: list = []
-
-
-def _audit(event: str, args) -> None:
-    if _RECORDING and event == "open" and args and isinstance(args[0], (str, bytes)):
-        _RECORDING[-1].append(os.fsdecode(args[0]))
-
-
-sys.addaudithook(_audit)
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ Opens are recorded with an audit hook ("open" events) and the stat family by wra
 from __future__ import annotations
 
 import os
-import sys
 import threading
 
 import numpy as np
 import pytest
 
+from fixtures.opens import RECORDING as _RECORDING
 from robot_bridge.errors import DescriptionError, SchemaError, UnsafeInputError
 from robot_bridge.world import PlacedBody, to_xml
 from robot_bridge.world import reader as reader_module
@@ -25,15 +25,6 @@ BOX = """<KinBody name="box"><Body name="box" type="dynamic">
   <Geom type="box"><extents>0.05 0.1 0.3</extents></Geom></Body></KinBody>"""
 FORGED = ["/etc/shadow", "/proc/self/environ", "/nonexistent/x.xml", "/etc/passwd", "/etc"]
 
-_RECORDING: list = []
-
-
-def _audit(event: str, args) -> None:
-    if _RECORDING and event == "open" and args and isinstance(args[0], (str, bytes)):
-        _RECORDING[-1].append(os.fsdecode(args[0]))
-
-
-sys.addaudithook(_audit)
 
 
 @pytest.fixture
