@@ -58,6 +58,7 @@ from ..ros.guard import ContainedNode
 from ..ros.params import Param
 from ..planning.cancel import CancelToken
 from ..planning.errors import PlanningError
+from ..planning.pick_place import ExecutionFailed
 from ..world.planning_scene import attach_topic
 
 E = MoveItErrorCodes
@@ -147,10 +148,8 @@ def action_request_qos() -> QoSProfile:
                       durability=DurabilityPolicy.VOLATILE)
 
 
-class GoalFailed(Exception):
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code, self.message = int(code), message
+class GoalFailed(ExecutionFailed):
+    """A goal's end with its MoveIt error code (``code``) and reason (``message``)."""
 
 
 @dataclass
@@ -886,193 +885,102 @@ class PlannerNode(ContainedNode):
                                                f"position {response.result.position:.4g}")
         return response.result
 
-    # -- grasps ------------------------------------------------------------------------------------
-    def _gripper_of(self, name: str):
-        grippers = self.model.planner.semantics.grippers
-        if not name:
-            if len(grippers) != 1:
-                raise GoalFailed(E.INVALID_GROUP_NAME, "end_effector empty and the robot has "
-                                                       f"{len(grippers)} grippers: {sorted(grippers)}")
-            return next(iter(grippers.values()))
-        if name not in grippers:
-            raise GoalFailed(E.INVALID_GROUP_NAME, f"no gripper {name!r} (hpp grippers: {sorted(grippers)})")
-        return grippers[name]
-
-    def _handle_of(self, body: str, gripper, grasps):
-        """The handle to grasp: a ``possible_grasps[0]`` whose ``id`` is ``<body>/<handle>`` (hpp's name of an
-        object's handle) names a handle of the body's class (its poses are not used; an unknown handle is the
-        core's INVALID_OBJECT_NAME); any other grasp gives the handle by its poses (MoveIt's grasp_pose is the
-        pose of the gripper's link); no grasp: the body's class handle (the first by name)."""
-        from ..model import Handle
-
-        planner = self.model.planner
-        if not grasps:
-            semantics = planner.bodies[body].robot.semantics
-            handles = semantics.handles if semantics is not None else {}
-            if not handles:
-                raise GoalFailed(E.INVALID_OBJECT_NAME,
-                                 f"body {body!r} has no hpp handle: give possible_grasps")
-            return sorted(handles)[0]
-        grasp = grasps[0]
-        if grasp.id.startswith(body + "/"):
-            return grasp.id[len(body) + 1:]                # checked by the planner core
-        local = _matrix(grasp.grasp_pose.pose.position, grasp.grasp_pose.pose.orientation, "grasp_pose")
-        entry = planner.bodies[body]
-        root_link = entry.robot.root
-        gripper_world = self._frame_pose(grasp.grasp_pose.header.frame_id) @ local @ np.asarray(gripper.pose)
-        handle_pose = np.linalg.inv(planner.handle_link_pose(body, root_link)) @ gripper_world
-        approach = grasp.pre_grasp_approach
-        d = np.array([approach.direction.vector.x, approach.direction.vector.y, approach.direction.vector.z])
-        frame = approach.direction.header.frame_id
-        if np.isfinite(d).all() and np.linalg.norm(d) > 1e-9:
-            if frame.lstrip("/") in ("", self.frame_prefix + gripper.link):
-                direction = np.asarray(gripper.pose)[:3, :3].T @ d        # gripper link -> gripper frame
-            else:
-                direction = gripper_world[:3, :3].T @ (self._frame_pose(frame)[:3, :3] @ d)
-        else:
-            direction = np.array([0.0, 0.0, 1.0])
-        distance = float(approach.desired_distance) if math.isfinite(approach.desired_distance) else 0.0
-        clearance = max(0.0, distance - float(gripper.clearance))
-        return Handle(grasp.id or "grasp", root_link, handle_pose, [True] * 6, clearance,
-                      direction / np.linalg.norm(direction))
-
+    # -- grasps: Pickup and Place mapped onto planning.pick_place ---------------------------------------
     def _gripper_positions(self, gripper) -> tuple[str, float, float]:
-        """(joint, open, closed) of the gripper's driving joint: SRDF group_states "open" / "closed" naming
-        it, else its upper / lower limit.  An hpp gripper naming no joint is a frame: its fingers are the
-        SRDF end effector's on its link's body (control.groups), else none (joint "": no gripper command)."""
-        planner = self.model.planner
-        joints = [j for j in gripper.joints if j in planner.joint_names]
-        if not gripper.joints:
-            spec = self._wiring().gripper_for(gripper.link, planner.robot)
-            joints = [spec.joint] if spec is not None and spec.joint in planner.joint_names else []
-            if not joints:
-                return "", math.nan, math.nan
-        if not joints:
-            raise GoalFailed(E.INVALID_GROUP_NAME, f"gripper {gripper.name!r} drives no joint of the planner")
-        joint = joints[0]
-        i = planner.joint_names.index(joint)
-        values = {"open": float(planner.upper[i]), "closed": float(planner.lower[i])}
-        for state in planner.semantics.group_states:
-            if state.name in values and joint in state.values:
-                values[state.name] = float(state.values[joint][0])
-        return joint, values["open"], values["closed"]
+        """(joint, open, closed) of the gripper (planning.pick_place.gripper_positions)."""
+        from ..planning.pick_place import gripper_positions
+
+        fingers = gripper_positions(self.model.planner, gripper, self._wiring)
+        return fingers.joint, fingers.open, fingers.closed
 
     def _posture(self, posture, joint: str, default: float) -> float:
-        if joint in posture.joint_names and posture.points:
+        if posture is not None and joint in posture.joint_names and posture.points:
             value = posture.points[-1].positions[list(posture.joint_names).index(joint)]
             if math.isfinite(value):
                 return float(value)
         return default
 
-    def _move_frame(self, job: Job, group: str, link: str, target: np.ndarray, what: str) -> None:
-        """Plan the gripper link to ``target`` (world) and run it."""
-        from ..planning.goals import PoseGoal
+    def _grasp_request(self, grasp):
+        """A moveit_msgs/Grasp as planning.pick_place.GraspRequest."""
+        from ..planning.pick_place import GraspRequest
 
-        plan, _ = self._plan(PoseGoal(group, target, frame=link), None, None,
-                             float(self.params.get("default_planning_time")), job=job)
-        try:
-            self._follow(job, plan)
-        except GoalFailed as exc:
-            exc.message = f"{what}: {exc.message}"
-            raise
+        if grasp is None:
+            return None
+        approach, pose = grasp.pre_grasp_approach, grasp.grasp_pose
+        p, o, v = pose.pose.position, pose.pose.orientation, approach.direction.vector
+        return GraspRequest(grasp.id, (p.x, p.y, p.z), (o.x, o.y, o.z, o.w), pose.header.frame_id,
+                            (v.x, v.y, v.z), approach.direction.header.frame_id,
+                            float(approach.desired_distance))
 
-    def _shifted(self, link: str, direction, distance: float, frame: str = "") -> np.ndarray:
-        """World pose of ``link`` now, moved by ``distance`` along ``direction`` (in ``frame``; default: +z of
-        the world)."""
-        planner = self.model.planner
-        pose = planner.link_pose(link)
-        d = np.array([0.0, 0.0, 1.0]) if direction is None else np.asarray(direction, dtype=float)
-        if frame:
-            d = self._frame_pose(frame)[:3, :3] @ d
-        norm = np.linalg.norm(d)
-        if not np.isfinite(norm) or norm < 1e-9:
-            d, norm = np.array([0.0, 0.0, 1.0]), 1.0
-        out = pose.copy()
-        out[:3, 3] += distance * d / norm
-        return out
+    def _retreat(self, translation):
+        from ..planning.pick_place import retreat_of
 
-    def _retreat(self, translation) -> tuple:
+        lift = float(self.params.get("lift_distance"))
+        if translation is None:
+            return retreat_of((0.0, 0.0, 0.0), 0.0, "", lift)
         v = translation.direction.vector
-        d = np.array([v.x, v.y, v.z])
-        distance = float(translation.desired_distance)
-        if not (np.isfinite(d).all() and np.linalg.norm(d) > 1e-9 and math.isfinite(distance)
-                and distance > 0):
-            return None, float(self.params.get("lift_distance")), ""
-        return d, distance, translation.direction.header.frame_id
+        return retreat_of((v.x, v.y, v.z), float(translation.desired_distance),
+                          translation.direction.header.frame_id, lift)
 
-    def _pickup(self, job: Job) -> dict:
-        from ..planning.goals import GraspGoal
+    def _stages(self, plan, what: str, elapsed: float) -> dict:
+        self._keep_margin(plan.reach, plan.approach)
+        return {"trajectory_start": self._start_msg(plan.reach),
+                "trajectory_stages": [self._robot_trajectory(plan.reach),
+                                      self._robot_trajectory(plan.approach)],
+                "trajectory_descriptions": [f"reach {what}", "approach"], "planning_time": elapsed}
 
-        goal = job.handle.request
+    def _plan_core(self, job: Job, core_goal, start=None):
+        """(plan, planning time) of a grasp or place goal; GoalFailed with the core's code."""
+        timeout = self._planning_time(job.handle.request)
         with self.model_lock:
-            self.sync()
-            planner = self._ready_model().planner
-            gripper = self._gripper_of(goal.end_effector)
-            if goal.target_name not in planner.bodies:
-                raise GoalFailed(E.INVALID_OBJECT_NAME, f"no body {goal.target_name!r} in the world (bodies: "
-                                                        f"{sorted(planner.bodies)})")
-            handle = self._handle_of(goal.target_name, gripper, list(goal.possible_grasps[:1]))
-            joint, opened, closed = self._gripper_positions(gripper)
-        self._feedback(job, FEEDBACK_PLANNING)
-        timeout = self._planning_time(goal)
-        pre = goal.possible_grasps[0].pre_grasp_posture if goal.possible_grasps else None
-        opening = self._posture(pre, joint, opened) if pre else opened
-        with self.model_lock:
-            core_goal = GraspGoal(gripper.name, goal.target_name, handle, goal.group_name or None)
-            # planned with the gripper as it will be, opened first: open fingers must clear the table too
             t0 = time.monotonic()
-            result = self.model.plan(core_goal, start={joint: opening} if joint else None, timeout=timeout,
-                                     cancel=job.cancel)
+            result = self.model.plan(core_goal, start=start, timeout=timeout, cancel=job.cancel)
             elapsed = time.monotonic() - t0
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
-        grasp = result.plan
-        self._keep_margin(grasp.reach, grasp.approach)
-        fields = {"trajectory_start": self._start_msg(grasp.reach),
-                  "trajectory_stages": [self._robot_trajectory(grasp.reach),
-                                        self._robot_trajectory(grasp.approach)],
-                  "trajectory_descriptions": ["reach pre-grasp", "approach"],
-                  "planning_time": elapsed}             # IK of pre-grasp and grasp, reach, approach
-        if goal.planning_options.plan_only:
-            return fields
-        close = goal.possible_grasps[0].grasp_posture if goal.possible_grasps else None
-        if joint:                                            # a gripper frame without fingers: none
-            self._grip(job, opening, joint=joint)
-        self._follow(job, grasp.reach)
-        self._follow(job, grasp.approach, monitor=False)     # the body is meant to be touched
-        gripped = self._grip(job, self._posture(close, joint, closed) if close else closed, joint=joint) \
-            if joint else None
-        if gripped is not None and not gripped.stalled:
-            raise GoalFailed(E.FAILURE, f"the gripper closed to {gripped.position:.4g} without stopping on "
-                                        f"{goal.target_name!r} (GripperCommand not stalled): nothing grasped")
+        return result.plan, elapsed
+
+    def _pickup(self, job: Job) -> dict:
+        from ..planning import pick_place
+        from ..planning.goals import GraspGoal
+
+        goal = job.handle.request
+        grasp = goal.possible_grasps[0] if goal.possible_grasps else None
         with self.model_lock:
             self.sync()
-            planner.attach(goal.target_name, gripper.link)
-            touch = list(planner.bodies[goal.target_name].touch)
-        self.publish_attached(goal.target_name, gripper.link, touch, True)
-        retreat = goal.possible_grasps[0].post_grasp_retreat if goal.possible_grasps else None
-        d, distance, frame = self._retreat(retreat) if retreat is not None else \
-            (None, float(self.params.get("lift_distance")), "")
-        if distance > 0:
-            with self.model_lock:
-                target = self._shifted(gripper.link, d, distance, frame)
-            self._move_frame(job, grasp.reach.group, gripper.link, target, "lift")
+            planner = self._ready_model().planner
+            gripper = pick_place.gripper_of(planner.semantics, goal.end_effector)
+            handle = pick_place.handle_of(planner, goal.target_name, gripper, self._grasp_request(grasp),
+                                          self._frame_pose, self.frame_prefix + gripper.link)
+            fingers = pick_place.gripper_positions(planner, gripper, self._wiring)
+        self._feedback(job, FEEDBACK_PLANNING)
+        opening = self._posture(grasp.pre_grasp_posture if grasp else None, fingers.joint, fingers.open)
+        # planned with the gripper as it will be, opened first: open fingers must clear the table too
+        plan, elapsed = self._plan_core(job, GraspGoal(gripper.name, goal.target_name, handle,
+                                                       goal.group_name or None),
+                                        start={fingers.joint: opening} if fingers.joint else None)
+        fields = self._stages(plan, "pre-grasp", elapsed)
+        if goal.planning_options.plan_only:
+            return fields
+        closing = self._posture(grasp.grasp_posture if grasp else None, fingers.joint, fingers.closed)
+        result = pick_place.pick(_Executor(self, job), plan, fingers,
+                                 self._retreat(grasp.post_grasp_retreat if grasp else None), opening, closing)
+        if not result.ok:
+            raise GoalFailed(result.code, result.message)
         return fields
 
     def _place(self, job: Job) -> dict:
         """moveit_msgs/Place mapped on :meth:`Planner.plan_place`: ``place_locations[0]`` (the body's pose,
         ``pre_place_approach``, ``post_place_posture``, ``post_place_retreat``), ``support_surface_name``
         (empty: what the body was picked up from) and ``allow_gripper_support_collision``."""
+        from ..planning import pick_place
         from ..planning.goals import PlaceGoal
 
         goal = job.handle.request
         with self.model_lock:
             self.sync()
             planner = self._ready_model().planner
-            held = [n for n, b in planner.bodies.items() if b.attached is not None]
-            body = goal.attached_object_name or (held[0] if len(held) == 1 else "")
-            if body not in held:
-                raise GoalFailed(E.INVALID_OBJECT_NAME, f"no attached body {body!r} (attached: {held})")
+            body = pick_place.held_body(planner, goal.attached_object_name)
             if not goal.place_locations:
                 raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "no place_locations")
             location = goal.place_locations[0]
@@ -1080,48 +988,26 @@ class PlannerNode(ContainedNode):
             local = _matrix(location.place_pose.pose.position, location.place_pose.pose.orientation,
                             "place_pose")
             placed = self._frame_pose(location.place_pose.header.frame_id) @ local
-            gripper = next((g for g in planner.semantics.grippers.values() if g.link == link), None)
-            if gripper is None:
-                raise GoalFailed(E.INVALID_GROUP_NAME, f"no gripper on link {link!r}")
-            joint, opened, _closed = self._gripper_positions(gripper)
-            d, distance, frame = self._retreat(location.pre_place_approach)
-            if d is None:
-                direction = (0.0, 0.0, -1.0)                    # straight down from lift_distance above
-            else:
-                direction = self._frame_pose(frame)[:3, :3] @ d if frame else d
-            core_goal = PlaceGoal(body, placed, goal.support_surface_name, direction, distance,
+            fingers = pick_place.gripper_positions(planner, pick_place.gripper_on(planner.semantics, link),
+                                                   self._wiring)
+            approach = self._retreat(location.pre_place_approach)
+            direction = pick_place.DOWN if approach.direction is None else \
+                (self._frame_pose(approach.frame)[:3, :3] @ approach.direction if approach.frame
+                 else approach.direction)
+            core_goal = PlaceGoal(body, placed, goal.support_surface_name, direction, approach.distance,
                                   bool(goal.allow_gripper_support_collision), goal.group_name or None)
         self._feedback(job, FEEDBACK_PLANNING)
-        timeout = self._planning_time(goal)
-        with self.model_lock:
-            t0 = time.monotonic()
-            result = self.model.plan(core_goal, timeout=timeout, cancel=job.cancel)
-            elapsed = time.monotonic() - t0
-        if result.code != E.SUCCESS:
-            raise GoalFailed(result.code, result.message)
-        plan = result.plan
-        self._keep_margin(plan.reach, plan.approach)
+        plan, elapsed = self._plan_core(job, core_goal)
+        fields = self._stages(plan, "pre-place", elapsed)
         self.display(plan.reach)
-        fields = {"trajectory_start": self._start_msg(plan.reach),
-                  "trajectory_stages": [self._robot_trajectory(plan.reach),
-                                        self._robot_trajectory(plan.approach)],
-                  "trajectory_descriptions": ["reach pre-place", "approach"],
-                  "place_location": location, "planning_time": elapsed}
+        fields["place_location"] = location
         if goal.planning_options.plan_only:
             return fields
-        self._follow(job, plan.reach)
-        self._follow(job, plan.approach, monitor=False)      # the body is meant to touch its support
-        if joint:
-            self._grip(job, self._posture(location.post_place_posture, joint, opened), joint=joint)
-        with self.model_lock:
-            self.sync()
-            planner.detach(body)
-        self.publish_attached(body, link, [], False)
-        d, distance, frame = self._retreat(location.post_place_retreat)
-        if distance > 0:
-            with self.model_lock:
-                target = self._shifted(link, d, distance, frame)
-            self._move_frame(job, plan.reach.group, link, target, "retreat")
+        result = pick_place.place(_Executor(self, job), plan, fingers,
+                                  self._retreat(location.post_place_retreat),
+                                  self._posture(location.post_place_posture, fingers.joint, fingers.open))
+        if not result.ok:
+            raise GoalFailed(result.code, result.message)
         return fields
 
     def publish_attached(self, body: str, link: str, touch: list, add: bool) -> None:
@@ -1149,6 +1035,46 @@ class PlannerNode(ContainedNode):
             self._worker.join(timeout=BUILD_JOIN if _EXIT_AT_ONCE.is_set() else None)
         destroy_actions(self)
         super().destroy_node()
+
+
+class _Executor:
+    """planning.pick_place's executor on planner_node: the controller's actions, the planning model, the
+    world's attach topic."""
+
+    def __init__(self, node: PlannerNode, job: Job):
+        self.node, self.job = node, job
+        self.planner = node.model.planner            # the planner the goal was planned on
+
+    def move(self, plan, monitor: bool = True) -> None:
+        self.node._follow(self.job, plan, monitor=monitor)
+
+    def grip(self, position: float, joint: str):
+        return self.node._grip(self.job, position, joint=joint)
+
+    def attach(self, body: str, link: str) -> None:
+        with self.node.model_lock:
+            self.node.sync()
+            self.planner.attach(body, link)
+            touch = list(self.planner.bodies[body].touch)
+        self.node.publish_attached(body, link, touch, True)
+
+    def detach(self, body: str, link: str) -> None:
+        with self.node.model_lock:
+            self.node.sync()
+            self.planner.detach(body)
+        self.node.publish_attached(body, link, [], False)
+
+    def link_pose(self, link: str) -> np.ndarray:
+        with self.node.model_lock:
+            return self.node.model.planner.link_pose(link)
+
+    def frame_pose(self, frame: str) -> np.ndarray:
+        with self.node.model_lock:
+            return self.node._frame_pose(frame)
+
+    def plan_pose(self, goal):
+        return self.node._plan(goal, None, None, float(self.node.params.get("default_planning_time")),
+                               job=self.job)[0]
 
 
 def main(args=None) -> int:
