@@ -250,7 +250,8 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
         from ..planning.master import robot_file
 
         return robot_file(self.params.get("description_file"), self.params.get("robot_pose"), search,
-                          bool(self.params.get("environment")), self.get_logger().error)
+                          bool(self.params.get("environment")),
+                          lambda text: self.get_logger().error(text))
 
     # -- inputs (executor thread: stored, applied by the worker) --------------------------------------
     def _on_description(self, msg: String) -> None:
