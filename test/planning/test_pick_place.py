@@ -7,8 +7,6 @@ run, the pre-grasp taken along the handle's approaching_direction."""
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 
@@ -213,6 +211,13 @@ class PlannerExecutor(FakeExecutor):
 
 
 BALL_AT = (0.66, 0.0, 0.79)     # resting on the table top (z 0.74), radius 0.05
+HPP_BALL = """<robot name="ball">
+  <handle name="side_grasp" clearance="0.05" approaching_direction="{direction}">
+    <position>0 0 0 0.7071067811865476 0 0.7071067811865476 0</position>
+    <link name="ball"/>
+    <mask>1 1 1 1 1 0</mask>
+  </handle>
+</robot>"""
 
 
 def _embedded_planner(direction=None):
@@ -228,10 +233,11 @@ def _embedded_planner(direction=None):
     hand.joints = []                                              # an hpp gripper as a frame on its link
     planner = Planner(robot, seed=5)
     ball = load(str(DATA_DIR / "objects" / "ball.kinbody.xml"))
-    srdf.attach_semantics(ball, srdf.read_srdf(str(DATA_DIR / "ball.srdf"), ball))
-    if direction is not None:
-        ball.semantics.handles = copy.deepcopy(ball.semantics.handles)
-        ball.semantics.handles["side_grasp"].approaching_direction = np.asarray(direction, dtype=float)
+    if direction is None:
+        srdf.attach_semantics(ball, srdf.read_srdf(str(DATA_DIR / "ball.srdf"), ball))
+    else:                                    # ball.srdf's handle as hpp files write it: the attribute
+        text = HPP_BALL.format(direction=" ".join(map(str, direction)))
+        srdf.attach_semantics(ball, srdf.read_srdf_string(text, ball))
     pose = np.eye(4)
     pose[:3, 3] = BALL_AT
     planner.add_body("ball_0", ball, pose)
@@ -286,7 +292,8 @@ def test_a_frame_gripper_takes_the_fingers_of_its_end_effector():
 @pytest.mark.parametrize("direction", [(0.0, 0.0, 1.0), (0.3, 0.0, 1.0)])
 def test_the_pre_grasp_lies_back_along_the_handles_approaching_direction(direction):
     """The gripper frame at the end of the pre-grasp move sits the two clearances back from the handle along
-    the handle's approaching_direction (ball.srdf's z; a tilted one moves it)."""
+    the handle's approaching_direction, read from the handle's attribute as hpp files write it (hpp_tutorial's
+    box.srdf; ball.srdf's z, and a tilted one that moves the pre-grasp)."""
     from robot_bridge.planning.goals import GraspGoal
 
     planner = _embedded_planner(direction=direction)
