@@ -16,20 +16,17 @@ import math
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 from control_msgs.action import FollowJointTrajectory, GripperCommand
-from builtin_interfaces.msg import Time as TimeMsg
 from control_msgs.msg import JointTrajectoryControllerState
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import ParameterEvent
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action import server as action_server
-from rclpy.parameter import parameter_value_to_python
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, Header
+from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
@@ -38,16 +35,19 @@ from ..control import (MAX_POINTS, ErrorCode, GoalRejected, GoalState, GoalTrack
                        JointControl, Outcome, Tolerances, check_point_count, move_trajectory,
                        prepare_trajectory, rate_excess, resolve_tolerances)
 from ..control.groups import TrajectoryWire, gripper_prefix, wiring
+from ..control.operation import hardware_options, home_position, not_operational
 from ..hardware.base import Hardware, HardwareError, ModuleState
 from ..model import Robot
 from ..ros import params
 from ..ros.actions import destroy_actions
-from ..ros.conversions import joint_tolerances, seconds, trajectory_command, trajectory_point
+from ..ros.controller_state import (ActiveGoal, ControllerPublishing, Gripper, Rejected, TrajectoryController,
+                                    _controller_state, _controller_state_template, _reason)
+from ..ros.controller_grasp import SimGrasp
+from ..ros.controller_follow import FOLLOWED, FollowDescription
+from ..ros.conversions import joint_tolerances, seconds, trajectory_command
 from ..ros.guard import ContainedNode
 from ..ros.params import Param
-from ..ros.cdr_template import CdrTemplate, TemplateUnavailable
-from ..ros.stamps import MonotonicStamper, stamp_fields
-from ..ros.template_publishers import TemplatePublishers, state_source, state_views
+from ..ros.stamps import MonotonicStamper
 from ..ros.thread_timers import ThreadTimer
 
 RATE = (0.1, 10000.0)          # Hz: accepted range of the loop and publishing rates
@@ -147,53 +147,15 @@ PARAMETERS = params.schema(
 )
 WARN_THROTTLE = 5.0
 # rate parameter -> the method its timer runs
-FOLLOWED = ("description_file", "srdf_file", "search_path", "xacro_args")    # the description node's too
 TIMERS = {"control_rate": "_control", "state_rate": "_publish_state",
           "diagnostics_rate": "_publish_diagnostics"}
 THREAD_TIMERS = {"control_rate", "state_rate"}     # hot: on the node's timer thread, not the executor
 _GoalEvent = getattr(action_server, "GoalEvent", None) or action_server._rclpy.GoalEvent
+__all__ = ["ActiveGoal", "ControllerNode", "Gripper", "PARAMETERS", "Rejected", "TrajectoryController",
+           "_controller_state", "_controller_state_template", "main"]
 
 
-class Rejected(ValueError):
-    """A command refused, with the reason given to the caller."""
-
-
-@dataclass
-class TrajectoryController:
-    """One FollowJointTrajectory server over some of the driven joints."""
-
-    name: str
-    joints: list[str]
-    index: np.ndarray                   # into ControllerNode.joints
-    prefix: str                         # "~/" or "~/<name>/"
-    server: ActionServer | None = None
-    state_pub: object = None
-
-
-@dataclass
-class Gripper:
-    """One GripperCommand server for a manipulator's driving gripper joint."""
-
-    name: str
-    joint: str
-    index: int
-    prefix: str
-    closing: float = -1.0               # sign of the joint's closing direction
-    server: ActionServer | None = None
-    touching: str = ""                  # sim: the body the closing fingers meet (this goal)
-    holding: str = ""                   # sim: the body they stalled on, attached at world_node
-
-
-@dataclass
-class ActiveGoal:
-    handle: object
-    future: Future
-    controller: object
-    feedback: bool = True
-    extra: dict = field(default_factory=dict)
-
-
-class ControllerNode(ContainedNode):
+class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, ContainedNode):
     def __init__(self, robot: Robot | None = None, hardware: Hardware | None = None, **kwargs):
         super().__init__("controller_node", **kwargs)
         self.lock = threading.RLock()          # hardware access: executor callbacks and tests
@@ -334,20 +296,7 @@ class ControllerNode(ContainedNode):
         initial = [float(np.clip(robot.joints[j].initial[0], lim.lower, lim.upper))
                    for j, lim in zip(joints, limits)]
         kind = self._param("hardware")
-        if kind == "sim":
-            options = {"seed": self._param("sim.seed"), "fault_rate": self._param("sim.fault_rate"),
-                       "noise": self._param("sim.noise")}
-        elif kind == "canopen":
-            node_ids = list(self._param("canopen.node_ids")) or list(range(1, len(joints) + 1))
-            options = {"node_ids": node_ids, "interface": self._param("canopen.interface"),
-                       "channel": self._param("canopen.channel"), "bitrate": self._param("canopen.bitrate"),
-                       "counts_per_radian": self._param("canopen.counts_per_radian"),
-                       "heartbeat_ms": self._param("canopen.heartbeat_ms"),
-                       "heartbeat_timeout": self._param("canopen.heartbeat_timeout")}
-            if self._param("canopen.eds"):
-                options["eds"] = self._param("canopen.eds")
-        else:
-            raise ValueError(f"parameter hardware={kind!r}: expected one of {', '.join(hw.KINDS)}")
+        options = hardware_options(kind, self._param, joints)
         self.hardware = hw.create(kind, joints, limits, initial, **options)
         self.joints, self.limits = joints, limits
         self.control = self._joint_control(self.hardware, limits)
@@ -365,100 +314,6 @@ class ControllerNode(ContainedNode):
             from ..formats import srdf
             srdf.attach_semantics(robot, srdf.read_srdf(description["srdf_file"], robot))
         return robot
-
-    # -- following the description node --------------------------------------------------------
-    def _description_node(self) -> str:
-        return self.get_namespace().rstrip("/") + "/description_node"
-
-    def _on_parameter_event(self, event) -> None:
-        """The description node switched its robot (a reload it accepted): follow it when safe."""
-        if not self.description["description_file"] or event.node != self._description_node():
-            return
-        changed = {p.name: parameter_value_to_python(p.value)
-                   for p in event.changed_parameters if p.name in FOLLOWED}     # not its start-up values
-        if not changed or (self.description_refusal is None and
-                           all(self.description.get(k) == v for k, v in changed.items())):
-            return
-        self.follow_description({**self.description, **changed})
-
-    def follow_description(self, description: dict) -> bool:
-        """Re-read the robot of ``description`` and drive it, when nothing moves (no goal, no trajectory,
-        hardware simulated); else refuse with the reason (logged, on /diagnostics) and refuse commands until
-        the controller is restarted or the description node switches back.  True when followed."""
-        name = description["description_file"]
-        back = all(self.description.get(k) == v for k, v in description.items())
-        try:
-            with self.lock:
-                reason = self._unsafe_to_switch()
-            if back:
-                reason = None
-            elif reason is None:
-                robot = self._read_robot(description)
-                with self.lock:
-                    reason = self._unsafe_to_switch()
-                    if reason is None:
-                        self._switch_robot(robot, description)
-        except Exception as exc:  # a file that does not load here, joints the hardware cannot drive
-            reason = f"{type(exc).__name__}: {exc}"
-        if reason is None:
-            self.description_refusal = None
-            self._refused("description", None)
-            if not back:
-                self.get_logger().info(f"following the description node: robot {self.robot.name!r} from "
-                                       f"{name}, joints {', '.join(self.joints)}")
-            return True
-        self.description_refusal = (f"the description node switched to {name}, not followed: {reason}; "
-                                    "commands refused (switch it back, or restart the controller)")
-        self.get_logger().error(self.description_refusal)
-        self._refused("description", self.description_refusal)
-        return False
-
-    def _unsafe_to_switch(self) -> str | None:
-        if self.goals:
-            return f"{len(self.goals)} goal(s) active"
-        if self.control is not None and self.control.motions:
-            return "a trajectory is running"
-        if self.control is not None and self.control.sample is not None and \
-                np.any(np.abs(np.asarray(self.control.sample.velocity)) > 1e-6):
-            return "joints are moving"
-        if self._param("hardware") != "sim":
-            return f"{self._param('hardware')} hardware is wired for its robot"
-        return None
-
-    def _switch_robot(self, robot: Robot, description: dict) -> None:
-        """Under the lock, nothing moving: the old robot's servers and hardware go, the new robot's come
-        (after a state tick publishing on them has finished: _state_lock)."""
-        with self._state_lock:
-            self._replace_robot(robot, description)
-
-    def _replace_robot(self, robot: Robot, description: dict) -> None:
-        for server in [c.server for c in self.controllers] + [g.server for g in self.grippers]:
-            if server is not None:
-                server.destroy()
-        for ctl in self.controllers:
-            if ctl.state_pub is not None:
-                self.destroy_publisher(ctl.state_pub)
-        if self.hardware is not None:
-            self.hardware.close()
-        old = (self.robot, self.hardware, self.control, self.joints, self.limits)
-        self.controllers, self.grippers, self._templates, self._source = [], [], None, None
-        self.robot, self.hardware, self.control, self.last_states = robot, None, None, None
-        try:
-            self._setup()
-            self._setup_controllers()
-            self._state_templates()
-        except Exception:
-            self.robot, self.hardware, self.control, self.joints, self.limits = old
-            self.hardware.open()
-            self._setup_controllers()
-            raise
-        self.description = dict(description)
-        if self._param("auto_init"):
-            self.hardware.open()
-            self.hardware.enable(True)
-            self.control.hold_here()
-        self.params.hold("joints", list(self.joints))
-        self._hold_controllers()
 
     def _hold_controllers(self) -> None:
         """`ros2 param get ... controllers`: the named trajectory controllers in use ([]: the one at ~/)."""
@@ -532,7 +387,7 @@ class ControllerNode(ContainedNode):
             hardware.halt()
             self._end_goals("halted (~/halt)")          # reference follows the stopping modules
             if all(s.state in (ModuleState.DISABLED, ModuleState.OFFLINE, ModuleState.FAULT) for s in states):
-                return f"nothing moving to halt: {_not_operational(states)}"
+                return f"nothing moving to halt: {not_operational(states)}"
             return "halting"
 
     def recover(self) -> str:
@@ -553,12 +408,7 @@ class ControllerNode(ContainedNode):
     def home_position(self) -> np.ndarray:
         """SRDF group state 'home' where it names a joint, else the description's initial value."""
         self._ready()
-        values = {}
-        for state in (self.robot.semantics.group_states if self.robot and self.robot.semantics else []):
-            if state.name == "home":
-                values.update(state.values)
-        return np.array([float(np.clip(values[j][0] if j in values else self.robot.joints[j].initial[0],
-                                       lim.lower, lim.upper)) for j, lim in zip(self.joints, self.limits)])
+        return home_position(self.robot, self.joints, self.limits)
 
     def _on_enable(self, request, response):
         try:
@@ -583,7 +433,7 @@ class ControllerNode(ContainedNode):
                            "call ~/recover")
         if self.bus_error is not None:
             raise Rejected(f"hardware communication lost ({self.bus_error}); call ~/recover")
-        reason = _not_operational(hardware.status())
+        reason = not_operational(hardware.status())
         if reason:
             raise Rejected(reason)
         return hardware
@@ -766,93 +616,6 @@ class ControllerNode(ContainedNode):
                                      effort=float(sample.effort[grip.index]), stalled=outcome.stalled,
                                      reached_goal=outcome.reached_goal)
 
-    def _place_obstacle(self, grip: Gripper, reference: np.ndarray, target: float, max_effort: float) -> None:
-        """Sim: the environment body the closing fingers would touch stops them (sim.grasp_objects)."""
-        if not hasattr(self.hardware, "set_obstacle"):
-            return
-        contact = None
-        closing = (target - reference[grip.index]) * grip.closing > 0.0
-        bodies = self.robot is not None and (self.robot.environment or self._world_objects)
-        if closing and self._param("sim.grasp_objects") and bodies:
-            from ..sim.grasp import contact as first_contact
-            if self._scene is None:
-                self._build_scene()
-            positions = dict(zip(self.joints, map(float, self.control.sample.position)))
-            found = first_contact(self._scene, positions, grip.joint, target)
-            if found is not None:
-                contact, grip.touching = found
-        elif not closing and grip.holding:
-            self._publish_attach(grip, False)          # opening: the held body is let go
-            grip.holding = ""
-        if contact is None:
-            grip.touching = ""
-        effort = max_effort if max_effort > 0.0 else math.inf
-        self.hardware.set_obstacle(grip.joint, contact, effort)
-        if contact is not None:
-            self.get_logger().info(f"{grip.name}: fingers meet {grip.touching} at {grip.joint}={contact:.6f}")
-
-    def _movable(self, name: str) -> bool:
-        """A body the fingers may carry away: not made of static links only (OpenRAVE type="static": a
-        table the fingers pressed on stays a table)."""
-        body = self.robot.environment.get(name) if self.robot is not None else None
-        if body is None:
-            body = self._world_objects.get(name, (None, None))[0]
-        return body is not None and not all(link.static for link in body.links.values())
-
-    def _publish_attach(self, grip: Gripper, add: bool) -> None:
-        """Sim: tell world_node that ``grip`` holds (add) or let go of its body: an AttachedCollisionObject
-        on the gripper joint's parent link, touching it and every link below it (the fingers)."""
-        if self.attach_pub is None or self.robot is None or grip.joint not in self.robot.joints:
-            return
-        from moveit_msgs.msg import AttachedCollisionObject, CollisionObject
-
-        link = self.robot.joints[grip.joint].parent
-        touch, todo = [], [link]
-        while todo:
-            current = todo.pop()
-            touch.append(current)
-            todo += [j.child for j in self.robot.child_joints(current)]
-        prefix = str(self._param("frame_prefix"))
-        msg = AttachedCollisionObject(link_name=prefix + link,
-                                      touch_links=[prefix + t for t in touch] if add else [])
-        msg.object.id = grip.holding
-        msg.object.header.frame_id = prefix + link
-        msg.object.header.stamp = self.get_clock().now().to_msg()
-        msg.object.operation = CollisionObject.ADD if add else CollisionObject.REMOVE
-        self.attach_pub.publish(msg)
-        self.get_logger().info(f"{grip.name}: {'holds' if add else 'lets go of'} {grip.holding}")
-
-    def _build_scene(self) -> None:
-        from ..sim.scene import Scene
-
-        self._scene = Scene(self.robot)
-        if self._world_objects:
-            self._scene.set_objects(self._world_objects)
-
-    def _apply_objects(self, text: str) -> None:
-        """Sim: world_node's detected bodies, which the closing fingers also stop on (on the objects worker:
-        body files are read there, never on the control or goal threads)."""
-        from ..errors import DescriptionError
-
-        try:
-            read = self.objects_reader.objects(text)
-        except DescriptionError as exc:
-            self.get_logger().warning(f"objects document ignored: {exc}", throttle_duration_sec=5.0)
-            return
-        if read.problems:
-            self.get_logger().warning(f"objects document: {read.summary()}", throttle_duration_sec=5.0)
-        objects = {name: value for name, value in read.objects.items()
-                   if self.robot is None or name not in self.robot.environment}
-        if self.objects_worker.stopped:
-            return
-        with self.lock:
-            self._world_objects = objects
-            if self._scene is not None:
-                try:
-                    self._scene.set_objects(objects)
-                except ValueError as exc:
-                    self.get_logger().warning(f"objects document ignored: {exc}", throttle_duration_sec=5.0)
-
     def _on_cancel(self, handle):
         with self.lock:
             key = bytes(handle.goal_id.uuid)
@@ -935,80 +698,6 @@ class ControllerNode(ContainedNode):
                         pass
                     self._publish_diagnostics()
 
-    # -- publishing --------------------------------------------------------------------------------
-    def _publish_state(self) -> None:
-        with self.lock:
-            control = self.control
-            sample = control.sample if control else None
-            if sample is None or control.sample_time is None:
-                return
-            stamp = control.sample_time
-            reference = control.reference(self._now())
-            goals = [(g.handle, g.controller) for g in self.goals.values()] if self.goals else None
-        with self._state_lock:
-            self._publish_sample(sample, stamp, reference, goals)
-
-    def _publish_sample(self, sample, stamp: int, reference, goals) -> None:
-        """/joint_states, the controller states and the goals' feedback of one sample (under _state_lock)."""
-        actual_rows = (sample.position, sample.velocity, sample.acceleration)
-        templates = self._state_templates()
-        if templates is not None:              # the messages' numbers written into serialized templates
-            source = templates.publish_state(reference, actual_rows, sample.effort, stamp)
-            if not goals:
-                return
-        else:
-            source = state_source(reference, actual_rows, sample.effort, self._source)
-            self._source = source
-        desired, actual, effort, error = state_views(source, len(sample.position))
-        sec, nanosec = stamp_fields(stamp)
-        header = Header(stamp=TimeMsg(sec=sec, nanosec=nanosec))
-        if templates is None:
-            self.joint_state_pub.publish(JointState(
-                header=header, name=self.joints, position=list(map(float, sample.position)),
-                velocity=list(map(float, sample.velocity)), effort=list(map(float, sample.effort))))
-            everything = np.arange(len(self.joints))
-            self.state_pub.publish(_controller_state(header, self.joints, everything, desired, actual, effort,
-                                                     error))
-            for ctl in self.controllers:
-                if ctl.state_pub is not None:
-                    ctl.state_pub.publish(_controller_state(header, ctl.joints, ctl.index, desired, actual,
-                                                            effort, error))
-        for handle, ctl in goals or ():
-            if isinstance(ctl, TrajectoryController) and handle.is_active:
-                i = ctl.index
-                handle.publish_feedback(FollowJointTrajectory.Feedback(
-                    header=header, joint_names=ctl.joints,
-                    desired=trajectory_point(*desired[:, i]),
-                    actual=trajectory_point(*actual[:, i], effort[i]),
-                    error=trajectory_point(*error[:, i])))
-            elif isinstance(ctl, Gripper) and handle.is_active:
-                handle.publish_feedback(GripperCommand.Feedback(
-                    position=float(actual[0, ctl.index]), effort=float(effort[ctl.index])))
-
-    def _state_templates(self):
-        """The :class:`TemplatePublishers` of /joint_states and each controller state, built once per joint
-        list; their doubles are gathered from a tick's source (``template_publishers``: desired, actual,
-        effort, error).  None: publish messages."""
-        if self._templates is not None and self._templates[0] is self.joints:   # replaced, never edited
-            return self._templates[2]
-        key = tuple(self.joints)
-        n, built = len(key), []
-        everything = np.arange(n)
-        try:
-            js_gather = np.concatenate([3 * n + everything, 4 * n + everything, 6 * n + everything])
-            built.append((self.joint_state_pub, CdrTemplate(lambda slot, stamp: JointState(
-                header=Header(stamp=stamp()), name=list(key), position=slot(n), velocity=slot(n),
-                effort=slot(n))), js_gather))
-            states = [(self.state_pub, key, everything)]
-            states += [(c.state_pub, c.joints, c.index) for c in self.controllers if c.state_pub is not None]
-            for publisher, joints, index in states:
-                built.append((publisher, *_controller_state_template(joints, index, n)))
-            publishers = TemplatePublishers(built)
-        except TemplateUnavailable:
-            publishers = None
-        self._templates = (self.joints, key, publishers)
-        return publishers
-
     def on_callback_error(self, where: str, exc: BaseException) -> None:
         """Safe state after a callback raised: no motion (goals aborted, modules halted), ERROR on
         /diagnostics."""
@@ -1022,47 +711,6 @@ class ControllerNode(ContainedNode):
                 except Exception as halt_error:  # e.g. the bus is gone: the drives' own timeouts stop them
                     self.get_logger().error(f"halt after the internal error failed: {_reason(halt_error)}")
         self._publish_diagnostics()
-
-    def _publish_diagnostics(self) -> None:
-        with self.lock:
-            states = []
-            if self.hardware is None and self.internal_error is None and not self.refusals:
-                return
-            try:
-                states = self.hardware.status() if self.hardware is not None else []
-            except Exception as exc:  # status itself needs the bus
-                states, self.bus_error = [], self.bus_error or _reason(exc)
-            sample = self.control.sample if self.control else None
-            bus_error, internal_error = self.bus_error, self.internal_error
-            refusals = dict(self.refusals)
-            for source in self.refusals_once:
-                self.refusals.pop(source, None)
-            self.refusals_once.clear()
-        name = self.get_fully_qualified_name()
-        msg = DiagnosticArray(header=Header(stamp=self.get_clock().now().to_msg()))
-        for source, reason in refusals.items():
-            msg.status.append(DiagnosticStatus(level=DiagnosticStatus.WARN, name=f"{name}: {source}",
-                                               message=reason[:500]))
-        if internal_error is not None:
-            msg.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{name}: controller",
-                                               message=f"halted after an internal error: {internal_error}; "
-                                                       "call ~/recover"))
-        if bus_error is not None:
-            msg.status.append(DiagnosticStatus(level=DiagnosticStatus.ERROR, name=f"{name}: bus",
-                                               message=f"hardware communication lost: {bus_error}"))
-        for i, s in enumerate(states):
-            level = {ModuleState.FAULT: DiagnosticStatus.ERROR, ModuleState.OFFLINE: DiagnosticStatus.STALE,
-                     ModuleState.DISABLED: DiagnosticStatus.WARN}.get(s.state, DiagnosticStatus.OK)
-            values = {"state": s.state.value, "brake": "engaged" if s.brake else "released",
-                      "fault": s.fault.value if s.fault else "none", "error_code": f"0x{s.error_code:04X}"}
-            if sample is not None:
-                values.update(position=f"{sample.position[i]:.6f}", velocity=f"{sample.velocity[i]:.6f}")
-            values.update(s.details)
-            msg.status.append(DiagnosticStatus(
-                level=level, name=f"{name}: {s.joint}", message=s.message,
-                hardware_id=s.hardware_id,
-                values=[KeyValue(key=k, value=str(v)) for k, v in values.items()]))
-        self.diagnostics_pub.publish(msg)
 
     def destroy_node(self):
         if not hasattr(self, "_preparation"):    # a constructor that failed (a refused start-up parameter)
@@ -1084,57 +732,6 @@ class ControllerNode(ContainedNode):
                     self.get_logger().warning(f"closing the hardware: {exc}")
         destroy_actions(self)
         return super().destroy_node()
-
-
-def _controller_state(header, joints, index, desired, actual, effort, error):
-    """JointTrajectoryControllerState of the joints ``index``: reference (desired), feedback (measured, with
-    effort), error (reference - feedback); output is the position command, the reference."""
-    return JointTrajectoryControllerState(
-        header=header, joint_names=list(joints), reference=trajectory_point(*desired[:, index]),
-        feedback=trajectory_point(*actual[:, index], effort[index]), error=trajectory_point(*error[:, index]),
-        output=trajectory_point(desired[0, index]), speed_scaling_factor=1.0)
-
-
-def _controller_state_template(joints, index, n: int):
-    """(CdrTemplate, gather) of :func:`_controller_state` for the joints ``index`` of ``n`` (see
-    ``template_publishers`` for the source layout)."""
-    gather: list[int] = []
-
-    def build(slot, stamp):
-        def take(offsets):
-            gather.extend(offsets)
-            return slot(len(offsets))
-
-        def rows(base):
-            return [take([base + d * n + int(i) for i in index]) for d in range(3)]
-        reference, feedback = rows(0), rows(3 * n)
-        effort = take([6 * n + int(i) for i in index])
-        error = rows(7 * n)
-        output = take([int(i) for i in index])
-        return JointTrajectoryControllerState(
-            header=Header(stamp=stamp()), joint_names=list(joints), reference=trajectory_point(*reference),
-            feedback=trajectory_point(*feedback, effort), error=trajectory_point(*error),
-            output=trajectory_point(output), speed_scaling_factor=1.0)
-    template = CdrTemplate(build)
-    return template, np.array(gather, dtype=np.int64)
-
-
-def _not_operational(states) -> str:
-    """What keeps the modules from moving and what the operator must call, or '' when they can move."""
-    def joints(state):
-        return ", ".join(s.joint for s in states if s.state is state)
-    faulted = [s for s in states if s.state is ModuleState.FAULT]
-    if faulted:
-        return (f"modules faulted ({'; '.join(f'{s.joint}: {s.message}' for s in faulted)}): call ~/recover")
-    if any(s.state is ModuleState.OFFLINE for s in states):
-        return f"modules not open ({joints(ModuleState.OFFLINE)}): call ~/init"
-    if any(s.state is ModuleState.DISABLED for s in states):
-        return f"modules disabled, brakes engaged ({joints(ModuleState.DISABLED)}): call ~/enable true"
-    return ""
-
-
-def _reason(exc: Exception) -> str:
-    return str(exc) if isinstance(exc, (Rejected, HardwareError)) else f"{type(exc).__name__}: {exc}"
 
 
 def main(args=None) -> int:

@@ -31,36 +31,34 @@ import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from action_msgs.msg import GoalStatus
-from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
-from control_msgs.msg import JointTolerance
-from geometry_msgs.msg import Point
 from moveit_msgs.action import MoveGroup, Pickup, Place
-from moveit_msgs.msg import (AttachedCollisionObject, CollisionObject, DisplayTrajectory, MoveItErrorCodes,
-                             RobotTrajectory)
+from moveit_msgs.msg import AttachedCollisionObject, CollisionObject, DisplayTrajectory, MoveItErrorCodes
 from moveit_msgs.srv import GetMotionPlan
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionClient, ActionServer
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..kinematics import frames
-from ..ros import params, qos
-from ..ros.actions import cancel_goal, destroy_actions, get_result, send_goal
-from ..ros.guard import ContainedNode
-from ..ros.params import Param
-from ..planning.cancel import CancelToken
 from ..planning.errors import PlanningError
+from ..ros import params, qos
+from ..ros.params import Param
+from ..ros.actions import destroy_actions
+from ..ros.goal_queue import (ACTION_REQUESTS, FEEDBACK_IDLE, FEEDBACK_MONITOR, FEEDBACK_PLANNING, E,
+                              GoalFailed, GoalQueue, Job, action_request_qos)
+from ..ros.guard import ContainedNode
+from ..ros.moveit_goals import (MAX_JOINT_STATE_NAMES, goal_of, grasp_request, matrix, posture, retreat,
+                                robot_trajectory, start_msg, start_of, trajectory_goal, trajectory_msg)
+from ..ros.planner_execution import ControllerExecution, PickPlaceExecutor
 from ..world.planning_scene import attach_topic
 
-E = MoveItErrorCodes
+__all__ = ["ACTION_REQUESTS", "E", "FEEDBACK_IDLE", "FEEDBACK_MONITOR", "FEEDBACK_PLANNING", "PARAMETERS",
+           "GoalFailed", "Job", "PlannerNode", "action_request_qos", "main", "trajectory_goal",
+           "trajectory_msg"]
 PARAMETERS = params.schema(
     Param("trajectory_action", "controller_node/follow_joint_trajectory",
           "FollowJointTrajectory action of the controller node's only controller; with several (one per "
@@ -120,9 +118,6 @@ PARAMETERS = params.schema(
                                  "move_group's default; rclpy's 10 s lost the results of a burst)",
           range=(1, 86400), read_only=True),
 )
-FEEDBACK_PLANNING, FEEDBACK_MONITOR, FEEDBACK_IDLE = "PLANNING", "MONITOR", "IDLE"
-MAX_CONSTRAINTS = 1000               # joint / position / orientation constraints of one goal
-MAX_JOINT_STATE_NAMES = 10000
 LOADING = "loading the planning libraries (pinocchio, coal, roboplan) on the worker thread"
 WORKER_JOIN = 5.0                    # s destroy_node waits for the worker to end its goal
 BUILD_JOIN = 0.2                     # s ... for a worker still building the planning model (executable)
@@ -131,7 +126,6 @@ BUILD_JOIN = 0.2                     # s ... for a worker still building the pla
 # instead of waiting for such a build; a node in another process (robot-bridge run) waits for it.
 _BUILDING: set = set()
 _EXIT_AT_ONCE = threading.Event()
-ACTION_REQUESTS = 1000              # goal / cancel / result requests queued per action service
 JOINT_STATE_SETTLE = 2               # fresh /joint_states awaited after the arm stopped, before replanning
 
 
@@ -140,73 +134,7 @@ def attached_qos() -> QoSProfile:
     return QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
 
-def action_request_qos() -> QoSProfile:
-    """The actions' goal, cancel and result services: reliable, depth ACTION_REQUESTS (the default 10 drops
-    the requests of a burst unanswered)."""
-    return QoSProfile(depth=ACTION_REQUESTS, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.VOLATILE)
-
-
-class GoalFailed(Exception):
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code, self.message = int(code), message
-
-
-@dataclass
-class Job:
-    kind: str                        # "move", "pickup", "place"
-    handle: object
-    future: Future
-    stop: threading.Event = field(default_factory=threading.Event)
-    stop_code: int = E.PREEMPTED
-    stop_reason: str = ""
-    cancel: CancelToken = field(default_factory=CancelToken)     # the core checks it while planning
-
-    def request_stop(self, reason: str) -> None:
-        self.stop_reason = reason
-        self.stop.set()
-        self.cancel.cancel(reason)
-
-    def check(self) -> None:
-        if self.stop.is_set():
-            raise GoalFailed(self.stop_code, self.stop_reason or "preempted")
-
-
-def _matrix(position, orientation, what: str) -> np.ndarray:
-    """4x4 of a message's position and quaternion, checked by the core (InvalidGoal -16)."""
-    from ..planning import inputs
-
-    return inputs.pose((position.x, position.y, position.z),
-                       (orientation.x, orientation.y, orientation.z, orientation.w), what)
-
-
-def _duration(t: float) -> Duration:
-    sec = int(math.floor(t))
-    return Duration(sec=sec, nanosec=min(999_999_999, int(round((t - sec) * 1e9))))
-
-
-def trajectory_msg(trajectory) -> JointTrajectory:
-    msg = JointTrajectory(joint_names=list(trajectory.joint_names))
-    for i, t in enumerate(trajectory.times):
-        msg.points.append(JointTrajectoryPoint(
-            positions=[float(v) for v in trajectory.positions[i]],
-            velocities=[float(v) for v in trajectory.velocities[i]],
-            accelerations=[float(v) for v in trajectory.accelerations[i]],
-            time_from_start=_duration(float(t))))
-    return msg
-
-
-def trajectory_goal(trajectory, tolerance: float) -> FollowJointTrajectory.Goal:
-    """The FollowJointTrajectory goal of a planned trajectory: path and goal tolerance ``tolerance`` (the
-    planner's corridor, ``Planner.corridor()``) on every joint, so the controller aborts a motion that
-    leaves what was checked (PATH_TOLERANCE_VIOLATED / GOAL_TOLERANCE_VIOLATED)."""
-    tolerances = [JointTolerance(name=name, position=float(tolerance)) for name in trajectory.joint_names]
-    return FollowJointTrajectory.Goal(trajectory=trajectory_msg(trajectory), path_tolerance=tolerances,
-                                      goal_tolerance=list(tolerances))
-
-
-class PlannerNode(ContainedNode):
+class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
     def __init__(self, **kwargs):
         super().__init__("planner_node", **kwargs)
         from ..planning import installed
@@ -318,26 +246,12 @@ class PlannerNode(ContainedNode):
         return model
 
     def _robot_file(self, search: list) -> tuple[dict, dict, np.ndarray]:
-        """The robot file's joint acceleration limits and environment bodies (a URDF carries neither), and
-        the robot's placement in the world (the file's, else robot_pose: robot_bridge.model.placement)."""
-        from ..model.placement import robot_placement
+        """description_file's acceleration limits, environment bodies and placement (master.robot_file)."""
+        from ..planning.master import robot_file
 
-        path = self.params.get("description_file")
-        pose = list(self.params.get("robot_pose") or [])
-        if not path:
-            return {}, {}, robot_placement(None, pose).matrix
-        try:
-            from ..formats import load
-
-            robot = load(path, search_path=search or None)
-        except Exception as exc:  # bad file: the default acceleration serves, reported once
-            self.get_logger().error(f"description_file {path!r} not read ({type(exc).__name__}: {exc}); "
-                                    "default_acceleration for every joint, no environment bodies")
-            return {}, {}, robot_placement(None, pose).matrix
-        accelerations = {j.name: float(j.acceleration[0]) for j in robot.active_joints
-                         if j.dof == 1 and float(j.acceleration[0]) > 0}
-        environment = dict(robot.environment) if self.params.get("environment") else {}
-        return accelerations, environment, robot_placement(robot, pose).matrix
+        return robot_file(self.params.get("description_file"), self.params.get("robot_pose"), search,
+                          bool(self.params.get("environment")),
+                          lambda text: self.get_logger().error(text))
 
     # -- inputs (executor thread: stored, applied by the worker) --------------------------------------
     def _on_description(self, msg: String) -> None:
@@ -403,87 +317,6 @@ class PlannerNode(ContainedNode):
             self.get_logger().warning(problem)
         self._logged_problems = len(model.problems)
 
-    # -- goals ------------------------------------------------------------------------------------
-    def _on_cancel(self, handle):
-        job = self._current
-        if job is not None and job.handle is handle:
-            job.request_stop("canceled by the client")
-        return CancelResponse.ACCEPT
-
-    def _admit(self, _request) -> GoalResponse:
-        """Accept a goal while fewer than ``max_pending_goals`` are accepted and not ended, else reject it:
-        every accepted goal gets its result, however many come."""
-        with self._pending_lock:
-            full = self._pending >= int(self.params.get("max_pending_goals"))
-            if not full:
-                self._pending += 1
-        if full:
-            self.get_logger().warning(f"goal rejected: {self._pending} goals pending (max_pending_goals)",
-                                      throttle_duration_sec=5.0)
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
-
-    async def _run(self, kind: str, handle):
-        try:
-            job = Job(kind, handle, Future())
-            current = self._current
-            if current is not None:
-                current.request_stop("preempted by a new goal")
-            for old in list(self._jobs.queue):
-                if old is not None:
-                    old.request_stop("preempted by a new goal")
-            if not self._running:
-                job.future.set_result((E.ABORT, "planner_node shutting down", {}))
-            else:
-                self._jobs.put(job)
-            code, message, fields = await job.future
-        except Exception as exc:  # a defect here too ends the goal with its reason, never an empty result
-            self._contain_error(f"{kind} goal", exc, self._worker_errors)
-            code, message, fields = E.FAILURE, f"internal error: {type(exc).__name__}: {exc}", {}
-        finally:
-            with self._pending_lock:
-                self._pending -= 1
-        try:
-            if code == E.SUCCESS:
-                handle.succeed()
-            elif handle.is_cancel_requested:
-                handle.canceled()
-            else:
-                handle.abort()
-        except Exception as exc:  # the goal ended meanwhile (e.g. the server going down): its result stands
-            self.get_logger().warning(f"{kind} goal: its end state not set ({type(exc).__name__}: {exc})")
-        if code == E.SUCCESS:
-            self.get_logger().info(f"{kind} goal: {message}")
-        else:
-            self.get_logger().warning(f"{kind} goal failed (code {code}): {message}")
-        return code, message, fields
-
-    async def _execute_move(self, handle):
-        code, message, fields = await self._run("move", handle)
-        return MoveGroup.Result(error_code=MoveItErrorCodes(val=code, message=message, source="planner_node"),
-                                **fields)
-
-    async def _execute_pickup(self, handle):
-        code, message, fields = await self._run("pickup", handle)
-        return Pickup.Result(error_code=MoveItErrorCodes(val=code, message=message, source="planner_node"),
-                             **fields)
-
-    async def _execute_place(self, handle):
-        code, message, fields = await self._run("place", handle)
-        return Place.Result(error_code=MoveItErrorCodes(val=code, message=message, source="planner_node"),
-                            **fields)
-
-    def _feedback(self, job: Job, state: str) -> None:
-        try:
-            if job.kind == "move":
-                job.handle.publish_feedback(MoveGroup.Feedback(state=state))
-            elif job.kind == "pickup":
-                job.handle.publish_feedback(Pickup.Feedback(state=state))
-            else:
-                job.handle.publish_feedback(Place.Feedback(state=state))
-        except Exception:  # the goal ended meanwhile
-            pass
-
     # -- the worker ---------------------------------------------------------------------------------
     def _work(self) -> None:
         _BUILDING.add(threading.current_thread())
@@ -503,25 +336,7 @@ class PlannerNode(ContainedNode):
                 continue
             if job is None:
                 return
-            self._current = job
-            try:
-                if job.stop.is_set():
-                    raise GoalFailed(job.stop_code, job.stop_reason)
-                with self.model_lock:
-                    self.sync()
-                fields = {"move": self._move, "pickup": self._pickup, "place": self._place}[job.kind](job)
-                outcome = (E.SUCCESS, "succeeded", fields)
-            except GoalFailed as exc:
-                outcome = (exc.code, exc.message, getattr(exc, "fields", {}))
-            except PlanningError as exc:          # a bad input the core refused: its code
-                outcome = (exc.code, str(exc), getattr(exc, "fields", {}))
-            except Exception as exc:  # a defect: logged with its traceback (once), FAILURE, serving on
-                self._contain_error("planner worker", exc, self._worker_errors)
-                outcome = (E.FAILURE, f"internal error: {type(exc).__name__}: {exc}", {})
-            finally:
-                self._current = None
-            self._feedback(job, FEEDBACK_IDLE)
-            job.future.set_result(outcome)
+            self._run_job(job)
 
     def _guarded(self, fn) -> None:
         try:
@@ -536,98 +351,20 @@ class PlannerNode(ContainedNode):
         return min(t, float(self.params.get("max_planning_time")))
 
     def _goal_of(self, request):
-        """The core goal of a MotionPlanRequest (GoalFailed when malformed)."""
-        from ..planning.goals import JointGoal, NamedGoal
-
-        group = request.group_name or None
-        if not request.goal_constraints:
-            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "no goal_constraints")
-        c = request.goal_constraints[0]
-        counts = (len(c.joint_constraints), len(c.position_constraints), len(c.orientation_constraints))
-        if max(counts) > MAX_CONSTRAINTS:
-            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, f"more than {MAX_CONSTRAINTS} constraints")
-        if c.joint_constraints:
-            if counts[1] or counts[2]:
-                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "joint and pose constraints in one goal")
-            return JointGoal({jc.joint_name: float(jc.position) for jc in c.joint_constraints}, group)
-        if counts[1] or counts[2]:
-            return self._pose_goal(c, group)
-        if c.name:
-            return NamedGoal(c.name, group)
-        raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS,
-                         "goal_constraints[0] holds no constraint and no state name")
+        """The core goal of a MotionPlanRequest (the core's typed error when malformed)."""
+        return goal_of(request, self.model.planner.robot.links, self._frame_pose)
 
     def _frame_pose(self, frame: str) -> np.ndarray:
         """World pose of a frame the planner knows: its world frame, a robot link, a world body."""
-        planner = self.model.planner
-        name = frame.lstrip("/")
-        if name in ("", self.world_frame):
-            return np.eye(4)
-        if self.frame_prefix and name.startswith(self.frame_prefix):
-            link = name[len(self.frame_prefix):]
-            if link in planner.robot.links:
-                return planner.link_pose(link)
-        elif not self.frame_prefix and name in planner.robot.links:
-            return planner.link_pose(name)
-        if name in planner.bodies:
-            return planner.body_pose(name)
-        raise GoalFailed(E.FRAME_TRANSFORM_FAILURE, f"frame {frame!r} is not one the planner knows (world "
-                                                    f"frame {self.world_frame!r}, robot links, world bodies)")
+        from ..planning.master import frame_pose
 
-    def _pose_goal(self, c, group):
-        from ..planning.goals import PoseGoal
-
-        links = {pc.link_name for pc in c.position_constraints} | \
-            {oc.link_name for oc in c.orientation_constraints}
-        if len(links) != 1:
-            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS,
-                             f"pose constraints on {len(links)} links, one expected")
-        link = links.pop()
-        if link not in self.model.planner.robot.links:
-            raise GoalFailed(E.INVALID_LINK_NAME, f"no link {link!r} in the robot")
-        pose = np.eye(4)
-        offset = np.eye(4)
-        mask = [False] * 6
-        if c.position_constraints:
-            pc = c.position_constraints[0]
-            region = pc.constraint_region
-            if not region.primitive_poses:
-                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "position constraint without a primitive pose")
-            p = region.primitive_poses[0].position
-            target = np.array([p.x, p.y, p.z, 1.0])
-            o = pc.target_point_offset
-            offset[:3, 3] = [o.x, o.y, o.z]
-            if not np.isfinite(target).all() or not np.isfinite(offset).all():
-                raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "position constraint not finite")
-            pose[:3, 3] = (self._frame_pose(pc.header.frame_id) @ target)[:3]
-            mask[:3] = [True] * 3
-        if c.orientation_constraints:
-            oc = c.orientation_constraints[0]
-            local = _matrix(Point(), oc.orientation, "orientation constraint")
-            rotation = (self._frame_pose(oc.header.frame_id) @ local)[:3, :3]
-            pose[:3, :3] = rotation
-            tolerances = (oc.absolute_x_axis_tolerance, oc.absolute_y_axis_tolerance,
-                          oc.absolute_z_axis_tolerance)
-            mask[3:] = [not (math.isfinite(t) and t >= math.pi) for t in tolerances]
-        if not any(mask):
-            raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "the pose constraints constrain nothing")
-        if group is None:
-            raise GoalFailed(E.INVALID_GROUP_NAME, "a pose goal needs group_name")
-        return PoseGoal(group, pose, frame=link, offset=offset, mask=mask)
-
-    def _start_of(self, request) -> Optional[dict]:
-        from ..planning import inputs
-
-        js = request.start_state.joint_state
-        if request.start_state.is_diff or not js.name:
-            return None
-        return inputs.start_state(js.name, js.position, MAX_JOINT_STATE_NAMES)
+        return frame_pose(self.model.planner, frame, self.world_frame, self.frame_prefix)
 
     def _plan(self, goal, group, start, timeout: float, velocity: float = 1.0, acceleration: float = 1.0,
               job: Optional[Job] = None):
         """(MotionPlan, planning time); GoalFailed with the core's code (PREEMPTED when ``job`` is stopped
         while planning)."""
-        from ..planning.master import scale_trajectory
+        from ..planning.master import keep_margin
 
         with self.model_lock:
             self.sync()
@@ -643,37 +380,23 @@ class PlannerNode(ContainedNode):
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
         plan = result.plan
-        from ..planning.inputs import scaling_factor
-
-        keep = 1.0 - float(self.params.get("limit_margin"))
-        velocity, acceleration = scaling_factor(velocity), scaling_factor(acceleration)
-        plan.trajectory = scale_trajectory(plan.trajectory, velocity * keep, acceleration * keep)
+        plan.trajectory = keep_margin(plan.trajectory, float(self.params.get("limit_margin")), velocity,
+                                      acceleration)
         self.display(plan)
         return plan, elapsed
 
     def _keep_margin(self, *stages) -> None:
         """A grasp's or place's stages timed ``limit_margin`` below the limits, as every planned move is."""
-        from ..planning.master import scale_trajectory
+        from ..planning.master import keep_margin
 
-        keep = 1.0 - float(self.params.get("limit_margin"))
         for stage in stages:
-            stage.trajectory = scale_trajectory(stage.trajectory, keep, keep)
+            stage.trajectory = keep_margin(stage.trajectory, float(self.params.get("limit_margin")))
 
     def display(self, plan) -> None:
         """Every plan on /display_planned_path (latched, as move_group: rviz and the live view draw it)."""
         self.display_pub.publish(DisplayTrajectory(model_id=self.model.planner.robot.name,
-                                                   trajectory=[self._robot_trajectory(plan)],
-                                                   trajectory_start=self._start_msg(plan)))
-
-    def _robot_trajectory(self, plan) -> RobotTrajectory:
-        return RobotTrajectory(joint_trajectory=trajectory_msg(plan.trajectory))
-
-    def _start_msg(self, plan):
-        from moveit_msgs.msg import RobotState
-
-        traj = plan.trajectory
-        return RobotState(joint_state=JointState(name=list(traj.joint_names),
-                                                 position=[float(v) for v in traj.positions[0]]))
+                                                   trajectory=[robot_trajectory(plan)],
+                                                   trajectory_start=start_msg(plan)))
 
     def _on_plan_service(self, request, response):
         req = request.motion_plan_request
@@ -684,14 +407,14 @@ class PlannerNode(ContainedNode):
                 self.sync()
                 self._ready_model()
                 goal = self._goal_of(req)
-            plan, elapsed = self._plan(goal, req.group_name or None, self._start_of(req),
+            plan, elapsed = self._plan(goal, req.group_name or None, start_of(req),
                                        self._planning_time(req), req.max_velocity_scaling_factor,
                                        req.max_acceleration_scaling_factor)
         except (GoalFailed, PlanningError) as exc:
             res.error_code = MoveItErrorCodes(val=exc.code, message=str(exc), source="planner_node")
             return response
-        res.trajectory_start = self._start_msg(plan)
-        res.trajectory = self._robot_trajectory(plan)
+        res.trajectory_start = start_msg(plan)
+        res.trajectory = robot_trajectory(plan)
         res.planning_time = elapsed
         res.error_code = MoveItErrorCodes(val=E.SUCCESS, message="planned", source="planner_node")
         return response
@@ -707,7 +430,7 @@ class PlannerNode(ContainedNode):
         with self.model_lock:
             self._ready_model()
             core_goal = self._goal_of(req)
-        start = self._start_of(req) if options.plan_only else None
+        start = start_of(req) if options.plan_only else None
         if not options.plan_only:
             self._check_start(req)
         total_planning = 0.0
@@ -722,8 +445,8 @@ class PlannerNode(ContainedNode):
                 exc.fields = fields
                 raise
             total_planning += elapsed
-            fields = {"trajectory_start": self._start_msg(plan),
-                      "planned_trajectory": self._robot_trajectory(plan), "planning_time": total_planning}
+            fields = {"trajectory_start": start_msg(plan),
+                      "planned_trajectory": robot_trajectory(plan), "planning_time": total_planning}
             if options.plan_only:
                 return fields
             try:
@@ -743,7 +466,7 @@ class PlannerNode(ContainedNode):
         """An executed goal starts where the robot is: a start state given must be the current one."""
         from ..planning import inputs
 
-        start = self._start_of(req)
+        start = start_of(req)
         if start is None:
             return
         with self._input_lock:
@@ -763,365 +486,103 @@ class PlannerNode(ContainedNode):
             time.sleep(0.01)
         raise GoalFailed(E.ROBOT_STATE_STALE, "no /joint_states after the arm stopped")
 
-    # -- execution ---------------------------------------------------------------------------------
-    def _wait(self, future, timeout: float, job: Optional[Job] = None) -> bool:
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        deadline = time.monotonic() + timeout
-        while not done.wait(0.02):
-            if time.monotonic() > deadline:
-                return False
-            if job is not None and job.stop.is_set():
-                return done.is_set()
-        return True
-
-    def _send(self, client, goal, what: str, job: Job):
-        timeout = float(self.params.get("server_timeout"))
-        if not client.wait_for_server(timeout_sec=timeout):
-            raise GoalFailed(E.CONTROL_FAILED, f"no {what} action server at {client._action_name!r}")
-        sent = send_goal(self, client, goal)
-        if not self._wait(sent, timeout):
-            raise GoalFailed(E.CONTROL_FAILED, f"{what} server at {client._action_name!r} did not answer")
-        handle = sent.result()
-        if not handle.accepted:
-            raise GoalFailed(E.CONTROL_FAILED, f"{what} goal rejected by {client._action_name!r}")
-        return handle
-
-    def _stop(self, handle, result_future) -> None:
-        """Cancel a controller goal and wait until it ended (the arm at rest, within the controller's
-        stop rules)."""
-        cancel_goal(self, handle)
-        self._wait(result_future, float(self.params.get("server_timeout")) + 5.0)
-
-    def _follow(self, job: Job, plan, monitor: bool = True) -> None:
-        """Run ``plan`` through FollowJointTrajectory, checking the rest of the path on every world update
-        (``monitor``)."""
-        traj = plan.trajectory
-        self._feedback(job, FEEDBACK_MONITOR)
-        goal = trajectory_goal(traj, self.model.planner.corridor())
-        handle = self._send(self._trajectory_client(traj.joint_names), goal, "FollowJointTrajectory", job)
-        started = time.monotonic()
-        result_future = get_result(self, handle)
-        limit = traj.duration * float(self.params.get("execution_duration_scaling")) + \
-            float(self.params.get("execution_goal_margin"))
-        with self._input_lock:
-            seen = self.objects_version
-        while not self._wait(result_future, 0.05):
-            if job.stop.is_set():
-                self._stop(handle, result_future)
-                job.check()
-            if time.monotonic() - started > limit:
-                self._stop(handle, result_future)
-                raise GoalFailed(E.TIMED_OUT, f"the trajectory did not end within {limit:.3g} s")
-            with self._input_lock:
-                changed = self.objects_version != seen
-                seen = self.objects_version
-            if not changed or not monitor:
-                continue
-            with self.model_lock:
-                self.sync()
-                check = self.model.planner.path_valid(traj, max(0.0, time.monotonic() - started - 0.05))
-            self.get_logger().debug(f"world update while executing: {check}")
-            if not check.valid:
-                self._stop(handle, result_future)
-                bodies = ", ".join(check.bodies) or "a world body"
-                raise GoalFailed(E.MOTION_PLAN_INVALIDATED_BY_ENVIRONMENT_CHANGE,
-                                 f"{bodies} on the remaining path (at t={check.collision_time:.3g} s of "
-                                 f"{traj.duration:.3g} s): trajectory stopped")
-        response = result_future.result()
-        result = response.result
-        if result.error_code != FollowJointTrajectory.Result.SUCCESSFUL or \
-                response.status != GoalStatus.STATUS_SUCCEEDED:
-            raise GoalFailed(E.CONTROL_FAILED, f"FollowJointTrajectory ended with error_code "
-                                               f"{result.error_code} (status {response.status}): "
-                                               f"{result.error_string}")
-
-    def _wiring(self):
-        """The controllers controller_node derives for the planner's robot (control.groups.wiring)."""
-        from ..control.groups import wiring
-        from ..model.groups import driven_joints
-
-        with self.model_lock:
-            planner = self.model.planner
-            if self._wired[0] is not planner:
-                self._wired = (planner, wiring(planner.robot, driven_joints(planner.robot)))
-            return self._wired[1]
-
-    def _client(self, kind, name: str):
-        with self._input_lock:
-            if name not in self._controller_clients:
-                self._controller_clients[name] = ActionClient(self, kind, name)
-            return self._controller_clients[name]
-
-    def _trajectory_client(self, joints):
-        """The FollowJointTrajectory client of the controller whose joints cover ``joints``, as MoveIt's
-        controller manager chooses: ``trajectory_action`` for the controller at the default names, else
-        ``<its namespace>/<group>/follow_joint_trajectory``."""
-        from ..control.groups import action_name
-
-        base, wired = self.params.get("trajectory_action"), self._wiring()
-        wire = wired.controller_for(joints)
-        if wire is None and len(wired.controllers) > 1:
-            known = "; ".join(f"{c.name}: {', '.join(c.joints)}" for c in wired.controllers)
-            raise GoalFailed(E.CONTROL_FAILED, f"no controller drives all of {', '.join(joints)} ({known})")
-        return self._client(FollowJointTrajectory, base if wire is None else action_name(base, wire))
-
-    def _gripper_client(self, joint: str):
-        from ..control.groups import gripper_action
-
-        return self._client(GripperCommand, gripper_action(self.params.get("gripper_action"),
-                                                           self._wiring().grippers, joint))
-
-    def _grip(self, job: Job, position: float, max_effort: float = 0.0, joint: str = ""):
-        goal = GripperCommand.Goal()
-        goal.command.position, goal.command.max_effort = float(position), float(max_effort)
-        handle = self._send(self._gripper_client(joint), goal, "GripperCommand", job)
-        result_future = get_result(self, handle)
-        if not self._wait(result_future, float(self.params.get("server_timeout")) + 30.0):
-            self._stop(handle, result_future)
-            raise GoalFailed(E.TIMED_OUT, "the gripper did not finish")
-        response = result_future.result()
-        if response.status != GoalStatus.STATUS_SUCCEEDED:
-            raise GoalFailed(E.CONTROL_FAILED, f"GripperCommand ended with status {response.status} at "
-                                               f"position {response.result.position:.4g}")
-        return response.result
-
-    # -- grasps ------------------------------------------------------------------------------------
-    def _gripper_of(self, name: str):
-        grippers = self.model.planner.semantics.grippers
-        if not name:
-            if len(grippers) != 1:
-                raise GoalFailed(E.INVALID_GROUP_NAME, "end_effector empty and the robot has "
-                                                       f"{len(grippers)} grippers: {sorted(grippers)}")
-            return next(iter(grippers.values()))
-        if name not in grippers:
-            raise GoalFailed(E.INVALID_GROUP_NAME, f"no gripper {name!r} (hpp grippers: {sorted(grippers)})")
-        return grippers[name]
-
-    def _handle_of(self, body: str, gripper, grasps):
-        """The handle to grasp: a ``possible_grasps[0]`` whose ``id`` is ``<body>/<handle>`` (hpp's name of an
-        object's handle) names a handle of the body's class (its poses are not used; an unknown handle is the
-        core's INVALID_OBJECT_NAME); any other grasp gives the handle by its poses (MoveIt's grasp_pose is the
-        pose of the gripper's link); no grasp: the body's class handle (the first by name)."""
-        from ..model import Handle
-
-        planner = self.model.planner
-        if not grasps:
-            semantics = planner.bodies[body].robot.semantics
-            handles = semantics.handles if semantics is not None else {}
-            if not handles:
-                raise GoalFailed(E.INVALID_OBJECT_NAME,
-                                 f"body {body!r} has no hpp handle: give possible_grasps")
-            return sorted(handles)[0]
-        grasp = grasps[0]
-        if grasp.id.startswith(body + "/"):
-            return grasp.id[len(body) + 1:]                # checked by the planner core
-        local = _matrix(grasp.grasp_pose.pose.position, grasp.grasp_pose.pose.orientation, "grasp_pose")
-        entry = planner.bodies[body]
-        root_link = entry.robot.root
-        gripper_world = self._frame_pose(grasp.grasp_pose.header.frame_id) @ local @ np.asarray(gripper.pose)
-        handle_pose = np.linalg.inv(planner.handle_link_pose(body, root_link)) @ gripper_world
-        approach = grasp.pre_grasp_approach
-        d = np.array([approach.direction.vector.x, approach.direction.vector.y, approach.direction.vector.z])
-        frame = approach.direction.header.frame_id
-        if np.isfinite(d).all() and np.linalg.norm(d) > 1e-9:
-            if frame.lstrip("/") in ("", self.frame_prefix + gripper.link):
-                direction = np.asarray(gripper.pose)[:3, :3].T @ d        # gripper link -> gripper frame
-            else:
-                direction = gripper_world[:3, :3].T @ (self._frame_pose(frame)[:3, :3] @ d)
-        else:
-            direction = np.array([0.0, 0.0, 1.0])
-        distance = float(approach.desired_distance) if math.isfinite(approach.desired_distance) else 0.0
-        clearance = max(0.0, distance - float(gripper.clearance))
-        return Handle(grasp.id or "grasp", root_link, handle_pose, [True] * 6, clearance,
-                      direction / np.linalg.norm(direction))
-
+    # -- grasps: Pickup and Place mapped onto planning.pick_place ---------------------------------------
     def _gripper_positions(self, gripper) -> tuple[str, float, float]:
-        """(joint, open, closed) of the gripper's driving joint: SRDF group_states "open" / "closed" naming
-        it, else its upper / lower limit.  An hpp gripper naming no joint is a frame: its fingers are the
-        SRDF end effector's on its link's body (control.groups), else none (joint "": no gripper command)."""
-        planner = self.model.planner
-        joints = [j for j in gripper.joints if j in planner.joint_names]
-        if not gripper.joints:
-            spec = self._wiring().gripper_for(gripper.link, planner.robot)
-            joints = [spec.joint] if spec is not None and spec.joint in planner.joint_names else []
-            if not joints:
-                return "", math.nan, math.nan
-        if not joints:
-            raise GoalFailed(E.INVALID_GROUP_NAME, f"gripper {gripper.name!r} drives no joint of the planner")
-        joint = joints[0]
-        i = planner.joint_names.index(joint)
-        values = {"open": float(planner.upper[i]), "closed": float(planner.lower[i])}
-        for state in planner.semantics.group_states:
-            if state.name in values and joint in state.values:
-                values[state.name] = float(state.values[joint][0])
-        return joint, values["open"], values["closed"]
+        """(joint, open, closed) of the gripper (planning.pick_place.gripper_positions)."""
+        from ..planning.pick_place import gripper_positions
 
-    def _posture(self, posture, joint: str, default: float) -> float:
-        if joint in posture.joint_names and posture.points:
-            value = posture.points[-1].positions[list(posture.joint_names).index(joint)]
-            if math.isfinite(value):
-                return float(value)
-        return default
+        fingers = gripper_positions(self.model.planner, gripper, self._wiring)
+        return fingers.joint, fingers.open, fingers.closed
 
-    def _move_frame(self, job: Job, group: str, link: str, target: np.ndarray, what: str) -> None:
-        """Plan the gripper link to ``target`` (world) and run it."""
-        from ..planning.goals import PoseGoal
+    def _retreat(self, translation):
+        return retreat(translation, float(self.params.get("lift_distance")))
 
-        plan, _ = self._plan(PoseGoal(group, target, frame=link), None, None,
-                             float(self.params.get("default_planning_time")), job=job)
-        try:
-            self._follow(job, plan)
-        except GoalFailed as exc:
-            exc.message = f"{what}: {exc.message}"
-            raise
+    def _stages(self, plan, what: str, elapsed: float) -> dict:
+        self._keep_margin(plan.reach, plan.approach)
+        return {"trajectory_start": start_msg(plan.reach),
+                "trajectory_stages": [robot_trajectory(plan.reach),
+                                      robot_trajectory(plan.approach)],
+                "trajectory_descriptions": [f"reach {what}", "approach"], "planning_time": elapsed}
 
-    def _shifted(self, link: str, direction, distance: float, frame: str = "") -> np.ndarray:
-        """World pose of ``link`` now, moved by ``distance`` along ``direction`` (in ``frame``; default: +z of
-        the world)."""
-        planner = self.model.planner
-        pose = planner.link_pose(link)
-        d = np.array([0.0, 0.0, 1.0]) if direction is None else np.asarray(direction, dtype=float)
-        if frame:
-            d = self._frame_pose(frame)[:3, :3] @ d
-        norm = np.linalg.norm(d)
-        if not np.isfinite(norm) or norm < 1e-9:
-            d, norm = np.array([0.0, 0.0, 1.0]), 1.0
-        out = pose.copy()
-        out[:3, 3] += distance * d / norm
-        return out
-
-    def _retreat(self, translation) -> tuple:
-        v = translation.direction.vector
-        d = np.array([v.x, v.y, v.z])
-        distance = float(translation.desired_distance)
-        if not (np.isfinite(d).all() and np.linalg.norm(d) > 1e-9 and math.isfinite(distance)
-                and distance > 0):
-            return None, float(self.params.get("lift_distance")), ""
-        return d, distance, translation.direction.header.frame_id
-
-    def _pickup(self, job: Job) -> dict:
-        from ..planning.goals import GraspGoal
-
-        goal = job.handle.request
+    def _plan_core(self, job: Job, core_goal, start=None):
+        """(plan, planning time) of a grasp or place goal; GoalFailed with the core's code."""
+        timeout = self._planning_time(job.handle.request)
         with self.model_lock:
-            self.sync()
-            planner = self._ready_model().planner
-            gripper = self._gripper_of(goal.end_effector)
-            if goal.target_name not in planner.bodies:
-                raise GoalFailed(E.INVALID_OBJECT_NAME, f"no body {goal.target_name!r} in the world (bodies: "
-                                                        f"{sorted(planner.bodies)})")
-            handle = self._handle_of(goal.target_name, gripper, list(goal.possible_grasps[:1]))
-            joint, opened, closed = self._gripper_positions(gripper)
-        self._feedback(job, FEEDBACK_PLANNING)
-        timeout = self._planning_time(goal)
-        pre = goal.possible_grasps[0].pre_grasp_posture if goal.possible_grasps else None
-        opening = self._posture(pre, joint, opened) if pre else opened
-        with self.model_lock:
-            core_goal = GraspGoal(gripper.name, goal.target_name, handle, goal.group_name or None)
-            # planned with the gripper as it will be, opened first: open fingers must clear the table too
             t0 = time.monotonic()
-            result = self.model.plan(core_goal, start={joint: opening} if joint else None, timeout=timeout,
-                                     cancel=job.cancel)
+            result = self.model.plan(core_goal, start=start, timeout=timeout, cancel=job.cancel)
             elapsed = time.monotonic() - t0
         if result.code != E.SUCCESS:
             raise GoalFailed(result.code, result.message)
-        grasp = result.plan
-        self._keep_margin(grasp.reach, grasp.approach)
-        fields = {"trajectory_start": self._start_msg(grasp.reach),
-                  "trajectory_stages": [self._robot_trajectory(grasp.reach),
-                                        self._robot_trajectory(grasp.approach)],
-                  "trajectory_descriptions": ["reach pre-grasp", "approach"],
-                  "planning_time": elapsed}             # IK of pre-grasp and grasp, reach, approach
-        if goal.planning_options.plan_only:
-            return fields
-        close = goal.possible_grasps[0].grasp_posture if goal.possible_grasps else None
-        if joint:                                            # a gripper frame without fingers: none
-            self._grip(job, opening, joint=joint)
-        self._follow(job, grasp.reach)
-        self._follow(job, grasp.approach, monitor=False)     # the body is meant to be touched
-        gripped = self._grip(job, self._posture(close, joint, closed) if close else closed, joint=joint) \
-            if joint else None
-        if gripped is not None and not gripped.stalled:
-            raise GoalFailed(E.FAILURE, f"the gripper closed to {gripped.position:.4g} without stopping on "
-                                        f"{goal.target_name!r} (GripperCommand not stalled): nothing grasped")
+        return result.plan, elapsed
+
+    def _pickup(self, job: Job) -> dict:
+        from ..planning import pick_place
+        from ..planning.goals import GraspGoal
+
+        goal = job.handle.request
+        grasp = goal.possible_grasps[0] if goal.possible_grasps else None
         with self.model_lock:
             self.sync()
-            planner.attach(goal.target_name, gripper.link)
-            touch = list(planner.bodies[goal.target_name].touch)
-        self.publish_attached(goal.target_name, gripper.link, touch, True)
-        retreat = goal.possible_grasps[0].post_grasp_retreat if goal.possible_grasps else None
-        d, distance, frame = self._retreat(retreat) if retreat is not None else \
-            (None, float(self.params.get("lift_distance")), "")
-        if distance > 0:
-            with self.model_lock:
-                target = self._shifted(gripper.link, d, distance, frame)
-            self._move_frame(job, grasp.reach.group, gripper.link, target, "lift")
+            planner = self._ready_model().planner
+            gripper = pick_place.gripper_of(planner.semantics, goal.end_effector)
+            handle = pick_place.handle_of(planner, goal.target_name, gripper, grasp_request(grasp),
+                                          self._frame_pose, self.frame_prefix + gripper.link)
+            fingers = pick_place.gripper_positions(planner, gripper, self._wiring)
+        self._feedback(job, FEEDBACK_PLANNING)
+        opening = posture(grasp.pre_grasp_posture if grasp else None, fingers.joint, fingers.open)
+        # planned with the gripper as it will be, opened first: open fingers must clear the table too
+        plan, elapsed = self._plan_core(job, GraspGoal(gripper.name, goal.target_name, handle,
+                                                       goal.group_name or None),
+                                        start={fingers.joint: opening} if fingers.joint else None)
+        fields = self._stages(plan, "pre-grasp", elapsed)
+        if goal.planning_options.plan_only:
+            return fields
+        closing = posture(grasp.grasp_posture if grasp else None, fingers.joint, fingers.closed)
+        result = pick_place.pick(PickPlaceExecutor(self, job), plan, fingers,
+                                 self._retreat(grasp.post_grasp_retreat if grasp else None), opening, closing)
+        if not result.ok:
+            raise GoalFailed(result.code, result.message)
         return fields
 
     def _place(self, job: Job) -> dict:
         """moveit_msgs/Place mapped on :meth:`Planner.plan_place`: ``place_locations[0]`` (the body's pose,
         ``pre_place_approach``, ``post_place_posture``, ``post_place_retreat``), ``support_surface_name``
         (empty: what the body was picked up from) and ``allow_gripper_support_collision``."""
+        from ..planning import pick_place
         from ..planning.goals import PlaceGoal
 
         goal = job.handle.request
         with self.model_lock:
             self.sync()
             planner = self._ready_model().planner
-            held = [n for n, b in planner.bodies.items() if b.attached is not None]
-            body = goal.attached_object_name or (held[0] if len(held) == 1 else "")
-            if body not in held:
-                raise GoalFailed(E.INVALID_OBJECT_NAME, f"no attached body {body!r} (attached: {held})")
+            body = pick_place.held_body(planner, goal.attached_object_name)
             if not goal.place_locations:
                 raise GoalFailed(E.INVALID_GOAL_CONSTRAINTS, "no place_locations")
             location = goal.place_locations[0]
             link = planner.bodies[body].attached
-            local = _matrix(location.place_pose.pose.position, location.place_pose.pose.orientation,
+            local = matrix(location.place_pose.pose.position, location.place_pose.pose.orientation,
                             "place_pose")
             placed = self._frame_pose(location.place_pose.header.frame_id) @ local
-            gripper = next((g for g in planner.semantics.grippers.values() if g.link == link), None)
-            if gripper is None:
-                raise GoalFailed(E.INVALID_GROUP_NAME, f"no gripper on link {link!r}")
-            joint, opened, _closed = self._gripper_positions(gripper)
-            d, distance, frame = self._retreat(location.pre_place_approach)
-            if d is None:
-                direction = (0.0, 0.0, -1.0)                    # straight down from lift_distance above
-            else:
-                direction = self._frame_pose(frame)[:3, :3] @ d if frame else d
-            core_goal = PlaceGoal(body, placed, goal.support_surface_name, direction, distance,
+            fingers = pick_place.gripper_positions(planner, pick_place.gripper_on(planner.semantics, link),
+                                                   self._wiring)
+            approach = self._retreat(location.pre_place_approach)
+            direction = pick_place.DOWN if approach.direction is None else \
+                (self._frame_pose(approach.frame)[:3, :3] @ approach.direction if approach.frame
+                 else approach.direction)
+            core_goal = PlaceGoal(body, placed, goal.support_surface_name, direction, approach.distance,
                                   bool(goal.allow_gripper_support_collision), goal.group_name or None)
         self._feedback(job, FEEDBACK_PLANNING)
-        timeout = self._planning_time(goal)
-        with self.model_lock:
-            t0 = time.monotonic()
-            result = self.model.plan(core_goal, timeout=timeout, cancel=job.cancel)
-            elapsed = time.monotonic() - t0
-        if result.code != E.SUCCESS:
-            raise GoalFailed(result.code, result.message)
-        plan = result.plan
-        self._keep_margin(plan.reach, plan.approach)
+        plan, elapsed = self._plan_core(job, core_goal)
+        fields = self._stages(plan, "pre-place", elapsed)
         self.display(plan.reach)
-        fields = {"trajectory_start": self._start_msg(plan.reach),
-                  "trajectory_stages": [self._robot_trajectory(plan.reach),
-                                        self._robot_trajectory(plan.approach)],
-                  "trajectory_descriptions": ["reach pre-place", "approach"],
-                  "place_location": location, "planning_time": elapsed}
+        fields["place_location"] = location
         if goal.planning_options.plan_only:
             return fields
-        self._follow(job, plan.reach)
-        self._follow(job, plan.approach, monitor=False)      # the body is meant to touch its support
-        if joint:
-            self._grip(job, self._posture(location.post_place_posture, joint, opened), joint=joint)
-        with self.model_lock:
-            self.sync()
-            planner.detach(body)
-        self.publish_attached(body, link, [], False)
-        d, distance, frame = self._retreat(location.post_place_retreat)
-        if distance > 0:
-            with self.model_lock:
-                target = self._shifted(link, d, distance, frame)
-            self._move_frame(job, plan.reach.group, link, target, "retreat")
+        result = pick_place.place(PickPlaceExecutor(self, job), plan, fingers,
+                                  self._retreat(location.post_place_retreat),
+                                  posture(location.post_place_posture, fingers.joint, fingers.open))
+        if not result.ok:
+            raise GoalFailed(result.code, result.message)
         return fields
 
     def publish_attached(self, body: str, link: str, touch: list, add: bool) -> None:

@@ -166,6 +166,61 @@ class MasterModel:
         return PlanResult(SUCCESS, "planned", plan)
 
 
+def frame_pose(planner, frame: str, world_frame: str, prefix: str = ""):
+    """World pose of a frame a goal names: the planner's world frame, a robot link (TF name: ``prefix`` +
+    link), a world body; FrameTransformFailure (-21) for any other."""
+    import numpy as np
+
+    from .errors import FrameTransformFailure
+
+    name = frame.lstrip("/")
+    if name in ("", world_frame):
+        return np.eye(4)
+    if prefix and name.startswith(prefix):
+        link = name[len(prefix):]
+        if link in planner.robot.links:
+            return planner.link_pose(link)
+    elif not prefix and name in planner.robot.links:
+        return planner.link_pose(name)
+    if name in planner.bodies:
+        return planner.body_pose(name)
+    raise FrameTransformFailure(f"frame {frame!r} is not one the planner knows (world frame {world_frame!r}, "
+                                "robot links, world bodies)")
+
+
+def keep_margin(trajectory, margin: float, velocity: float = 1.0, acceleration: float = 1.0):
+    """``trajectory`` timed ``margin`` (a fraction) below the limits, scaled by MoveIt's velocity and
+    acceleration factors (each outside (0, 1] counts as 1)."""
+    from .inputs import scaling_factor
+
+    keep = 1.0 - float(margin)
+    return scale_trajectory(trajectory, scaling_factor(velocity) * keep, scaling_factor(acceleration) * keep)
+
+
+def robot_file(path: str, pose, search: Sequence[str], environment: bool = True, on_error=None):
+    """(joint acceleration limits, environment bodies, placement 4x4) of planner_node's description_file (a
+    URDF carries neither limits nor bodies) and where the robot stands (the file's placement, else ``pose``,
+    [x, y, z, roll, pitch, yaw]: robot_bridge.model.placement).  A file that cannot be read: ``on_error(
+    message)``, no limits, no bodies; a placement given twice raises ValueError."""
+    from ..model.placement import robot_placement
+
+    pose = list(pose or [])
+    if not path:
+        return {}, {}, robot_placement(None, pose).matrix
+    try:
+        from ..formats import load
+
+        robot = load(path, search_path=list(search) or None)
+    except Exception as exc:  # bad file: the default acceleration serves, reported once
+        if on_error is not None:
+            on_error(f"description_file {path!r} not read ({type(exc).__name__}: {exc}); "
+                     "default_acceleration for every joint, no environment bodies")
+        return {}, {}, robot_placement(None, pose).matrix
+    accelerations = {j.name: float(j.acceleration[0]) for j in robot.active_joints
+                     if j.dof == 1 and float(j.acceleration[0]) > 0}
+    return accelerations, dict(robot.environment) if environment else {}, robot_placement(robot, pose).matrix
+
+
 def scale_trajectory(trajectory, velocity_factor: float = 1.0, acceleration_factor: float = 1.0):
     """The same path slowed down uniformly so that its velocities stay within ``velocity_factor`` and its
     accelerations within ``acceleration_factor`` of what they were (MoveIt's scaling factors; a factor
