@@ -220,9 +220,11 @@ def _scaled(shape, scale: float):
     return shape
 
 
-def depth_points(depth: np.ndarray, K: Sequence[float], encoding: str) -> tuple[np.ndarray, int]:
+def depth_points(depth: np.ndarray, K: Sequence[float], encoding: str, stride: int = 1
+                 ) -> tuple[np.ndarray, int]:
     """Points (N, 3) in the optical frame (x right, y down, z forward) of a depth image, and how many
-    pixels held no return.  ``encoding``: "32FC1" (metres) or "16UC1" (millimetres, 0 = no return)."""
+    pixels held no return.  ``encoding``: "32FC1" (metres) or "16UC1" (millimetres, 0 = no return);
+    ``stride``: every stride-th pixel of every stride-th row only."""
     depth = np.asarray(depth)
     if depth.ndim != 2 or not (0 < depth.shape[0] <= MAX_IMAGE_SIDE and 0 < depth.shape[1] <= MAX_IMAGE_SIDE):
         raise OccupancyError("depth image", f"shape {depth.shape}: need 2-D, sides 1..{MAX_IMAGE_SIDE}")
@@ -238,9 +240,14 @@ def depth_points(depth: np.ndarray, K: Sequence[float], encoding: str) -> tuple[
     if K.size != 9 or not np.all(np.isfinite(K)) or not (K[0] > 0 and K[4] > 0):
         raise OccupancyError("camera info", "K must be 9 finite values with fx, fy > 0")
     fx, cx, fy, cy = K[0], K[2], K[4], K[5]
+    if not 1 <= int(stride) <= 64:
+        raise OccupancyError("depth stride", f"must be 1..64, got {stride}")
+    stride = int(stride)
+    z = z[::stride, ::stride]
     valid = np.isfinite(z) & (z > 0)
     v, u = np.nonzero(valid)
     zs = z[v, u].astype(float)
+    u, v = u * stride, v * stride
     points = np.empty((len(zs), 3))
     points[:, 0] = (u - cx) / fx * zs
     points[:, 1] = (v - cy) / fy * zs
@@ -305,9 +312,10 @@ class OccupancyMap:
 
     # -- insertion --------------------------------------------------------------------------------
     def insert_depth(self, depth: np.ndarray, K: Sequence[float], encoding: str, camera_pose: np.ndarray,
-                     stamp: float = 0.0, **filters) -> InsertStats:
-        """A depth image; ``camera_pose``: world -> optical frame (x right, y down, z forward)."""
-        points, none = depth_points(depth, K, encoding)
+                     stamp: float = 0.0, stride: int = 1, **filters) -> InsertStats:
+        """A depth image; ``camera_pose``: world -> optical frame (x right, y down, z forward); ``stride``:
+        every stride-th pixel and row only."""
+        points, none = depth_points(depth, K, encoding, stride)
         stats = self.insert_points(points, camera_pose, stamp, **filters)
         stats.no_return += none
         self.totals.no_return += none
