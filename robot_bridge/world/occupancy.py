@@ -171,35 +171,63 @@ def inside_any(bodies: Iterable[FilterBody], points: np.ndarray) -> np.ndarray:
 
 class SelfFilter:
     """The robot's collision geometry, grown by ``padding`` (m) and scaled by ``scale`` about each shape's
-    origin (MoveIt's ``padding_offset`` / ``padding_scale``): end points inside are the robot itself."""
+    origin (MoveIt's ``padding_offset`` / ``padding_scale``): end points inside are the robot itself.  A mesh
+    counts as its bounding box (read once); a mesh that cannot be read is left out (``skipped``)."""
 
     def __init__(self, robot, padding: float = 0.03, scale: float = 1.0):
-        from ..kinematics.fk import KinematicModel
+        from ..model import Box, Mesh
 
         if not (math.isfinite(padding) and 0.0 <= padding <= 1.0):
             raise OccupancyError("self_filter padding", f"must be in [0, 1] m, got {padding}")
         if not (math.isfinite(scale) and 1.0 <= scale <= 2.0):
             raise OccupancyError("self_filter scale", f"must be in [1, 2], got {scale}")
         self.padding, self.scale = float(padding), float(scale)
-        self.model = KinematicModel(robot)
-        self._shapes = [(name, g.origin, g.shape) for name, link in robot.links.items()
-                        for g in link.collisions]
+        self.robot = robot
+        self._model = None
+        self.skipped: list[str] = []
+        self.shapes: list[tuple[str, np.ndarray, object]] = []     # (link, link -> shape frame, shape)
+        for name, link in robot.links.items():
+            for g in link.collisions:
+                shape, origin = g.shape, np.asarray(g.origin, float)
+                if isinstance(shape, Mesh):
+                    from ..formats.meshes import mesh_arrays
 
-    def bodies(self, positions: Optional[Mapping[str, float]] = None,
-               base: Optional[np.ndarray] = None) -> list[FilterBody]:
-        """The padded link shapes at joint ``positions`` with the root at ``base`` (world -> root)."""
-        base = np.eye(4) if base is None else _pose("robot base", base)
-        poses = self.model.link_poses(positions)
-        out = []
-        for link, origin, shape in self._shapes:
-            if link in poses:
-                out.append(FilterBody(_scaled(shape, self.scale), base @ poses[link] @ origin, self.padding))
-        return out
+                    try:
+                        vertices, _ = mesh_arrays(shape)
+                    except Exception as exc:        # unreadable or missing: reported, not fatal
+                        self.skipped.append(f"{name}: {exc}")
+                        continue
+                    if not len(vertices):
+                        continue
+                    lo, hi = vertices.min(axis=0), vertices.max(axis=0)
+                    centre = np.eye(4)
+                    centre[:3, 3] = 0.5 * (lo + hi)
+                    shape, origin = Box(0.5 * (hi - lo)), origin @ centre
+                self.shapes.append((name, origin, _scaled(shape, self.scale)))
+
+    @property
+    def links(self) -> list[str]:
+        return sorted({link for link, _, _ in self.shapes})
+
+    def bodies(self, positions: Optional[Mapping[str, float]] = None, base: Optional[np.ndarray] = None,
+               link_poses: Optional[Mapping[str, np.ndarray]] = None) -> list[FilterBody]:
+        """The padded link shapes: at ``link_poses`` (link -> world pose, e.g. from TF at the stamp; links
+        not in it are left out), else at joint ``positions`` with the root at ``base`` (world -> root)."""
+        if link_poses is None:
+            from ..kinematics.fk import KinematicModel
+
+            if self._model is None:
+                self._model = KinematicModel(self.robot)
+            base = np.eye(4) if base is None else _pose("robot base", base)
+            link_poses = {k: base @ v for k, v in self._model.link_poses(positions).items()}
+        return [FilterBody(shape, np.asarray(link_poses[link]) @ origin, self.padding)
+                for link, origin, shape in self.shapes if link in link_poses]
 
     def mask(self, points: np.ndarray, positions: Optional[Mapping[str, float]] = None,
-             base: Optional[np.ndarray] = None) -> np.ndarray:
+             base: Optional[np.ndarray] = None, link_poses: Optional[Mapping[str, np.ndarray]] = None
+             ) -> np.ndarray:
         """Mask of world ``points`` on the robot."""
-        return inside_any(self.bodies(positions, base), points)
+        return inside_any(self.bodies(positions, base, link_poses), points)
 
 
 def _scaled(shape, scale: float):
@@ -335,10 +363,12 @@ class OccupancyMap:
     def insert_points(self, points: np.ndarray, sensor_pose: np.ndarray, stamp: float = 0.0,
                       positions: Optional[Mapping[str, float]] = None,
                       robot_base: Optional[np.ndarray] = None,
+                      link_poses: Optional[Mapping[str, np.ndarray]] = None,
                       bodies: Sequence[FilterBody] = (), max_range: Optional[float] = None) -> InsertStats:
         """End points (N, 3) in the sensor frame (non-finite rows: no return); the sensor at ``sensor_pose``
-        (world -> sensor) at ``stamp`` (s).  ``positions`` / ``robot_base``: the robot's joints and root
-        pose at the stamp for the self filter; ``bodies``: world bodies whose inside is left out."""
+        (world -> sensor) at ``stamp`` (s).  The self filter places the links at ``link_poses`` (link ->
+        world pose at the stamp), else by forward kinematics of joint ``positions`` with the root at
+        ``robot_base``; ``bodies``: world bodies whose inside is left out."""
         points = np.asarray(points, dtype=float)
         if points.ndim != 2 or points.shape[1] != 3:
             raise OccupancyError("point cloud", f"shape {points.shape}: need (N, 3)")
@@ -359,7 +389,7 @@ class OccupancyMap:
         keep = np.ones(len(world), bool)
         if self.self_filter is not None and near.any():
             on_robot = np.zeros(len(world), bool)
-            on_robot[near] = self.self_filter.mask(world[near], positions, robot_base)
+            on_robot[near] = self.self_filter.mask(world[near], positions, robot_base, link_poses)
             stats.self_filtered = int(on_robot.sum())
             keep &= ~on_robot
         if bodies and near.any():

@@ -149,7 +149,7 @@ def test_the_self_filter_drops_points_on_the_links_at_the_given_configuration():
     base = np.eye(4)
     base[:3, 3] = (1.0, 0.0, 0.0)
     occupancy = OccupancyMap(self_filter=SelfFilter(robot, padding=0.02))
-    # at j1 = pi/2 the link spans world y 0 .. 0.4 at x = 1, z = 1.3: points on it, and one far from it
+    # at j1 = pi/2 the link spans world y 0 .. 0.4 at x = 1, z = 0.3: points on it, and two off it
     on_link = np.array([[1.0, 0.1, 0.3], [1.0, 0.35, 0.3], [1.06, 0.2, 0.34]])
     off = np.array([[1.01, -0.31, 0.31], [1.31, 0.21, 0.31]])
     sensor = np.eye(4)
@@ -163,6 +163,13 @@ def test_the_self_filter_drops_points_on_the_links_at_the_given_configuration():
     occupancy.clear()
     stats = occupancy.insert_points(pts, sensor, positions={joint: 0.0}, robot_base=base)
     assert stats.self_filtered == 0
+    # link poses given (as TF has them at the stamp): the upper link placed by hand along world y
+    along_y = np.eye(4)
+    along_y[:3, :3] = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    along_y[:3, 3] = (1.0, 0.0, 0.3)
+    occupancy.clear()
+    stats = occupancy.insert_points(pts, sensor, link_poses={"upper": along_y})
+    assert stats.self_filtered == 3
     # a world body filters what lies inside it
     occupancy.clear()
     where = np.eye(4)
