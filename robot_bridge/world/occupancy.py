@@ -552,3 +552,74 @@ def decode_binary(data, resolution: float, map_id: str = BINARY_ID):
     if raw and not tree.readBinary(_BINARY_HEADER % (binary_node_count(raw), float(resolution)) + raw):
         raise OccupancyError("octomap", "OctoMap could not read the binary data")
     return tree
+
+
+# -- the map as collision geometry for the planner -------------------------------------------------------
+MAX_BOXES = 4000                        # boxes of the planner's occupancy body (coarser cells beyond)
+BODY_NAME = "occupancy"
+
+
+def merged_boxes(keys: np.ndarray) -> np.ndarray:
+    """(M, 6) inclusive key ranges ``x0 y0 z0 x1 y1 z1`` covering exactly the cells ``keys`` (N, 3): runs
+    along x, then equal runs stacked along y, then equal rectangles along z (greedy, no overlap)."""
+    keys = np.unique(np.asarray(keys, dtype=np.int64).reshape(-1, 3), axis=0)
+    if not len(keys):
+        return np.zeros((0, 6), np.int64)
+
+    def runs(groups: dict) -> list:
+        out = []
+        for head, values in groups.items():
+            values = sorted(values)
+            start = prev = values[0]
+            for v in values[1:]:
+                if v != prev + 1:
+                    out.append((head, start, prev))
+                    start = v
+                prev = v
+            out.append((head, start, prev))
+        return out
+
+    along_x: dict = {}
+    for x, y, z in keys.tolist():
+        along_x.setdefault((y, z), []).append(x)
+    along_y: dict = {}
+    for (y, z), x0, x1 in runs(along_x):
+        along_y.setdefault((x0, x1, z), []).append(y)
+    along_z: dict = {}
+    for (x0, x1, z), y0, y1 in runs(along_y):
+        along_z.setdefault((x0, x1, y0, y1), []).append(z)
+    return np.array([(x0, y0, z0, x1, y1, z1) for (x0, x1, y0, y1), z0, z1 in runs(along_z)], dtype=np.int64)
+
+
+def occupancy_body(keys: np.ndarray, resolution: float, max_boxes: int = MAX_BOXES):
+    """A world body (:class:`robot_bridge.model.Robot`, not a robot) of box geometries covering the occupied
+    cells ``keys`` at ``resolution``, in the world frame; beyond ``max_boxes`` the cells are merged into
+    cells twice as large (a superset: never less covered), again until the boxes fit.  None for no cells."""
+    from ..model import Box, Geometry, Link, Robot
+
+    keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
+    if not len(keys):
+        return None
+    scale = 1
+    while True:
+        boxes = merged_boxes((keys - KEY_OFFSET) // scale)
+        if len(boxes) <= max_boxes:
+            break
+        scale *= 2
+    size = resolution * scale
+    lo, hi = boxes[:, :3] * size, (boxes[:, 3:] + 1) * size
+    geoms = []
+    for a, b in zip(lo, hi):
+        origin = np.eye(4)
+        origin[:3, 3] = 0.5 * (a + b)
+        geoms.append(Geometry(Box(0.5 * (b - a)), origin=origin, name="cells"))
+    body = Robot(BODY_NAME, links={BODY_NAME: Link(BODY_NAME, collisions=geoms)}, is_robot=False)
+    body.extras["occupancy_cell"] = size
+    return body
+
+
+def body_from_octomap(data, resolution: float, map_id: str = BINARY_ID, max_boxes: int = MAX_BOXES):
+    """The world body of an ``octomap_msgs/Octomap``'s binary data (None: nothing occupied); bounded:
+    OccupancyError past MAX_MESSAGE_BYTES or MAX_CELLS occupied cells."""
+    keys = occupied_keys(decode_binary(data, resolution, map_id))
+    return occupancy_body(keys, float(resolution), max_boxes)
