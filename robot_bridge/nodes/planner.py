@@ -303,6 +303,7 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
             return
         with self._input_lock:
             self._pending_occupancy = (body,)
+            self.objects_version += 1      # a goal executing checks its remaining path against it (replan)
 
     def _read_objects(self, text: str) -> None:
         """world_node's document, its body files read here (objects_worker), then handed to the model."""

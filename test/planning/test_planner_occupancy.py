@@ -2,7 +2,8 @@
 face by face (points on each face from a sensor in front of it) into an OccupancyMap; the map becomes one
 world body of merged boxes (what planner_node makes of world_node's octomap); the path the planner finds
 through the place the box occupies is checked by the independent pinocchio + coal checker against the box
-itself, every 0.01 rad."""
+itself, every 0.01 rad; a plan made before the box was mapped is invalid once it is (the planner node's
+stop and replan)."""
 
 from __future__ import annotations
 
@@ -84,12 +85,20 @@ def test_the_planner_plans_around_what_the_sensors_mapped():
     assert not checker.collides(checker.q({**base, **START}))
     assert not checker.collides(checker.q({**base, **GOAL}))
 
+    blind = master.plan(JointGoal(GOAL), group="arm", start=START, timeout=10.0)     # the box unknown
+    assert blind.code == 1 and checker.path_collisions(blind.plan.trajectory.joint_names,
+                                                       blind.plan.trajectory.positions, base, 0.01)
+    assert planner.path_valid(blind.plan.trajectory).valid
+
     occupancy = OccupancyMap()
     faces_seen(occupancy, centre, SIZE / 2)
     fields = occupancy.to_message_fields()                 # as planner_node receives it on /planning_scene
     body = body_from_octomap(fields["data"].tobytes(), fields["resolution"])
     assert master.set_occupancy(body) is None
     assert planner.in_collision(planner.vector(MIDDLE))
+    # the plan made blind is invalid now, the map named (planner_node stops the arm and replans)
+    check = planner.path_valid(blind.plan.trajectory)
+    assert not check.valid and check.bodies == ["occupancy"]
     result = master.plan(JointGoal(GOAL), group="arm", start=START, timeout=10.0)
     assert result.code == 1, result.message
     traj = result.plan.trajectory
