@@ -51,7 +51,8 @@ PARAMETERS = params.schema(     # world_node's occupancy_* parameters
           range=(0.0, 86400.0), read_only=True),
     Param("occupancy_padding", 0.03, "m: the robot's collision shapes grown by this in the self filter",
           range=(0.0, 1.0), read_only=True),
-    Param("occupancy_rate", 2.0, "Hz: messages of one sensor topic inserted at most (the rest skipped)",
+    Param("occupancy_rate", 1.0, "Hz: messages of one sensor topic inserted at most (the rest skipped; "
+                                 "OctoMap holds the GIL while it inserts: the node waits)",
           range=(0.01, 100.0)),
     Param("occupancy_publish_rate", 1.0, "Hz: the map on /planning_scene (world.octomap) when it changed",
           range=(0.01, 100.0), read_only=True),
