@@ -592,10 +592,13 @@ def merged_boxes(keys: np.ndarray) -> np.ndarray:
 
 
 def occupancy_body(keys: np.ndarray, resolution: float, max_boxes: int = MAX_BOXES):
-    """A world body (:class:`robot_bridge.model.Robot`, not a robot) of box geometries covering the occupied
-    cells ``keys`` at ``resolution``, in the world frame; beyond ``max_boxes`` the cells are merged into
+    """A world body (:class:`robot_bridge.model.Robot`, not a robot) whose one collision geometry is a
+    triangle mesh of boxes covering the occupied cells ``keys`` at ``resolution``, in the world frame: one
+    geometry, so the planner's collision scene holds one pair per robot link (a geometry per box made the
+    scene's pair bookkeeping quadratic: 8 s for 100 boxes).  Beyond ``max_boxes`` the cells are merged into
     cells twice as large (a superset: never less covered), again until the boxes fit.  None for no cells."""
-    from ..model import Box, Geometry, Link, Robot
+    from ..model import Geometry, Link, Mesh, Robot
+    from ..planning.backend import TRANSIENT
 
     keys = np.asarray(keys, dtype=np.int64).reshape(-1, 3)
     if not len(keys):
@@ -608,13 +611,17 @@ def occupancy_body(keys: np.ndarray, resolution: float, max_boxes: int = MAX_BOX
         scale *= 2
     size = resolution * scale
     lo, hi = boxes[:, :3] * size, (boxes[:, 3:] + 1) * size
-    geoms = []
-    for a, b in zip(lo, hi):
-        origin = np.eye(4)
-        origin[:3, 3] = 0.5 * (a + b)
-        geoms.append(Geometry(Box(0.5 * (b - a)), origin=origin, name="cells"))
-    body = Robot(BODY_NAME, links={BODY_NAME: Link(BODY_NAME, collisions=geoms)}, is_robot=False)
+    corners = np.array([[i, j, k] for i in (0, 1) for j in (0, 1) for k in (0, 1)], dtype=float)
+    vertices = (lo[:, None] + corners[None] * (hi - lo)[:, None]).reshape(-1, 3)
+    # two outward triangles per face of a box whose corner index is 4 i + 2 j + k
+    faces = np.array([[0, 1, 3], [0, 3, 2], [4, 6, 7], [4, 7, 5], [0, 4, 5], [0, 5, 1],
+                      [2, 3, 7], [2, 7, 6], [0, 2, 6], [0, 6, 4], [1, 5, 7], [1, 7, 3]], dtype=np.int64)
+    triangles = (np.arange(len(boxes))[:, None, None] * 8 + faces[None]).reshape(-1, 3)
+    mesh = Mesh(uri=TRANSIENT + BODY_NAME, vertices=vertices, triangles=triangles)
+    body = Robot(BODY_NAME, links={BODY_NAME: Link(BODY_NAME, collisions=[Geometry(mesh, name="cells")])},
+                 is_robot=False)
     body.extras["occupancy_cell"] = size
+    body.extras["occupancy_boxes"] = (lo, hi)
     return body
 
 

@@ -53,13 +53,20 @@ def test_merged_boxes_cover_exactly_the_cells_and_coarser_cells_cover_more():
     assert len(cells) == len(set(cells)) == len(keys)              # no overlap
     assert set(cells) == set(map(tuple, keys.tolist())) and len(boxes) < len(keys)
     body = occupancy_body(keys + KEY_OFFSET, 0.02, max_boxes=20)
-    shapes = body.links["occupancy"].collisions
-    assert len(shapes) <= 20 and body.extras["occupancy_cell"] > 0.02
+    lo, hi = body.extras["occupancy_boxes"]
+    assert len(lo) <= 20 and body.extras["occupancy_cell"] > 0.02
     centres = (keys + 0.5) * 0.02
     inside = np.zeros(len(centres), bool)
-    for g in shapes:
-        inside |= np.all(np.abs(centres - g.origin[:3, 3]) <= g.shape.half_extents + 1e-9, axis=1)
+    for a, b in zip(lo, hi):
+        inside |= np.all((centres >= a) & (centres <= b), axis=1)
     assert inside.all()
+    # one mesh geometry: the boxes' faces, each triangle's normal pointing out of its box
+    (geometry,) = body.links["occupancy"].collisions
+    v, t = geometry.shape.vertices, geometry.shape.triangles
+    assert len(t) == 12 * len(lo)
+    normals = np.cross(v[t[:, 1]] - v[t[:, 0]], v[t[:, 2]] - v[t[:, 0]])
+    centre_of = (lo + hi)[np.arange(len(t)) // 12] / 2
+    assert np.all(np.einsum("ij,ij->i", normals, v[t].mean(axis=1) - centre_of) > 0)
     assert occupancy_body(np.zeros((0, 3)), 0.02) is None
 
 
