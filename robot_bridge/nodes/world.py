@@ -173,7 +173,8 @@ class WorldNode(ContainedNode):
 
             try:
                 self.occupancy = OccupancyFeed(self, self.tf, self.world_frame, self.frame_prefix, self._p,
-                                               self.scene.scene_pub, lambda key, text: self._warn(key, text))
+                                               self.scene.scene_pub, lambda key, text: self._warn(key, text),
+                                               self._placed_bodies)
             except (ImportError, ValueError) as exc:    # octomap-python missing, a workspace over its bound
                 self.get_logger().error(f"no occupancy map: {exc}")
         ok, error = self.load_environment()
@@ -471,6 +472,20 @@ class WorldNode(ContainedNode):
         for name in changes.removed:
             self.get_logger().info(f"object {name} removed")
 
+
+    def _placed_bodies(self) -> list:
+        """(body, world pose now) of every environment, detected and held body (the occupancy map's body
+        filter)."""
+        out = []
+        for name, _key, body, pose in self._scene_bodies(self.world.snapshot() if self.world else []):
+            held = self._attached.get(name)
+            if held is not None:
+                try:
+                    pose = self.tf.lookup(self.world_frame, held[0]) @ held[1]
+                except LookupError:
+                    pass
+            out.append((body, pose))
+        return out
 
     def _scene_bodies(self, objects) -> list:
         """(name, shapes key, body, pose) of every environment and detected body, for the ScenePublisher."""

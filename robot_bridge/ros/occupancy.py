@@ -22,7 +22,8 @@ import numpy as np
 from ..kinematics import frames
 from . import params
 from .params import Param
-from ..world.occupancy import MAX_POINTS, OccupancyConfig, OccupancyError, OccupancyMap, SelfFilter
+from ..world.occupancy import (MAX_POINTS, BodyFilter, OccupancyConfig, OccupancyError, OccupancyMap,
+                               SelfFilter)
 
 MAX_FIELDS = 64
 
@@ -51,6 +52,10 @@ PARAMETERS = params.schema(     # world_node's occupancy_* parameters
           range=(0.0, 86400.0), read_only=True),
     Param("occupancy_padding", 0.03, "m: the robot's collision shapes grown by this in the self filter",
           range=(0.0, 1.0), read_only=True),
+    Param("occupancy_filter_bodies", True, "Leave out points inside world_node's bodies (environment, "
+                                           "detected, held), grown by occupancy_padding (MoveIt's known "
+                                           "objects)",
+          read_only=True),
     Param("occupancy_rate", 1.0, "Hz: messages of one sensor topic inserted at most (the rest skipped; "
                                  "OctoMap holds the GIL while it inserts: the node waits)",
           range=(0.01, 100.0)),
@@ -128,7 +133,8 @@ def planning_scene_diff(fields: dict, frame: str, stamp):
 class OccupancyFeed:
     """Subscriptions, the map and its publication for one node (``get``: the node's parameter getter)."""
 
-    def __init__(self, node, tf, world_frame: str, frame_prefix: str, get: Callable, scene_pub, warn):
+    def __init__(self, node, tf, world_frame: str, frame_prefix: str, get: Callable, scene_pub, warn,
+                 bodies: Optional[Callable[[], list]] = None):
         from sensor_msgs.msg import CameraInfo, Image, LaserScan, PointCloud2
         from std_msgs.msg import String
 
@@ -136,6 +142,9 @@ class OccupancyFeed:
 
         self.node, self.tf, self.world_frame, self.prefix = node, tf, world_frame, frame_prefix
         self.get, self.scene_pub, self.warn = get, scene_pub, warn
+        # (body, world pose) of the world's bodies, whose inside is left out of the map
+        self.world_bodies = bodies if get("occupancy_filter_bodies") else None
+        self.body_filter = BodyFilter(float(get("occupancy_padding")))
         lo_hi = list(get("occupancy_workspace"))
         self.map = OccupancyMap(OccupancyConfig(
             resolution=float(get("occupancy_resolution")), workspace_min=tuple(lo_hi[:3]),
@@ -202,7 +211,10 @@ class OccupancyFeed:
             self.warn(f"occupancy:tf:{topic}", f"occupancy: {topic} dropped: {exc}")
             return None
         now = self.node.get_clock().now().nanoseconds * 1e-9
-        return pose, stamp or now, ({"link_poses": links} if self.map.self_filter is not None else {})
+        filters = {"link_poses": links} if self.map.self_filter is not None else {}
+        if self.world_bodies is not None:
+            filters["bodies"] = self.body_filter.bodies(self.world_bodies())
+        return pose, stamp or now, filters
 
     def _insert(self, topic: str, header, insert) -> None:
         if not self._due(topic):

@@ -230,6 +230,29 @@ class SelfFilter:
         return inside_any(self.bodies(positions, base, link_poses), points)
 
 
+class BodyFilter:
+    """World bodies (robot_bridge.model Robot bodies at world poses) as :class:`FilterBody` shapes grown by
+    ``padding``; each body's shapes (meshes as their boxes) made once per body object."""
+
+    def __init__(self, padding: float = 0.03, max_bodies: int = 10000):
+        self.padding, self.max_bodies = float(padding), int(max_bodies)
+        self._made: dict[int, tuple[object, SelfFilter]] = {}
+
+    def bodies(self, placed: Iterable[tuple[object, np.ndarray]]) -> list[FilterBody]:
+        out, used = [], {}
+        for body, pose in placed:
+            key = id(body)
+            made = self._made.get(key)
+            if made is None or made[0] is not body:
+                made = (body, SelfFilter(body, self.padding))
+            used[key] = made
+            if len(used) > self.max_bodies:
+                break
+            out += made[1].bodies(base=pose)
+        self._made = used                 # bodies gone are forgotten
+        return out
+
+
 def _scaled(shape, scale: float):
     from dataclasses import replace
 

@@ -10,8 +10,8 @@ octomap = pytest.importorskip("octomap", reason="octomap-python is not installed
 
 from robot_bridge.model import Box, Geometry, Joint, Link, Robot  # noqa: E402
 from robot_bridge.world.occupancy import (  # noqa: E402
-    KEY_OFFSET, FilterBody, OccupancyConfig, OccupancyError, OccupancyMap, SelfFilter, decode_binary,
-    occupied_keys)
+    KEY_OFFSET, BodyFilter, FilterBody, OccupancyConfig, OccupancyError, OccupancyMap, SelfFilter,
+    decode_binary, occupied_keys)
 
 RES = 0.02
 W, H, F = 160, 120, 120.0                       # a small pinhole: cheap, still ~1 ray per 1 cm at 1 m
@@ -177,6 +177,13 @@ def test_the_self_filter_drops_points_on_the_links_at_the_given_configuration():
     body = FilterBody(Box(np.array([0.05, 0.05, 0.05])), where)
     stats = occupancy.insert_points(pts, sensor, bodies=[body])
     assert stats.body_filtered == 1 and stats.inserted == 4
+    # world bodies (as world_node holds them): the arm itself placed as a body, its upper link at j1 = 0
+    occupancy.clear()
+    robot_as_body, _ = arm()
+    on_upper = np.array([[1.21, 0.01, 0.31], [1.01, -0.31, 0.31]])      # on the upper link along x; off
+    stats = occupancy.insert_points(on_upper - sensor[:3, 3], sensor,
+                                    bodies=BodyFilter(0.02).bodies([(robot_as_body, base)]))
+    assert stats.body_filtered == 1 and stats.inserted == 1
 
 
 def test_the_workspace_bounds_the_map_and_counts_what_falls_outside():
