@@ -62,6 +62,12 @@ def _stl_file(vertices: np.ndarray, triangles: np.ndarray, transient: bool = Fal
     return str(path)
 
 
+def octree(centres: np.ndarray, resolution: float):
+    """A coal ``OcTree`` of cells of ``resolution`` at these centres (an occupancy map's occupied cells)."""
+    require()
+    return coal.makeOctree(np.ascontiguousarray(centres, dtype=float).reshape(-1, 3), float(resolution))
+
+
 class Backend:
     """A roboplan Scene over one URDF; ``q`` vectors are the scene's (active, non-mimic joints, in
     :attr:`joint_names` order)."""

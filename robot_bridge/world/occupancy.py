@@ -486,13 +486,12 @@ class OccupancyMap:
         return to_message_fields(self._tree)
 
     def collision_object(self):
-        """A coal ``OcTree`` of the occupied cells (None when nothing is occupied), in the world frame."""
-        import coal
+        """A coal ``OcTree`` of the occupied cells (None when nothing is occupied), in the world frame (made
+        by planning/backend.py, the one module that imports the planning libraries)."""
+        from ..planning.backend import octree
 
         centers = self.occupied_centers()
-        if not len(centers):
-            return None
-        return coal.makeOctree(np.ascontiguousarray(centers, float), float(self.config.resolution))
+        return octree(centers, self.config.resolution) if len(centers) else None
 
 
 def occupied_keys(tree, lo: Optional[np.ndarray] = None, hi: Optional[np.ndarray] = None,
