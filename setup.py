@@ -25,8 +25,9 @@ INSTALL_REQUIRES = [
 # Optional fast ray casting for the simulated sensors (robot_bridge.sim.raycast falls back without them);
 # numba: the camera's z-buffer (robot_bridge.sim.raster; without it the camera casts rays).
 RAYCAST_REQUIRES = ["embreex", "rtree", "numba"]
-# robot_bridge.planning: roboplan (C++ RRT-Connect, TOPP-RA on pinocchio + coal; it brings pin and coal).
-PLANNING_REQUIRES = ["roboplan>=0.7,<0.8"]
+# robot_bridge.planning: roboplan (C++ RRT-Connect, TOPP-RA on pinocchio + coal; it brings pin and coal);
+# robot_bridge.world.occupancy: octomap-python (binds OctoMap: sensor points -> the map the planner avoids).
+PLANNING_REQUIRES = ["roboplan>=0.7,<0.8", "octomap-python>=1.10,<2"]
 # robot_bridge.view (robot-bridge view): viser serves the live 3D page (three.js) over a WebSocket.
 VIEW_REQUIRES = ["viser>=1.0,<2"]
 TEST_REQUIRES = [

@@ -71,6 +71,9 @@ PARAMETERS = params.schema(
     Param("objects_topic", "world_node/objects", "world_node's latched <Environment> document of the "
                                                  "detected bodies (empty: no world bodies)",
           read_only=True, string="name"),
+    Param("occupancy_topic", "/planning_scene", "PlanningScene diffs whose world.octomap (world_node's "
+                                                "occupancy map) is planned around (empty: none)",
+          read_only=True, string="name"),
     Param("joint_states_topic", "joint_states", "Joint states of the robot", read_only=True, string="name"),
     Param("description_file", "", "Robot file whose joint acceleration limits the controller uses and whose "
                                   "environment bodies are planned around (a URDF carries neither); empty: "
@@ -152,6 +155,7 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
         self._pending_urdf: Optional[str] = None
         self._pending_srdf: Optional[str] = None
         self._pending_objects: Optional[dict] = None    # name -> (body, pose): read by objects_worker
+        self._pending_occupancy: Optional[tuple] = None  # (occupancy body or None,): read by its worker
         self._joints: dict[str, float] = {}
         self._joints_dirty = False
         self.joint_state_count = 0
@@ -181,6 +185,8 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
                                                lambda exc: self.on_callback_error("objects worker", exc))
             self.create_subscription(String, self.params.get("objects_topic"),
                                      lambda msg: self.objects_worker.submit(msg.data), latched)
+        if self.params.get("occupancy_topic"):
+            self._subscribe_occupancy()
         # world_node owns what the grippers hold: it tells MoveIt (/attached_collision_object), once per grasp
         self.attached_pub = self.create_publisher(
             AttachedCollisionObject, attach_topic(self.params.get("objects_topic") or "world_node/objects"),
@@ -264,6 +270,41 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
             self._pending_srdf = msg.data
         self._wake.set()
 
+    def _subscribe_occupancy(self) -> None:
+        """world_node's occupancy map (a /planning_scene diff with world.octomap), decoded on a worker of its
+        own (the newest wins) into one world body of boxes."""
+        from moveit_msgs.msg import PlanningScene
+
+        from ..ros.planning_scene import moveit_qos
+        from ..world.reader import LatestWorker
+
+        def on_scene(msg) -> None:
+            octo = msg.world.octomap.octomap
+            if msg.is_diff and octo.id:
+                self.occupancy_worker.submit((bytes(octo.data), float(octo.resolution), octo.id,
+                                              msg.world.octomap.header.frame_id))
+
+        self.occupancy_worker = LatestWorker(self._read_occupancy, "planner_node.occupancy",
+                                             lambda exc: self.on_callback_error("occupancy worker", exc))
+        self.create_subscription(PlanningScene, self.params.get("occupancy_topic"), on_scene, moveit_qos())
+
+    def _read_occupancy(self, item) -> None:
+        from ..world.occupancy import body_from_octomap
+
+        data, resolution, map_id, frame = item
+        if frame.lstrip("/") != self.world_frame:
+            self.get_logger().warning(f"occupancy map in frame {frame!r} not used (the planner's world frame "
+                                      f"is {self.world_frame!r})", throttle_duration_sec=5.0)
+            return
+        try:
+            body = body_from_octomap(data, resolution, map_id)
+        except (ValueError, ImportError) as exc:    # OccupancyError, OccupancyUnavailable
+            self.get_logger().warning(f"occupancy map not used: {exc}", throttle_duration_sec=5.0)
+            return
+        with self._input_lock:
+            self._pending_occupancy = (body,)
+            self.objects_version += 1      # a goal executing checks its remaining path against it (replan)
+
     def _read_objects(self, text: str) -> None:
         """world_node's document, its body files read here (objects_worker), then handed to the model."""
         from ..errors import DescriptionError
@@ -296,6 +337,7 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
             return
         with self._input_lock:
             urdf, srdf, objects = self._pending_urdf, self._pending_srdf, self._pending_objects
+            occupancy, self._pending_occupancy = self._pending_occupancy, None
             self._pending_urdf = self._pending_srdf = self._pending_objects = None
             joints = dict(self._joints) if self._joints_dirty else None
             self._joints_dirty = False
@@ -311,6 +353,10 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
                                        f"{', '.join(model.planner.group_names())}")
         if objects is not None:
             reason = model.set_objects(objects)
+            if reason:
+                self.get_logger().warning(reason)
+        if occupancy is not None:
+            reason = model.set_occupancy(occupancy[0])
             if reason:
                 self.get_logger().warning(reason)
         for problem in model.problems[self._logged_problems:]:

@@ -62,6 +62,7 @@ from ..kinematics.tf_buffer import TFBuffer
 from ..ros import params, qos
 from ..ros.guard import ContainedNode
 from ..ros.markers import body_markers, delete_markers
+from ..ros.occupancy import PARAMETERS as OCCUPANCY
 from ..ros.planning_scene import ScenePublisher
 from ..ros.tf import matrix as tf_matrix
 from ..ros.params import Param
@@ -107,6 +108,7 @@ PARAMETERS = params.schema(
                                   "it): a body at 1e308 m broke the planner's collision scene",
           range=(0.01, 1e6)),
 )
+PARAMETERS = PARAMETERS + OCCUPANCY      # issue 44: sensor topics -> the occupancy map
 LISTED_NAMES = 5              # names shown in one warning or log line (the rest counted)
 REPORTED_NAMES = 1000         # distinct unknown classes / frames reported at once however throttled
 RELOAD_PARAMETERS = {"objects_file", "search_path"}
@@ -165,6 +167,16 @@ class WorldNode(ContainedNode):
         # the description node's switches of the robot file (ros2 param set /description_node ...)
         self.create_subscription(ParameterEvent, "/parameter_events", self._on_parameter_event, 10)
 
+        self.occupancy = None                        # the sensors' map (issue 44), when topics feed it
+        if any(self._p(f"occupancy_{kind}_topics") for kind in ("depth", "scan", "cloud")):
+            from ..ros.occupancy import OccupancyFeed
+
+            try:
+                self.occupancy = OccupancyFeed(self, self.tf, self.world_frame, self.frame_prefix, self._p,
+                                               self.scene.scene_pub, lambda key, text: self._warn(key, text),
+                                               self._placed_bodies)
+            except (ImportError, ValueError) as exc:    # octomap-python missing, a workspace over its bound
+                self.get_logger().error(f"no occupancy map: {exc}")
         ok, error = self.load_environment()
         if not ok:
             self.get_logger().error(f"cannot load the environment of description_file: {error}")
@@ -460,6 +472,20 @@ class WorldNode(ContainedNode):
         for name in changes.removed:
             self.get_logger().info(f"object {name} removed")
 
+
+    def _placed_bodies(self) -> list:
+        """(body, world pose now) of every environment, detected and held body (the occupancy map's body
+        filter)."""
+        out = []
+        for name, _key, body, pose in self._scene_bodies(self.world.snapshot() if self.world else []):
+            held = self._attached.get(name)
+            if held is not None:
+                try:
+                    pose = self.tf.lookup(self.world_frame, held[0]) @ held[1]
+                except LookupError:
+                    pass
+            out.append((body, pose))
+        return out
 
     def _scene_bodies(self, objects) -> list:
         """(name, shapes key, body, pose) of every environment and detected body, for the ScenePublisher."""

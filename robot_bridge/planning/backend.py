@@ -42,18 +42,30 @@ _ACTUATED = "robot_bridge:actuated"    # roboplan group of every actuated joint,
 _MESH_DIR = Path(tempfile.gettempdir()) / f"robot_bridge_planning_meshes_{os.getuid()}"
 
 
-def _stl_file(vertices: np.ndarray, triangles: np.ndarray) -> str:
-    """A binary STL of these triangles in a per-user cache, named by content (written once)."""
+TRANSIENT = "robot_bridge:transient:"   # a mesh URI so marked: its STL is removed once the scene read it
+
+
+def _stl_file(vertices: np.ndarray, triangles: np.ndarray, transient: bool = False) -> str:
+    """A binary STL of these triangles in a per-user cache, named by content (written once); ``transient``:
+    a file of this process's own, for the caller to remove after use (maps that change every second would
+    fill the cache)."""
     from ..formats.meshes import stl_bytes
 
     data = stl_bytes(vertices, triangles)
     _MESH_DIR.mkdir(mode=0o700, exist_ok=True)
-    path = _MESH_DIR / (hashlib.sha256(data).hexdigest()[:24] + ".stl")
+    own = f".{os.getpid()}.transient" if transient else ""
+    path = _MESH_DIR / (hashlib.sha256(data).hexdigest()[:24] + own + ".stl")
     if not path.is_file():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
     return str(path)
+
+
+def octree(centres: np.ndarray, resolution: float):
+    """A coal ``OcTree`` of cells of ``resolution`` at these centres (an occupancy map's occupied cells)."""
+    require()
+    return coal.makeOctree(np.ascontiguousarray(centres, dtype=float).reshape(-1, 3), float(resolution))
 
 
 class Backend:
@@ -288,8 +300,13 @@ class Backend:
             from ..formats.meshes import mesh_arrays
 
             vertices, triangles = mesh_arrays(shape)
-            scene.addMeshGeometry(name, parent, rc.Mesh(_stl_file(vertices, triangles), np.ones(3)), pose,
-                                  colour)
+            transient = shape.uri.startswith(TRANSIENT)
+            path = _stl_file(vertices, triangles, transient)
+            try:
+                scene.addMeshGeometry(name, parent, rc.Mesh(path, np.ones(3)), pose, colour)
+            finally:
+                if transient:                       # read: a rebuild writes it again from the record
+                    Path(path).unlink(missing_ok=True)
 
     def move_geometry(self, name: str, pose: np.ndarray, parent: Optional[str] = None) -> None:
         """Place a geometry at ``pose`` in ``parent`` (default: its parent); a new parent makes it a new

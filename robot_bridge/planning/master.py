@@ -57,6 +57,7 @@ class MasterModel:
         self._srdf: Optional[str] = None
         self._joint_state: dict[str, float] = {}
         self._objects: dict = {}
+        self._occupancy = None                          # the sensors' map as a world body (or None)
         from ..formats.mesh_cache import default_cache_dir
         from ..world.reader import WorldReader, trusted_roots
 
@@ -94,8 +95,8 @@ class MasterModel:
         planner.set_joint_state(self._joint_state)
         for name, body in self.environment.items():
             planner.add_body(name, body)
-        if self._objects:
-            for problem in planner.set_objects(self._objects, keep=list(self.environment)):
+        if self._objects or self._occupancy is not None:
+            for problem in planner.set_objects(self._world(), keep=list(self.environment)):
                 self._problem(f"world objects: {problem}")
         self.planner = planner
         for note in robot.warnings:
@@ -135,9 +136,29 @@ class MasterModel:
             return self._problem(f"world objects not used: names of environment bodies: {clash}")
         self._objects = objects
         if self.planner is not None:
-            for problem in self.planner.set_objects(objects, keep=list(self.environment)):
+            for problem in self.planner.set_objects(self._world(), keep=list(self.environment)):
                 self._problem(f"world objects: {problem}")
         return None
+
+    def set_occupancy(self, body) -> Optional[str]:
+        """The sensors' occupancy map as one world body (:func:`robot_bridge.world.occupancy.occupancy_body`,
+        boxes in the world frame; None: no map): planned around like world_node's bodies."""
+        from ..world.occupancy import BODY_NAME
+
+        if BODY_NAME in self.environment:
+            return self._problem(f"occupancy map not used: an environment body is named {BODY_NAME!r}")
+        self._occupancy = body
+        return self.set_objects(self._objects)
+
+    def _world(self) -> dict:
+        """world_node's bodies and the occupancy body (at the identity: its boxes are in the world frame)."""
+        import numpy as np
+
+        from ..world.occupancy import BODY_NAME
+
+        if self._occupancy is None:
+            return dict(self._objects)
+        return {**self._objects, BODY_NAME: (self._occupancy, np.eye(4))}
 
     # -- requests ------------------------------------------------------------------------------------
     def plan(self, goal, group: Optional[str] = None, start: Optional[Mapping[str, float]] = None,

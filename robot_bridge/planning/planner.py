@@ -61,6 +61,11 @@ def _package_roots(robot: Robot) -> list[str]:
     return roots
 
 
+# robot_bridge.world.occupancy.BODY_NAME: the sensors' map, one mesh of boxes; pick and place's contact depths
+# would take its convex hull: left out there (the motion's collision checks keep it)
+OCCUPANCY = "occupancy"
+
+
 @dataclass
 class _Body:
     robot: Robot
@@ -935,7 +940,7 @@ class Planner:
         """The body at the place pose: at most PLACE_PENETRATION into its supports, into no other body."""
         held = self._body_geometries(body, pose @ self.bodies[body].robot.placement)
         for other, entry in self.bodies.items():
-            if other == body or entry.attached is not None:
+            if other in (body, OCCUPANCY) or entry.attached is not None:    # the map: as its hull here
                 continue
             depth = self._depth(held, other)
             if other in supports and depth > PLACE_PENETRATION:
@@ -951,7 +956,7 @@ class Planner:
         held = self._body_geometries(body, q=q)
         sink, hit = 0.0, []
         for other, entry in self.bodies.items():
-            if other == body or entry.attached is not None:
+            if other in (body, OCCUPANCY) or entry.attached is not None:    # the map: as its hull here
                 continue
             depth = self._depth(held, other)
             if other in supports:
