@@ -28,9 +28,12 @@ VPY := $(VENV)/bin/python
 # VENV_INTERFACES: the tools/venv_interfaces packages to build (space-separated, their local dependencies come
 # along; default: all), e.g. a CI subset.  TESTS: what `make test` runs (pytest paths or node ids, or options such
 # as -m "node or system"; default: test).  PYTEST_ARGS: added to every run (default: the 25 slowest tests listed).
+# TEST_WORKERS: pytest-xdist processes (default 3: most tests wait on processes and discovery, not on a core;
+# 0 runs in one process), each on its own ROS domain, each test file whole on one worker (module fixtures).
 VENV_INTERFACES ?=
 TESTS ?= test
 PYTEST_ARGS ?= --durations=25
+TEST_WORKERS ?= 3
 export PYTHON CMAKE CC CXX VENV REQUIREMENTS VENV_INTERFACES WHEELS_DISTRO ROS2_TOOLS_REQUIREMENTS
 
 # The setup is redone only when one of its inputs changes (the stamp name carries their hash).
@@ -85,7 +88,7 @@ test-jazzy:
 test: setup
 	@status=0; \
 	$(VPY) -m ruff check $(LINT_PATHS) || status=$$?; \
-	ROS_DOMAIN_ID=$$(( RANDOM % 100 + 1 )) $(VPY) -m pytest $(PYTEST_ARGS) $(TESTS) || status=$$?; \
+	env -u ROS_DOMAIN_ID $(VPY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS) $(TESTS) || status=$$?; \
 	exit $$status
 
 # The bridge in sim mode on the embedded robot and world, a master client, a report and demo_out/demo.png.

@@ -33,6 +33,7 @@ VIEW_REQUIRES = ["viser>=1.0,<2"]
 TEST_REQUIRES = [
     "pytest",
     "pytest-timeout",
+    "pytest-xdist",  # `make test` runs test files on TEST_WORKERS processes
     "hypothesis",
     "ruff",
     "pin",  # pinocchio: independent forward-kinematics truth

@@ -12,15 +12,19 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import domains
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = (REPO / ".." / "shared" / "corpus").resolve()
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
-pytest_plugins = ["fixtures.ros_fixtures", "fixtures.layer_report"]
+pytest_plugins = ["fixtures.ros_fixtures", "fixtures.layer_report", "fixtures.scheduling"]
 
-# One DDS domain per pytest process so parallel runs never see each other, and
+# One DDS domain per pytest process so parallel runs never see each other (fixtures/domains.py: unique on this
+# machine; an exported ROS_DOMAIN_ID is kept, except by an xdist worker, which inherits its controller's), and
 # discovery stays on this machine.
-os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+if "PYTEST_XDIST_WORKER" in os.environ or not os.environ.get("ROS_DOMAIN_ID"):
+    os.environ["ROS_DOMAIN_ID"] = str(domains.claim())
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
 # A suite started in the background of a script (`make test &`) inherits SIGINT ignored, and so would
@@ -55,9 +59,19 @@ def fixtures() -> Path:
     return FIXTURES
 
 
+def pytest_runtest_logreport(report):
+    """test/test_docs_commands.py's summary comes with a test's report (from an xdist worker too)."""
+    for name, value in getattr(report, "user_properties", ()):
+        if name == "docs_commands_summary":
+            _DOCS_SUMMARY[:] = list(value)
+
+
+_DOCS_SUMMARY: list[str] = []
+
+
 def pytest_terminal_summary(terminalreporter, config):
     """test/test_docs_commands.py: how many documented commands ran, and why the others did not."""
-    summary = getattr(config, "docs_commands_summary", None)
+    summary = _DOCS_SUMMARY
     if summary:
         terminalreporter.section("documented shell commands")
         for line in summary:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import domains
 from fixtures.ros2_tools import missing_reason
 from fixtures.xacro_arm import PARTS, XACRO
 
@@ -349,9 +350,12 @@ class PageRun:
         return self.results
 
 
+SUMMARY = "<summary>"          # the key of the run's summary lines among the outcomes
+
+
 def _domains(count: int) -> list[int]:
-    base = int(os.environ["ROS_DOMAIN_ID"])
-    return [(base + 1 + i) % 233 for i in range(count)]
+    """Domains of the page runs' own, unique on this machine (another xdist worker runs beside this one)."""
+    return domains.claim_many(count)
 
 
 def _prepare(work: Path) -> None:
@@ -421,7 +425,7 @@ def outcomes(request, tmp_path_factory):
     summary += [f"  {len(ids)} not run: {reason} ({', '.join(ids)})" for reason, ids in reasons.items()]
     summary.append("  run in place of the reader's files: " + "; ".join(f"{k} -> {v}" for k, v in
                                                                         SUBSTITUTES.items()))
-    request.config.docs_commands_summary = summary
+    results[SUMMARY] = ("summary", summary)
     return results
 
 
@@ -474,7 +478,9 @@ def test_a_renamed_topic_fails(tmp_path):
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.id for c in COMMANDS])
-def test_doc_command(command, outcomes):
+def test_doc_command(command, outcomes, record_property):
+    if command is COMMANDS[0]:        # the run's summary travels with one report (xdist: to the controller)
+        record_property("docs_commands_summary", outcomes[SUMMARY][1])
     outcome, detail = outcomes[command.id]
     if outcome == "skipped":
         pytest.skip(f"not run: {detail}")

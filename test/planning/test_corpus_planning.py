@@ -23,13 +23,15 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.scheduling import SPLIT
+
 pytest.importorskip("roboplan", reason="the planning extra is not installed "
                     "(pip install 'robot_bridge[planning]')")
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE.parents[2] / "shared" / "corpus"
 WORKER = HERE / "corpus_plan_worker.py"
-BATCH = 8                  # robots per child process (a process costs ~1 s of imports)
+BATCH = SPLIT["test/planning/test_corpus_planning.py"]    # robots per child process (~1 s of imports each)
 BATCH_TIMEOUT = 900.0      # s for one child process (a robot: a few s idle, far more on a loaded host)
 MALLOC_DEBUG = Path("/lib/x86_64-linux-gnu/libc_malloc_debug.so.0")   # glibc >= 2.34 (Debian / Ubuntu)
 
@@ -108,9 +110,9 @@ class _Runner:
 
     def result(self, rel: str, selected: list[str]) -> dict:
         """``rel``'s result, running it with the next of ``selected`` (the files of this pytest run)."""
-        if rel not in self.results:
-            pending = [f for f in selected[selected.index(rel):] if f not in self.results]
-            self._run(pending[:BATCH])
+        if rel not in self.results:     # its chunk of BATCH: an xdist worker's unit (fixtures/scheduling)
+            first = selected.index(rel) // BATCH * BATCH
+            self._run([f for f in selected[first:first + BATCH] if f not in self.results])
         if rel not in self.results:         # started after a crash at exit? never rerun in a loop
             self.results[rel] = _failure(rel, "the worker reported no result for it", "")
         return self.results[rel]
