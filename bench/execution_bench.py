@@ -13,9 +13,14 @@ the end of the level and on any exit):
   (an aborted goal's states up to then include its stop);
 - ``joint_states_gaps``: largest and p99 difference of consecutive /joint_states stamps (measurement times)
   over the whole level, against the 1 / state_rate period;
-- goals sent, their result codes and the worst deviation each controller result named.
+- goals sent, their result codes and the worst deviation each controller result named;
+- ``detection_flood``: the largest and p99 /joint_states stamp gap in a quiet window and during a flood of
+  detections (``FLOOD_RATE`` Detection3DArray messages/s of ``FLOOD_BODIES`` moving boxes, ``--flood-seconds``
+  long) for two bringups of the sim bridge, each in a namespace of its own: ``own_process`` (controller_node
+  and world_node as processes, as ``ros2 launch`` runs them) and ``robot_bridge_run`` (``robot-bridge run
+  --objects``: every node in one process, sharing its GIL).
 
-Usage: .venv/bin/python bench/execution_bench.py [--goals 6] [--levels 0 2 4]
+Usage: .venv/bin/python bench/execution_bench.py [--goals 6] [--levels 0 2 4] [--flood-seconds 5]
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -41,6 +47,9 @@ ARM = [f"j{i}" for i in range(1, 8)]
 # joint goals cycled through (the arm's other joints 0): reachable and free in the embedded cell
 TARGETS = [{"j1": -0.9, "j2": 0.6, "j4": 0.9}, {"j1": 0.9, "j2": 0.6, "j4": 0.9},
            {"j1": 0.0, "j2": 0.3, "j4": 1.2, "j6": 0.5}]
+FLOOD_RATE = 400.0              # detection messages/s (the issue's flood: 355/s)
+FLOOD_BODIES = 10               # boxes per message, each moved beyond world_node's jitter every message
+QUIET = 3.0                     # s of /joint_states recorded before the flood
 
 
 def _stamp(msg) -> float:
@@ -87,6 +96,18 @@ class Client:
     def count(self) -> int:
         with self.lock:
             return len(self.states)
+
+    def record_stamps(self, topic: str) -> list[float]:
+        """The header stamps of ``topic`` (JointState) from now on, appended as they come."""
+        from sensor_msgs.msg import JointState
+
+        stamps: list[float] = []
+
+        def on(msg):
+            with self.lock:
+                stamps.append(_stamp(msg))
+        self.node.create_subscription(JointState, topic, on, 100)
+        return stamps
 
     def close(self):
         self.stop = True
@@ -152,7 +173,7 @@ def deviations(run: dict) -> np.ndarray:
     return np.array(out)
 
 
-def level(busy: int, goals: int, planner, client: Client) -> dict:
+def level(busy: int, goals: int, planner, client: Client, env: dict, flood_seconds: float) -> dict:
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
         first = client.count()
@@ -164,6 +185,7 @@ def level(busy: int, goals: int, planner, client: Client) -> dict:
             except Exception as exc:  # a planning failure / timeout is reported, the level goes on
                 failures.append(f"{type(exc).__name__}: {exc}")
         stamps = np.array([s for s, _ in client.since(first)])
+        flood = detection_flood(client, env, flood_seconds) if flood_seconds > 0 else None
     finally:
         for b in burners:
             b.kill()
@@ -178,13 +200,98 @@ def level(busy: int, goals: int, planner, client: Client) -> dict:
         "joint_states_gaps_s": {"max": float(gaps.max()), "p99": float(np.percentile(gaps, 99)),
                                 "period": 1.0 / STATE_RATE, "samples": int(len(stamps))},
         "controller_results": [r["message"][-80:] for r in runs],
+        "detection_flood": flood,
     }
+
+
+def _gaps(stamps: list[float], lock, since: float, until: float) -> dict:
+    with lock:
+        s = np.array([t for t in stamps if since <= t <= until])
+    gaps = np.diff(s) if len(s) > 1 else np.array([np.inf])
+    return {"max": float(gaps.max()), "p99": float(np.percentile(gaps, 99)), "samples": int(len(s))}
+
+
+def _flood_message(node, k: int):
+    from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose
+
+    msg = Detection3DArray()
+    msg.header.frame_id = "world"
+    msg.header.stamp = node.get_clock().now().to_msg()
+    for i in range(FLOOD_BODIES):
+        det = Detection3D()
+        hyp = ObjectHypothesisWithPose()
+        hyp.hypothesis.class_id, hyp.hypothesis.score = "box", 1.0
+        p = hyp.pose.pose
+        p.position.x, p.position.y, p.position.z = 1.5 + 0.3 * i, 1.5 + 0.05 * (k % 7), 0.5 + 0.05 * (k % 5)
+        p.orientation.w = 1.0
+        det.results.append(hyp)
+        msg.detections.append(det)
+    return msg
+
+
+def detection_flood(client: Client, env: dict, seconds: float) -> dict:
+    """/joint_states stamp gaps, quiet and under a detection flood, for each bringup (see the docstring)."""
+    from vision_msgs.msg import Detection3DArray
+
+    from robot_bridge.bringup import DEFAULT_ROBOT
+
+    out = {"rate_hz": FLOOD_RATE, "bodies_per_message": FLOOD_BODIES, "seconds": seconds}
+    with tempfile.TemporaryDirectory() as tmp:
+        box = Path(tmp) / "box.kinbody.xml"
+        box.write_text('<KinBody name="box"><Body name="box" type="dynamic"><Geom type="box">'
+                       '<extents>0.05 0.05 0.05</extents></Geom></Body></KinBody>')
+        mapping = Path(tmp) / "objects.yaml"
+        mapping.write_text(f"classes:\n  box: {{file: {box}, timeout: 2.0}}\n")
+        node = [sys.executable, "-m"]
+        setups = {
+            "own_process": [
+                node + ["robot_bridge.nodes.controller", "--ros-args", "-r", "__ns:=/flood_a", "-r",
+                        "/joint_states:=/flood_a/joint_states", "-p", f"description_file:={DEFAULT_ROBOT}",
+                        "-p", f"state_rate:={STATE_RATE}", "-p", f"sim.objects_roots:=[{tmp}]",
+                        "--log-level", "warn"],
+                node + ["robot_bridge.nodes.world", "--ros-args", "-r", "__ns:=/flood_a",
+                        "-p", f"objects_file:={mapping}", "-p", f"description_file:={DEFAULT_ROBOT}",
+                        "--log-level", "warn"]],
+            "robot_bridge_run": [
+                node + ["robot_bridge.cli.main", "run", "--namespace", "flood_b", "--objects", str(mapping)]],
+        }
+        for name, commands in setups.items():
+            ns = "/flood_a" if name == "own_process" else "/flood_b"
+            procs = [subprocess.Popen(c, env=env, cwd=tmp, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL) for c in commands]
+            try:
+                stamps = client.record_stamps(f"{ns}/joint_states")
+                publisher = client.node.create_publisher(Detection3DArray, f"{ns}/detections", 100)
+                wait(lambda: len(stamps) >= 2 * STATE_RATE, 180.0, f"{name}'s /joint_states")
+                quiet_from = time.time()
+                time.sleep(QUIET)                            # the quiet window, then the flood
+                flood_from, k = time.time(), 0
+                while time.time() < flood_from + seconds:
+                    publisher.publish(_flood_message(client.node, k))
+                    k += 1
+                    time.sleep(max(0.0, flood_from + k / FLOOD_RATE - time.time()))
+                flood_to = time.time()
+                out[name] = {"quiet": _gaps(stamps, client.lock, quiet_from, flood_from),
+                             "flood": _gaps(stamps, client.lock, flood_from, flood_to),
+                             "messages_sent": k}
+            finally:
+                for p in procs:
+                    p.terminate()
+                for p in procs:
+                    try:
+                        p.wait(timeout=20)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        p.wait()
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--goals", type=int, default=6, help="goals per level")
     parser.add_argument("--levels", type=int, nargs="+", default=[0, 2, 4], help="busy loops per level")
+    parser.add_argument("--flood-seconds", type=float, default=5.0,
+                        help="length of each detection flood per level (0: none)")
     args = parser.parse_args()
     from robot_bridge.bringup import DEFAULT_ROBOT, DEFAULT_SRDF
     from robot_bridge.formats import load
@@ -207,7 +314,7 @@ def main() -> int:
         client = Client()
         wait(lambda: client.count() > 0 and client.action.wait_for_server(timeout_sec=0.1), 120.0,
              "controller_node")
-        levels = [level(busy, args.goals, planner, client) for busy in args.levels]
+        levels = [level(busy, args.goals, planner, client, env, args.flood_seconds) for busy in args.levels]
     finally:
         if client is not None:
             client.close()
