@@ -238,6 +238,18 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
             self.model = model
         self.get_logger().info(f"planning libraries loaded in {time.monotonic() - t0:.2f} s")
 
+    def readiness(self):
+        """robot-bridge run's ready line: ready once the planning model is built from a robot_description;
+        a model that cannot be built is settled."""
+        from ..ros.readiness import Readiness
+
+        model = self.model
+        if model is None:
+            return Readiness(self.model_error, True) if self.model_error else \
+                Readiness("loading the planning libraries")
+        reason = model.readiness()
+        return Readiness(reason) if reason else None
+
     def _ready_model(self):
         """The model with a planner (under model_lock, synced); GoalFailed while there is none."""
         model = self.model

@@ -18,6 +18,7 @@ from .goals import GraspGoal, PlaceGoal
 
 MAX_PLANNING_TIME = 60.0        # s: a goal asking for more is planned for this long (default of the cap)
 MAX_PROBLEMS = 100              # problem messages kept (oldest dropped)
+DESCRIPTION_REFUSED = "robot description not used"
 
 
 @dataclass
@@ -67,6 +68,14 @@ class MasterModel:
         self.resolver = resolver
         self.reader = WorldReader(list(resolver.body_roots), self.search_path)
 
+    def readiness(self) -> Optional[str]:
+        """None once a planner is built (goals are served), else why not: no robot_description received yet,
+        or why the last one was not used."""
+        if self.planner is not None:
+            return None
+        refused = [p for p in self.problems if p.startswith(DESCRIPTION_REFUSED)]
+        return refused[-1] if refused else "no robot_description yet"
+
     def _problem(self, text: str) -> str:
         if text not in self.problems:
             self.problems.append(text)
@@ -92,7 +101,7 @@ class MasterModel:
             planner = Planner(robot, confined_urdf(urdf_text, robot), environment=False,
                               acceleration_limits=self.acceleration_limits, **self.planner_options)
         except (DescriptionError, PlanningError, ValueError, RuntimeError) as exc:
-            return self._problem(f"robot description not used: {type(exc).__name__}: {exc}")
+            return self._problem(f"{DESCRIPTION_REFUSED}: {type(exc).__name__}: {exc}")
         self._urdf, self._srdf = urdf_text, srdf_text
         planner.set_joint_state(self._joint_state)
         for name, body in self.environment.items():
