@@ -86,3 +86,13 @@ class ResourceResolver:
         base = base_dir or self.base_dir
         return resolve_uri(uri, Path(base) if base else Path.cwd(),
                            normalize_search_path(self.search_path), self.mesh_roots)
+
+    def untrusted_meshes(self, robot) -> list[str]:
+        """The mesh files of ``robot`` (read by a node's own reader) a node building this resolver from the
+        same parameters would leave out: none, unless a root was given to that reader only."""
+        from ..model import Mesh
+
+        return list(dict.fromkeys(g.shape.path for link in robot.links.values()
+                                  for g in (*link.collisions, *link.visuals)
+                                  if isinstance(g.shape, Mesh) and g.shape.path
+                                  and not self.contains(g.shape.path)))

@@ -106,6 +106,7 @@ def test_the_planner_models_the_meshes_description_node_found(tmp_path, monkeypa
     parameters = {"description_file": str(robot_file), "search_path": search, "objects_roots": [],
                   "mesh_cache_dir": str(tmp_path / "cache")}
     resolver = ResourceResolver.from_parameters(parameters.__getitem__)
+    assert resolver.untrusted_meshes(published.robot) == []      # description_node's check: nothing to warn
     master = MasterModel(search, acceleration_limits={"j1": 2.0}, resolver=resolver, seed=1)
     assert master.set_description(published.urdf, SRDF) is None, master.problems
     assert master.planner is not None
@@ -123,6 +124,13 @@ def test_a_peer_cannot_widen_the_resolver(tmp_path, monkeypatch):
     _mesh(stray / "x.stl", (0.1, 0.1, 0.1))
     resolver = ResourceResolver([str(robot_file)], search)
     assert resolver.contains(files[0]) and not resolver.contains(stray / "x.stl")
+    from robot_bridge.formats import load
+
+    # description_node's check: a mesh its reader found through a root the others lack is named
+    odd = robot_file.parent / "odd.urdf"
+    odd.write_text(ARM.format(base="x.stl", l1="package://my_arm_description/meshes/l1.stl"))
+    found_elsewhere = load(odd, search_path=[str(stray)])
+    assert resolver.untrusted_meshes(found_elsewhere) == [str((stray / "x.stl").resolve())]
     text = ARM.format(base="file://" + str(stray / "x.stl"), l1="file:///etc/passwd")
     master = MasterModel(search, acceleration_limits={"j1": 2.0}, resolver=resolver, seed=1)
     assert master.set_description(text, SRDF) is None
