@@ -262,8 +262,9 @@ class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, Containe
 
         if self.states_published:
             return None
-        error = getattr(self, "init_error", None)
-        return Readiness(error, True) if error else Readiness("no joint state published yet")
+        if getattr(self, "init_error", None):       # logged once above with the hardware's error
+            return Readiness("its hardware did not initialize (the error logged above; ~/init retries)", True)
+        return Readiness("no joint state published yet")
 
     # -- set-up -------------------------------------------------------------------
     def _param(self, name: str):
