@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
@@ -31,20 +32,29 @@ def _real(path: str | os.PathLike) -> Path:
 class AllowedRoots:
     """The folders (and everything below them) a description may read from."""
 
-    def __init__(self, roots: Iterable[str | os.PathLike]):
+    def __init__(self, roots: Iterable[str | os.PathLike], package_shares: bool = False):
+        """``package_shares``: the share folder of every installed (ament-indexed) package is inside too
+        (:func:`in_package_share`), as the user's environment installed it."""
         out: list[Path] = []
         for r in roots:
             real = _real(r)
             if real not in out:
                 out.append(real)
         self.roots: tuple[Path, ...] = tuple(out)
+        self.package_shares = package_shares
 
     def __repr__(self) -> str:
-        return f"AllowedRoots({[str(r) for r in self.roots]})"
+        shares = ", package_shares=True" if self.package_shares else ""
+        return f"AllowedRoots({[str(r) for r in self.roots]}{shares})"
+
+    def widened(self, *roots: str | os.PathLike) -> "AllowedRoots":
+        """These roots plus ``roots`` (same package_shares rule)."""
+        return AllowedRoots([*self.roots, *roots], package_shares=self.package_shares)
 
     def contains(self, path: str | os.PathLike) -> bool:
         real = _real(path)
-        return any(real == r or real.is_relative_to(r) for r in self.roots)
+        return any(real == r or real.is_relative_to(r) for r in self.roots) or \
+            (self.package_shares and in_package_share(real))
 
     def _refuse(self, reference: str, real: Path, file, line, element) -> UnsafeInputError:
         where = ", ".join(str(r) for r in self.roots) or "none"
@@ -96,14 +106,30 @@ class AllowedRoots:
 PACKAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
+def ament_prefixes() -> list[Path]:
+    """The install prefixes whose ament index names packages: each ``$AMENT_PREFIX_PATH`` entry (ROS's, the
+    user's workspaces), then this Python environment's own prefixes holding an ament index (the venv's
+    ``sys.prefix``, and the ``cmeel.prefix`` of its site-packages where wheels such as example-robot-data
+    install their packages), which an unactivated venv leaves off ``$AMENT_PREFIX_PATH``."""
+    import sysconfig
+
+    out: list[Path] = []
+    env = [Path(p) for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    own = [Path(sys.prefix), Path(sysconfig.get_paths()["purelib"]) / "cmeel.prefix"]
+    for prefix in env + [p for p in own if (p / "share" / "ament_index").is_dir()]:
+        if prefix not in out:
+            out.append(prefix)
+    return out
+
+
 def package_share(package: str) -> Optional[Path]:
     """The share folder of ``package`` as robot_state_publisher and rviz resolve ``package://`` (the ament
-    index of each ``$AMENT_PREFIX_PATH`` prefix, then ``$ROS_PACKAGE_PATH/<package>`` holding a
+    index of each :func:`ament_prefixes` prefix, then ``$ROS_PACKAGE_PATH/<package>`` holding a
     package.xml); None where this host has no such package.  Such a folder is a trusted root: the user's
     environment installed it."""
     if not PACKAGE_NAME.fullmatch(package) or package in (".", ".."):
         return None
-    for prefix in (p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p):
+    for prefix in ament_prefixes():
         share = Path(prefix) / "share"
         if (share / "ament_index" / "resource_index" / "packages" / package).is_file() and \
                 (share / package).is_dir():
@@ -115,16 +141,22 @@ def package_share(package: str) -> Optional[Path]:
 
 
 def in_package_share(path: str | os.PathLike) -> bool:
-    """Whether ``path`` lies in the share folder of an ament-indexed package of ``$AMENT_PREFIX_PATH``
-    (``<prefix>/share/<package>/...``, the package in that prefix's index)."""
+    """Whether ``path`` lies in the share folder of an ament-indexed package of :func:`ament_prefixes`
+    (``<prefix>/share/<package>/...``, the package in that prefix's index) or in a package of
+    ``$ROS_PACKAGE_PATH`` (a folder holding a package.xml): where :func:`package_share` finds packages."""
     real = _real(path)
-    for prefix in (p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p):
+    for prefix in ament_prefixes():
         share = _real(Path(prefix) / "share")
         if real.is_relative_to(share) and real != share:
             package = real.relative_to(share).parts[0]
             if package != "ament_index" and \
                     (share / "ament_index" / "resource_index" / "packages" / package).is_file():
                 return True
+    for root in (p for p in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if p):
+        base = _real(root)
+        if real.is_relative_to(base) and real != base and \
+                (base / real.relative_to(base).parts[0] / "package.xml").is_file():
+            return True
     return False
 
 

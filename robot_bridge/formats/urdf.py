@@ -219,7 +219,7 @@ def _package_folders(pkg: str, base_dir: Path, allowed: Optional[AllowedRoots]
     then trusted); the file's own package by folder name or its package.xml's <name>."""
     share = package_share(pkg)
     if share is not None and allowed is not None:
-        allowed = AllowedRoots([*allowed.roots, share])
+        allowed = allowed.widened(share)
     for ancestor in [base_dir, *base_dir.parents]:          # the package the file lives in
         if allowed is not None and not allowed.contains(ancestor):
             break
@@ -440,17 +440,21 @@ def _joint(ctx: _Ctx, el, robot: Robot) -> Joint:
 
 
 def read_string(text: str | bytes, file: Optional[str] = None, search_path=None,
-                mesh_roots: Optional[Iterable[str | os.PathLike]] = None) -> Robot:
+                mesh_roots: Optional[Iterable[str | os.PathLike] | AllowedRoots] = None,
+                base_dir: Optional[str | os.PathLike] = None) -> Robot:
     """The robot of URDF text.  ``mesh_roots`` (a peer's description): mesh files are looked up only under
     these folders; a mesh naming a file elsewhere is left out unprobed, with one warning naming its URI
-    (never the path it resolves to, nor an OS error)."""
+    (never the path it resolves to, nor an OS error).  ``base_dir``: the folder relative URIs and the
+    text's own ``package://`` package are looked up from (default: ``file``'s folder, else the current
+    one)."""
     from . import normalize_search_path
 
     data = text.encode() if isinstance(text, str) else text
     tree, notes = parse_tolerant(data, file)
-    roots = AllowedRoots(mesh_roots) if mesh_roots is not None else None
+    roots = mesh_roots if isinstance(mesh_roots, AllowedRoots) or mesh_roots is None else \
+        AllowedRoots(mesh_roots)
     return _read_tree(tree, file, normalize_search_path(search_path), notes, roots,
-                      leave_outside=roots is not None)
+                      leave_outside=roots is not None, base_dir=base_dir)
 
 
 def read_published(path, search_path=None) -> Robot:
@@ -486,9 +490,12 @@ def read(path, search_path=None, **options) -> Robot:
 
 
 def _read_tree(tree, file: Optional[str], search_path: list[Path], notes: list[str],
-               roots: Optional[AllowedRoots] = None, leave_outside: bool = False) -> Robot:
+               roots: Optional[AllowedRoots] = None, leave_outside: bool = False,
+               base_dir: Optional[str | os.PathLike] = None) -> Robot:
     ctx = _Ctx(file, search_path, roots)
     ctx.leave_outside = leave_outside
+    if base_dir is not None:
+        ctx.dir = Path(os.path.realpath(base_dir))
     root = tree.getroot()
     if xmlsafe.local_name(root) != "robot":
         raise ctx.error(SchemaError, f"root element <{xmlsafe.local_name(root)}>: expected <robot>", root)

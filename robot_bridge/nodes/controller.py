@@ -250,9 +250,21 @@ class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, Containe
             if self.hardware is not None and self._param("auto_init"):
                 self.get_logger().info(self.init())
         except Exception as exc:  # e.g. no bus: keep the node up, report, allow ~/init
-            self.get_logger().error(f"controller not ready: {_reason(exc)}")
+            self.init_error = f"controller not ready: {_reason(exc)}"
+            self.get_logger().error(self.init_error)
         for rate in TIMERS:
             self._start_timer(rate)
+
+    def readiness(self):
+        """robot-bridge run's ready line: ready once a joint state is published; hardware that did not
+        initialize is settled (``~/init`` may bring it up later)."""
+        from ..ros.readiness import Readiness
+
+        if self.states_published:
+            return None
+        if getattr(self, "init_error", None):       # logged once above with the hardware's error
+            return Readiness("its hardware did not initialize (the error logged above; ~/init retries)", True)
+        return Readiness("no joint state published yet")
 
     # -- set-up -------------------------------------------------------------------
     def _param(self, name: str):

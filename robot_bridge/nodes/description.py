@@ -22,6 +22,7 @@ from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
 from ..formats.mesh_cache import MeshCache
+from ..formats.resources import ResourceResolver
 from ..formats.urdf import ConversionReport, MeshTarget, file_uri, package_uri
 from ..kinematics import fk_kernel
 from ..kinematics.state_publisher import RateGate, StatePublisher
@@ -298,6 +299,9 @@ class DescriptionNode(ContainedNode):
         told = "\n".join(report.warnings)      # a missing mesh once: the report's line says more
         for warning in dict.fromkeys(robot.mesh_warnings_left_out(told) + report.warnings):   # once per load
             self.get_logger().warning(f"{source}: {warning}")
+        for path in ResourceResolver.from_parameters(p.__getitem__).untrusted_meshes(model.robot):
+            self.get_logger().warning(f"{source}: mesh {path} lies outside the folders the other nodes "
+                                      "trust (formats.resources): add its folder to search_path")
         removed = cache.prune(keep=[Path(f) for f in report.mesh_files] + served)
         self.get_logger().info(f"robot {robot.name!r}: {len(robot.links)} links, {len(model.state.moving)} "
                                f"moving URDF joints, {len(model.state.static_transforms())} static frames")

@@ -43,6 +43,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
+from ..formats.resources import ResourceResolver
 from ..kinematics import frames
 from ..planning.errors import PlanningError
 from ..ros import params, qos
@@ -173,14 +174,13 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
         self.create_subscription(String, "robot_description_semantic", self._on_semantic, latched)
         self.create_subscription(JointState, self.params.get("joint_states_topic"), self._on_joint_states, 10)
         self.objects_worker = None                    # reads world_node's documents: never the service's job
+        # what description_node finds, this node finds: one resolver of the same parameters
+        self.resolver = ResourceResolver.from_parameters(self.params.get)
         if self.params.get("objects_topic"):
-            from ..world.reader import LatestWorker, WorldReader, trusted_roots
+            from ..world.reader import LatestWorker, WorldReader
 
-            search = list(self.params.get("search_path") or [])
-            self.objects_reader = WorldReader(
-                trusted_roots([self.params.get("description_file")],
-                              search + list(self.params.get("objects_roots") or [])),
-                search, source=self.params.get("objects_topic"))
+            self.objects_reader = WorldReader(self.resolver.body_roots, self.resolver.search_path,
+                                              source=self.params.get("objects_topic"))
             self.objects_worker = LatestWorker(self._read_objects, "planner_node.objects",
                                                lambda exc: self.on_callback_error("objects worker", exc))
             self.create_subscription(String, self.params.get("objects_topic"),
@@ -224,10 +224,7 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
 
             search = list(self.params.get("search_path") or [])
             accelerations, environment, placement = self._robot_file(search)
-            from ..world.reader import trusted_roots
-
-            model = MasterModel(search, accelerations, environment, placement,
-                                trusted_roots([self.params.get("description_file")], search),
+            model = MasterModel(search, accelerations, environment, placement, resolver=self.resolver,
                                 seed=int(self.params.get("seed")),
                                 default_acceleration=float(self.params.get("default_acceleration")))
             model.max_planning_time = float(self.params.get("max_planning_time"))
@@ -240,6 +237,18 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
         with self.model_lock:
             self.model = model
         self.get_logger().info(f"planning libraries loaded in {time.monotonic() - t0:.2f} s")
+
+    def readiness(self):
+        """robot-bridge run's ready line: ready once the planning model is built from a robot_description;
+        a model that cannot be built is settled."""
+        from ..ros.readiness import Readiness
+
+        model = self.model
+        if model is None:
+            return Readiness(self.model_error, True) if self.model_error else \
+                Readiness("loading the planning libraries")
+        reason = model.readiness()
+        return Readiness(reason) if reason else None
 
     def _ready_model(self):
         """The model with a planner (under model_lock, synced); GoalFailed while there is none."""

@@ -18,6 +18,7 @@ from .goals import GraspGoal, PlaceGoal
 
 MAX_PLANNING_TIME = 60.0        # s: a goal asking for more is planned for this long (default of the cap)
 MAX_PROBLEMS = 100              # problem messages kept (oldest dropped)
+DESCRIPTION_REFUSED = "robot description not used"
 
 
 @dataclass
@@ -31,15 +32,16 @@ class MasterModel:
     def __init__(self, search_path: Sequence[str] = (),
                  acceleration_limits: Optional[Mapping[str, float]] = None,
                  environment: Optional[Mapping[str, object]] = None, placement=None,
-                 trusted: Optional[Sequence[str]] = None, **planner_options):
+                 trusted: Optional[Sequence[str]] = None, resolver=None, **planner_options):
         """``environment``: name -> body (a Robot placed by its own placement) of the robot file's world,
         which a URDF does not carry; these bodies stay whatever world_node's documents say.  ``placement``:
         4x4 world -> the robot's root (:func:`robot_bridge.model.placement.robot_placement`; default the
         identity), which a URDF does not carry either: the robot stands there among the world's bodies and
-        pose goals in the world frame are reached there.  ``trusted``: the folders a received description's
-        meshes and world documents' body files may lie in (default :func:`~robot_bridge.world.reader.
-        trusted_roots` of ``search_path``, with the description node's default mesh cache folder); a mesh
-        elsewhere is left out unread, with one generic problem line."""
+        pose goals in the world frame are reached there.  ``resolver``: the node's
+        :class:`~robot_bridge.formats.resources.ResourceResolver`, the folders a received description's meshes
+        (its ``mesh_roots``: the launch-time roots, installed packages' shares, the mesh cache) and world
+        documents' body files may lie in; default: one of ``search_path``, or of exactly the folders
+        ``trusted``.  A mesh elsewhere is left out unread, with one generic problem line."""
         import numpy as np
 
         from .backend import require
@@ -58,13 +60,21 @@ class MasterModel:
         self._joint_state: dict[str, float] = {}
         self._objects: dict = {}
         self._occupancy = None                          # the sensors' map as a world body (or None)
-        from ..formats.mesh_cache import default_cache_dir
-        from ..world.reader import WorldReader, trusted_roots
+        from ..formats.resources import ResourceResolver
+        from ..world.reader import WorldReader
 
-        if trusted is None:
-            trusted = trusted_roots(folders=self.search_path)
-        self.trusted = [*trusted, str(default_cache_dir())]     # description_node's file:// mesh URIs
-        self.reader = WorldReader(list(trusted), self.search_path)
+        if resolver is None:
+            resolver = ResourceResolver(search_path=self.search_path, trusted=trusted)
+        self.resolver = resolver
+        self.reader = WorldReader(list(resolver.body_roots), self.search_path)
+
+    def readiness(self) -> Optional[str]:
+        """None once a planner is built (goals are served), else why not: no robot_description received yet,
+        or why the last one was not used."""
+        if self.planner is not None:
+            return None
+        refused = [p for p in self.problems if p.startswith(DESCRIPTION_REFUSED)]
+        return refused[-1] if refused else "no robot_description yet"
 
     def _problem(self, text: str) -> str:
         if text not in self.problems:
@@ -85,12 +95,13 @@ class MasterModel:
         from .sync import confined_urdf, robot_from_description
 
         try:
-            robot = robot_from_description(urdf_text, srdf_text or None, self.search_path, self.trusted)
+            robot = robot_from_description(urdf_text, srdf_text or None, self.search_path,
+                                           self.resolver.mesh_roots, self.resolver.base_dir)
             robot.placement = self.placement.copy()
             planner = Planner(robot, confined_urdf(urdf_text, robot), environment=False,
                               acceleration_limits=self.acceleration_limits, **self.planner_options)
         except (DescriptionError, PlanningError, ValueError, RuntimeError) as exc:
-            return self._problem(f"robot description not used: {type(exc).__name__}: {exc}")
+            return self._problem(f"{DESCRIPTION_REFUSED}: {type(exc).__name__}: {exc}")
         self._urdf, self._srdf = urdf_text, srdf_text
         planner.set_joint_state(self._joint_state)
         for name, body in self.environment.items():

@@ -12,16 +12,18 @@ from ..model import Robot
 
 
 def robot_from_description(urdf: str, srdf: Optional[str] = None, search_path: Sequence[str] = (),
-                           mesh_roots: Optional[Sequence[str]] = None) -> Robot:
+                           mesh_roots=None, base_dir: Optional[str] = None) -> Robot:
     """The robot of a published URDF (and SRDF): what the planner models.  Raises DescriptionError.
-    ``mesh_roots``: mesh files only under these folders (others left out with a warning in
-    ``robot.warnings``); None: wherever the URIs point."""
+    ``mesh_roots``: mesh files only under these folders (a list or an AllowedRoots; others left out with a
+    warning in ``robot.warnings``); None: wherever the URIs point.  ``base_dir``: where relative URIs and
+    the description's own ``package://`` package are looked up (the launch-time description_file's folder,
+    as description_node looks them up; default the current folder)."""
     from ..formats import srdf as srdf_format
     from ..formats.urdf import read_string
     from ..formats.validate import validate
 
     robot = validate(read_string(urdf, file="<robot_description>", search_path=list(search_path) or None,
-                                 mesh_roots=mesh_roots))
+                                 mesh_roots=mesh_roots, base_dir=base_dir))
     if srdf:
         srdf_format.attach_semantics(robot, srdf_format.read_srdf_string(srdf, robot,
                                                                          file="<robot_description_semantic>"))

@@ -68,6 +68,8 @@ def _reason(exc: Exception) -> str:
 
 
 class ControllerPublishing:
+    states_published = 0            # control ticks published (robot-bridge run's readiness)
+
     # -- publishing --------------------------------------------------------------------------------
     def _publish_state(self) -> None:
         with self.lock:
@@ -80,6 +82,7 @@ class ControllerPublishing:
             goals = [(g.handle, g.controller) for g in self.goals.values()] if self.goals else None
         with self._state_lock:
             self._publish_sample(sample, stamp, reference, goals)
+            self.states_published += 1
 
     def _publish_sample(self, sample, stamp: int, reference, goals) -> None:
         """/joint_states, the controller states and the goals' feedback of one sample (under _state_lock)."""

@@ -61,18 +61,19 @@ NOT_THERE = "no regular file at this path under the trusted roots"
 
 def package_data() -> Path:
     """This package's data folder (the embedded world's bodies and mapping): always trusted."""
-    return Path(os.path.realpath(Path(__file__).resolve().parent.parent / "data"))
+    from ..formats.resources import package_data as data
+
+    return data()
 
 
 def trusted_roots(files: Iterable[str] = (), folders: Iterable[str] = ()) -> list[str]:
     """The folders body files of peers' documents may lie in, from launch-time values: each of ``files``'
     folder (widened to its ROS package), ``folders`` (search path, objects_roots), ``$OPENRAVE_DATA``,
-    ``$ROBOT_BRIDGE_ALLOWED_ROOTS`` and :func:`package_data`; each resolved once, here, at launch."""
-    from ..formats.paths import launch_roots
+    ``$ROBOT_BRIDGE_ALLOWED_ROOTS`` and :func:`package_data`; each resolved once, here, at launch (the
+    ``body_roots`` of :class:`robot_bridge.formats.resources.ResourceResolver`)."""
+    from ..formats.resources import ResourceResolver
 
-    roots = [str(r) for r in launch_roots(files, folders).roots]
-    data = str(package_data())
-    return roots if data in roots else roots + [data]
+    return ResourceResolver(files, list(folders)).body_roots
 
 
 def shown(name: str) -> str:

@@ -155,3 +155,42 @@ def test_a_description_warning_appears_once_in_one_process(tmp_path):
         text = stop(process, output)
     lines = [line for line in text.splitlines() if "<Frobnicate> in <environment> is not supported" in line]
     assert len(lines) == 1 and "[description_node]" in lines[0], text
+
+
+def test_ready_lists_the_planner_only_once_it_serves_and_otherwise_says_why():
+    """Issue 43: the ready line came as soon as the nodes existed, the planner's model still to be built.
+    At a bound of 0 s the planner (no robot_description delivered yet: the executor had not spun) is named
+    as not ready, with its reason; with the default bound the line lists every node and the planner answers
+    a plan at once.  Fails on the old code (no --ready-timeout; the line listed the planner regardless)."""
+    from moveit_msgs.msg import Constraints, MotionPlanRequest
+    from moveit_msgs.srv import GetMotionPlan
+
+    from robot_bridge.bringup import planner_unavailable
+
+    if planner_unavailable():
+        pytest.skip(planner_unavailable())
+    process = start_run("--ready-timeout", "0")
+    output = Output(process)
+    try:
+        line = output.wait_for(READY)
+    finally:
+        stop(process, output)
+    reasons = ("loading the planning libraries", "no robot_description yet")
+    assert any(f"/planner_node: not ready: {r}" in line for r in reasons), line
+    assert "/planner_node," not in line.split(";")[0] and not line.split(";")[0].endswith("/planner_node")
+
+    process = start_run()
+    output = Output(process)
+    probe = Probe()
+    try:
+        line = output.wait_for(READY)
+        assert "not ready" not in line and "/planner_node" in line, line
+        request = MotionPlanRequest(group_name="arm", allowed_planning_time=10.0)
+        request.goal_constraints.append(Constraints(name="home"))
+        answer = probe.call(GetMotionPlan, "/plan_kinematic_path", GetMotionPlan.Request(
+            motion_plan_request=request))
+        assert answer.motion_plan_response.error_code.val == 1, answer.motion_plan_response
+    finally:
+        probe.close()
+        text = stop(process, output)
+    assert process.returncode == 0, text

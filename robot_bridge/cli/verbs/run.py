@@ -10,12 +10,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 
 from ... import bringup
 
 HELP = "Start the bridge (description, sensor bridge, controller) in one process, without ros2 launch."
-READY = "robot-bridge run: ready"        # printed once every node is up (scripts wait for it)
+READY = "robot-bridge run: ready"        # printed once every node serves, or at --ready-timeout (scripts wait
+                                         # for it): the ready nodes, then each other node's reason
+READY_TIMEOUT = 30.0                     # s: default bound of the wait for every node to serve
 # Test hook: ``ROBOT_BRIDGE_PAUSE_BEFORE=<node name>`` holds start-up before that node is created (a line says
 # so) until a stop request or 60 s, so a test can deliver Ctrl-C at a known moment of start-up.
 PAUSE_ENV = "ROBOT_BRIDGE_PAUSE_BEFORE"
@@ -33,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the flags, as a launch Node's parameters file (repeatable, later files win)")
     parser.add_argument("--keep-going", action="store_true",
                         help="Keep running when a node cannot load the robot (else: exit status 2)")
+    parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT, metavar="SECONDS",
+                        help="How long to wait for every node to serve (the planner: its model built; the "
+                             "controller: its first joint state) before printing the ready line, which then "
+                             f"names each node not ready and why (default {READY_TIMEOUT:g})")
     for name, default, description in bringup.ARGUMENTS:
         flag = "--" + name.replace("_", "-")
         if name in RUN_FLAGS:                                   # above: repeatable, or a run default
@@ -140,6 +147,16 @@ def _error(text: str) -> None:
     print(f"robot-bridge run: error: {text}", file=sys.stderr, flush=True)
 
 
+def _announce_ready(nodes: list, args: argparse.Namespace, options: bringup.Options, stop) -> None:
+    """The ready line, once every node serves or at --ready-timeout (never after a stop request)."""
+    from ...ros import readiness
+
+    states = readiness.wait(nodes, float(getattr(args, "ready_timeout", READY_TIMEOUT)), stop)
+    if not stop.is_set():
+        print(readiness.ready_line([n.get_fully_qualified_name() for n in nodes], states,
+                                   f"{options.mode} mode, {options.robot_file}", READY), flush=True)
+
+
 def main(args: argparse.Namespace) -> int:
     import copy
 
@@ -184,8 +201,10 @@ def main(args: argparse.Namespace) -> int:
                 if failed:
                     _say(f"running with {len(failed)} of {len(nodes)} nodes without a robot (--keep-going): "
                          f"{names}")
-                else:
-                    print(f"{READY}: {names} ({options.mode} mode, {options.robot_file})", flush=True)
+                else:                        # ready once every node serves (or at the bound), while spinning
+                    waiter = threading.Thread(target=_announce_ready, name="robot-bridge run: ready",
+                                              args=(nodes, args, options, stop), daemon=True)
+                    waiter.start()
                 spin_until_stopped(executor, stop, _error)
         finally:
             if executor is not None:
