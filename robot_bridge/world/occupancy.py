@@ -343,8 +343,12 @@ def sampled_pixels(z: np.ndarray, focal: float, resolution: float, max_stride: i
     pixels; where that is at least s (a power of two up to ``max_stride``), every s-th pixel of every s-th
     row is enough (neighbours at most one voxel apart on a surface facing the camera)."""
     rows, cols = [], []
+    with np.errstate(invalid="ignore"):
+        far = np.nanmax(z) if not np.isnan(z).all() else 0.0
     s = max_stride
     while s >= 1:
+        if s < max_stride and far <= resolution * focal / (2 * s):
+            break                                       # every pixel taken at a coarser stride
         zs = z[::s, ::s]
         with np.errstate(invalid="ignore"):
             limit = resolution * focal / s              # the farthest depth that stride s still covers
@@ -418,7 +422,12 @@ class OccupancyMap:
 
     def _mirror_index(self, packed: np.ndarray) -> np.ndarray:
         """Indices in the mirror of the sorted unique ``packed`` keys (added, unknown: log-odds 0)."""
-        new = np.setdiff1d(packed, self._mkeys, assume_unique=True)
+        at = np.searchsorted(self._mkeys, packed)
+        found = at < len(self._mkeys)
+        found[found] = self._mkeys[at[found]] == packed[found]
+        if found.all():
+            return at
+        new = packed[~found]
         if len(new):
             keys = np.concatenate([self._mkeys, new])
             order = np.argsort(keys, kind="stable")
@@ -586,11 +595,13 @@ class OccupancyMap:
         if unknown:
             raise TypeError(f"unknown filter arguments {sorted(unknown)}")
         stats = InsertStats()
-        finite = np.all(np.isfinite(points), axis=1)
+        finite = np.isfinite(points).all(axis=1)
         stats.no_return = int(len(points) - finite.sum())
-        world = points[finite] @ pose[:3, :3].T + pose[:3, 3]
+        if not finite.all():
+            points = points[finite]
+        world = points @ pose[:3, :3].T + pose[:3, 3]
         stats.returns = len(world)
-        near = np.linalg.norm(world - pose[:3, 3], axis=1) <= max_range
+        near = np.einsum("ij,ij->i", points, points) <= max_range * max_range     # the sensor's distance
         keep = np.ones(len(world), bool)
         if self.self_filter is not None and near.any():
             on_robot = np.zeros(len(world), bool)
@@ -605,7 +616,7 @@ class OccupancyMap:
             stats.body_filtered = int(in_body.sum())
             keep &= ~in_body
         lo, hi = np.asarray(self.config.workspace_min), np.asarray(self.config.workspace_max)
-        outside = near & ~np.all((world >= lo) & (world <= hi), axis=1) & keep
+        outside = near & ~((world >= lo) & (world <= hi)).all(axis=1) & keep
         stats.outside = int(outside.sum())
         if keep_far:
             world, mark = world[keep], (near & ~outside)[keep]
@@ -628,7 +639,7 @@ class OccupancyMap:
 
     def _packed(self, points: np.ndarray) -> np.ndarray:
         k = self._keys(points)
-        return (k[:, 0] << 32) | (k[:, 1] << 16) | k[:, 2]
+        return k @ np.array([1 << 32, 1 << 16, 1], np.int64)      # keys are 16 bits each
 
     # -- decay ------------------------------------------------------------------------------------
     def expire(self, now: float) -> int:
