@@ -7,7 +7,8 @@ for the self filter: the URDF of ``robot_description``); a frame whose TF is not
 throttled warning.  At most ``occupancy_rate`` messages per second of each topic are inserted (the rest are
 skipped: the map's work is bounded whatever a peer sends).  The map goes out as move_group's monitor
 publishes it: ``PlanningScene(is_diff=True, world.octomap)`` in the world frame, at ``occupancy_publish_rate``
-when it changed (an insertion or a decay: a subscriber that matches later gets the map with the next one).
+when it changed (an insertion or a decay), and at the next tick after a subscription matched (``resend``, set
+by world_node's planning scene publisher when it republishes its bodies: the topic is volatile).
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ PARAMETERS = params.schema(     # world_node's occupancy_* parameters
           rule_text="finite, |x| <= 1000, min < max", read_only=True),
     Param("occupancy_max_range", 3.0, "m: returns farther only clear free space up to this",
           range=(0.05, 100.0), read_only=True),
+    Param("occupancy_clearing", "projective", "How depth images and scans clear cells: projective (the map's "
+          "occupied cells projected into the image, MoveIt's depth image updater; ~12 ms CPU a VGA frame) or "
+          "rays (OctoMap traces every ray, free space known; ~0.5 s a frame); clouds are always ray traced",
+          choices=("projective", "rays"), read_only=True),
     Param("occupancy_decay", 0.0, "s: a cell not seen again for this long drops out (0: never)",
           range=(0.0, 86400.0), read_only=True),
     Param("occupancy_padding", 0.03, "m: the robot's collision shapes grown by this in the self filter",
@@ -57,7 +62,7 @@ PARAMETERS = params.schema(     # world_node's occupancy_* parameters
                                            "objects)",
           read_only=True),
     Param("occupancy_rate", 1.0, "Hz: messages of one sensor topic inserted at most (the rest skipped; "
-                                 "OctoMap holds the GIL while it inserts: the node waits)",
+                                 "the node waits while one is inserted)",
           range=(0.01, 100.0)),
     Param("occupancy_publish_rate", 1.0, "Hz: the map on /planning_scene (world.octomap) when it changed",
           range=(0.01, 100.0), read_only=True),
@@ -149,10 +154,11 @@ class OccupancyFeed:
         self.map = OccupancyMap(OccupancyConfig(
             resolution=float(get("occupancy_resolution")), workspace_min=tuple(lo_hi[:3]),
             workspace_max=tuple(lo_hi[3:]), max_range=float(get("occupancy_max_range")),
-            decay=float(get("occupancy_decay"))))
+            decay=float(get("occupancy_decay")), clearing=str(get("occupancy_clearing"))))
         self._info: dict[str, np.ndarray] = {}              # camera_info topic -> K
         self._last: dict[str, float] = {}                   # topic -> monotonic time of its last insertion
         self._published = -1
+        self.resend = False                                 # a subscriber matched: send it unchanged
         self.dropped = 0
         infos = list(get("occupancy_camera_info_topics"))
         depth = list(get("occupancy_depth_topics"))
@@ -252,7 +258,8 @@ class OccupancyFeed:
 
     def publish(self, force: bool = False) -> None:
         self.map.expire(self.node.get_clock().now().nanoseconds * 1e-9)
-        if self.map.updates == self._published and not force:
+        resend, self.resend = self.resend and self._published >= 0, False
+        if self.map.updates == self._published and not (force or resend):
             return
         self._published = self.map.updates
         self.scene_pub.publish(self.message())
