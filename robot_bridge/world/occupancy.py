@@ -414,11 +414,11 @@ class OccupancyMap:
         return tree
 
     # the mirror: every cell the map marked, sorted by packed key, with OctoMap's log-odds of it and the
-    # stamp it was last marked at (NaN: expired)
+    # time it expires at (the latest of its marks' stamp + decay; inf: never; NaN: expired)
     def _mirror_clear(self) -> None:
         self._mkeys = np.zeros(0, np.int64)
         self._mlog = np.zeros(0, np.float32)
-        self._mstamp = np.zeros(0, float)
+        self._mexpire = np.zeros(0, float)
 
     def _mirror_index(self, packed: np.ndarray) -> np.ndarray:
         """Indices in the mirror of the sorted unique ``packed`` keys (added, unknown: log-odds 0)."""
@@ -433,20 +433,26 @@ class OccupancyMap:
             order = np.argsort(keys, kind="stable")
             self._mkeys = keys[order]
             self._mlog = np.concatenate([self._mlog, np.zeros(len(new), np.float32)])[order]
-            self._mstamp = np.concatenate([self._mstamp, np.full(len(new), np.nan)])[order]
+            self._mexpire = np.concatenate([self._mexpire, np.full(len(new), np.nan)])[order]
         return np.searchsorted(self._mkeys, packed)
 
     def _centres(self, packed: np.ndarray) -> np.ndarray:
         k = np.stack([(packed >> 32) & 0xFFFF, (packed >> 16) & 0xFFFF, packed & 0xFFFF], axis=1)
         return np.ascontiguousarray((k - KEY_OFFSET + 0.5) * self.config.resolution)
 
-    def _mark(self, packed: np.ndarray, stamp: float) -> None:
+    def _expiry(self, stamp: float, decay: Optional[float]) -> float:
+        decay = self.config.decay if decay is None else float(decay)
+        if not (math.isfinite(decay) and decay >= 0.0):
+            raise OccupancyError("decay", f"must be >= 0 s, got {decay}")
+        return float(stamp) + decay if decay > 0 else math.inf
+
+    def _mark(self, packed: np.ndarray, expiry: float) -> None:
         """A hit on each cell of the sorted unique ``packed`` keys: OctoMap's updateNodes on those not
         already at its upper clamp (a hit there changes nothing), the mirror as OctoMap adds (float32)."""
         if not len(packed):
             return
         at = self._mirror_index(packed)
-        self._mstamp[at] = float(stamp)
+        self._mexpire[at] = np.fmax(self._mexpire[at], expiry)
         todo = at[self._mlog[at] < self._hi]
         if len(todo):
             self._mlog[todo] = np.minimum(self._mlog[todo] + self._hit, self._hi)
@@ -459,10 +465,10 @@ class OccupancyMap:
             self._mlog[todo] = np.maximum(self._mlog[todo] + self._miss, self._lo)
             self._tree.updateNodes(self._centres(self._mkeys[todo]), False)
 
-    def _mirror_read(self, packed: np.ndarray, stamp: float) -> None:
+    def _mirror_read(self, packed: np.ndarray, expiry: float) -> None:
         """After a ray-traced insertion: the mirror's cells and the newly ``packed`` end cells read back."""
         at = self._mirror_index(packed)
-        self._mstamp[at] = float(stamp)
+        self._mexpire[at] = np.fmax(self._mexpire[at], expiry)
         for i, point in enumerate(self._centres(self._mkeys)):
             node = self._tree.search(point)
             try:
@@ -485,20 +491,24 @@ class OccupancyMap:
 
     # -- insertion --------------------------------------------------------------------------------
     def insert_depth(self, depth: np.ndarray, K: Sequence[float], encoding: str, camera_pose: np.ndarray,
-                     stamp: float = 0.0, stride: int = 1, **filters) -> InsertStats:
+                     stamp: float = 0.0, stride: int = 1, max_range: Optional[float] = None,
+                     decay: Optional[float] = None, **filters) -> InsertStats:
         """A depth image; ``camera_pose``: world -> optical frame (x right, y down, z forward); ``stride``:
-        every stride-th pixel and row only (the "rays" clearing; the projective one picks its own)."""
+        every stride-th pixel and row only (the "rays" clearing; the projective one picks its own);
+        ``max_range`` / ``decay``: this sensor's (None: the config's)."""
+        max_range = self._max_range(max_range)
         if self.config.clearing == "rays":
             points, none = depth_points(depth, K, encoding, stride)
-            stats = self.insert_points(points, camera_pose, stamp, **filters)
+            stats = self.insert_points(points, camera_pose, stamp, max_range, decay, **filters)
             stats.no_return += none
             self.totals.no_return += none
             return stats
         z, K = depth_metres(depth, K, encoding)
         pose = _pose("sensor pose", camera_pose)
         self._stamp(stamp)
+        expiry = self._expiry(stamp, decay)
         v, u = sampled_pixels(z, min(K[0], K[4]), self.config.resolution)
-        stats, world, mark = self._filtered(_project(z, K, v, u), pose, self.config.max_range, filters)
+        stats, world, mark = self._filtered(_project(z, K, v, u), pose, max_range, filters)
         stats.no_return = int(np.isnan(z).sum())
         stats.returns = int(z.size) - stats.no_return
         # cells the camera sees through: the map's occupied cells projected into the image
@@ -507,7 +517,7 @@ class OccupancyMap:
             inv = np.linalg.inv(pose)
             c = self._centres(self._mkeys[at]) @ inv[:3, :3].T + inv[:3, 3]
             with np.errstate(divide="ignore", invalid="ignore"):
-                front = (c[:, 2] > 0) & (np.linalg.norm(c, axis=1) <= self.config.max_range)
+                front = (c[:, 2] > 0) & (np.linalg.norm(c, axis=1) <= max_range)
                 pu = np.rint(K[0] * c[:, 0] / c[:, 2] + K[2])
                 pv = np.rint(K[4] * c[:, 1] / c[:, 2] + K[5])
             inside = front & (pu >= 0) & (pu < z.shape[1]) & (pv >= 0) & (pv < z.shape[0])
@@ -516,22 +526,28 @@ class OccupancyMap:
             with np.errstate(invalid="ignore"):
                 through = measured > c[idx, 2] + self.config.resolution
             self._free(at[idx[through]])
-        self._mark(np.unique(self._packed(world[mark])), stamp)
+        self._mark(np.unique(self._packed(world[mark])), expiry)
         return self._done(stats)
+
+    def _max_range(self, max_range: Optional[float]) -> float:
+        return self.config.max_range if max_range is None else _positive("max_range", max_range, MAX_RANGE)
 
     def insert_scan(self, ranges: Sequence[float], angle_min: float, angle_increment: float,
                     range_min: float, range_max: float, sensor_pose: np.ndarray, stamp: float = 0.0,
+                    max_range: Optional[float] = None, decay: Optional[float] = None,
                     **filters) -> InsertStats:
-        """A laser scan; ``sensor_pose``: world -> the scan's frame (beams in its xy plane)."""
+        """A laser scan; ``sensor_pose``: world -> the scan's frame (beams in its xy plane); ``max_range`` /
+        ``decay``: this sensor's (None: the config's)."""
         points, none = scan_points(ranges, angle_min, angle_increment, range_min, range_max)
-        max_range = min(self.config.max_range, range_max)
+        max_range = min(self._max_range(max_range), range_max)
         if self.config.clearing == "rays":
-            stats = self.insert_points(points, sensor_pose, stamp, max_range=max_range, **filters)
+            stats = self.insert_points(points, sensor_pose, stamp, max_range, decay, **filters)
             stats.no_return += none
             self.totals.no_return += none
             return stats
         pose = _pose("sensor pose", sensor_pose)
         self._stamp(stamp)
+        expiry = self._expiry(stamp, decay)
         stats, world, mark = self._filtered(points, pose, max_range, filters)
         stats.no_return = none
         at = self._candidates()
@@ -554,21 +570,24 @@ class OccupancyMap:
             with np.errstate(invalid="ignore"):
                 through = beam[i[idx].astype(np.intp)] > dist[idx] + self.config.resolution
             self._free(at[idx[through]])
-        self._mark(np.unique(self._packed(world[mark])), stamp)
+        self._mark(np.unique(self._packed(world[mark])), expiry)
         return self._done(stats)
 
     def insert_points(self, points: np.ndarray, sensor_pose: np.ndarray, stamp: float = 0.0,
-                      max_range: Optional[float] = None, **filters) -> InsertStats:
+                      max_range: Optional[float] = None, decay: Optional[float] = None,
+                      **filters) -> InsertStats:
         """End points (N, 3) in the sensor frame (non-finite rows: no return), ray traced in OctoMap; the
         sensor at ``sensor_pose`` (world -> sensor) at ``stamp`` (s).  ``filters``: ``link_poses`` (link
         -> world pose at the stamp, for the self filter), else joint ``positions`` with the root at
-        ``robot_base``; ``bodies``: world bodies whose inside is left out."""
+        ``robot_base``; ``bodies``: world bodies whose inside is left out; ``max_range`` / ``decay``: this
+        sensor's (None: the config's)."""
         points = np.asarray(points, dtype=float)
         if points.ndim != 2 or points.shape[1] != 3:
             raise OccupancyError("point cloud", f"shape {points.shape}: need (N, 3)")
         pose = _pose("sensor pose", sensor_pose)
         self._stamp(stamp)
-        max_range = self.config.max_range if max_range is None else float(max_range)
+        expiry = self._expiry(stamp, decay)
+        max_range = self._max_range(max_range)
         stats, world, mark = self._filtered(points, pose, max_range, filters, keep_far=True)
         if len(world):
             # OctoMap marks each end point's cell within max_range once and clears every cell a ray crosses
@@ -576,7 +595,7 @@ class OccupancyMap:
             # discretize: one ray per end cell (to its centre), not per point: 4x faster on a VGA frame
             self._tree.insertPointCloud(np.ascontiguousarray(world), np.ascontiguousarray(pose[:3, 3], float),
                                         maxrange=max_range, discretize=True)
-            self._mirror_read(np.unique(self._packed(world[mark])), stamp)
+            self._mirror_read(np.unique(self._packed(world[mark])), expiry)
         return self._done(stats)
 
     @staticmethod
@@ -643,14 +662,15 @@ class OccupancyMap:
 
     # -- decay ------------------------------------------------------------------------------------
     def expire(self, now: float) -> int:
-        """Drop every cell last marked before ``now - decay`` (unknown again); how many were dropped."""
-        if self.config.decay <= 0 or not len(self._mkeys):
+        """Drop every cell last marked before ``now - decay`` (the decay of the sensor that marked it; of the
+        latest expiry when several did): unknown again; how many were dropped."""
+        if not len(self._mkeys):
             return 0
         with np.errstate(invalid="ignore"):
-            old = np.nonzero(self._mstamp < float(now) - self.config.decay)[0]
+            old = np.nonzero(self._mexpire < float(now))[0]
         if not len(old):
             return 0
-        self._mstamp[old] = np.nan
+        self._mexpire[old] = np.nan
         self._mlog[old] = self._lo
         # set free (clamped), not deleted: OctoMap's deleteNode leaves emptied inner nodes behind as leaves
         # with their old (occupied) value

@@ -294,3 +294,31 @@ def test_inputs_over_their_bounds_are_refused_with_typed_errors():
     with pytest.raises(OccupancyError, match="octomap"):
         decode_binary(b"\x03", RES)
     assert not len(occupancy.occupied_keys())
+
+
+@pytest.mark.parametrize("clearing", CLEARING)
+def test_each_sensor_has_its_own_max_range_and_decay(clearing):
+    occupancy = OccupancyMap(OccupancyConfig(clearing=clearing))          # the config's decay: never
+    depth = render(BOX_LO, BOX_HI)                                        # the face 1.01 m ahead
+    occupancy.insert_depth(depth, K, "32FC1", CAMERA, max_range=0.9)
+    assert not len(occupancy.occupied_keys())                             # beyond this camera's range
+    occupancy.insert_depth(depth, K, "32FC1", CAMERA, stamp=10.0, decay=1.0)
+    face = cells(occupancy.occupied_keys())
+    assert face
+    p, q = np.array([[0.51, 0.51, 0.51]]), np.array([[0.51, -0.51, 0.51]])
+    occupancy.insert_points(p, np.eye(4), stamp=10.0, decay=5.0)
+    occupancy.insert_points(q, np.eye(4), stamp=10.0)                     # the config's: never
+    occupancy.insert_points(p + [0.0, 0.0, 0.2], np.eye(4), stamp=10.0, decay=1.0)
+    occupancy.insert_points(p + [0.0, 0.0, 0.2], np.eye(4), stamp=10.0, decay=3.0)    # the later expiry
+    assert occupancy.expire(10.9) == 0
+    occupancy.expire(11.5)
+    left = cells(occupancy.occupied_keys())
+    assert not (left & face) and len(left) == 3
+    occupancy.expire(13.5)
+    assert len(cells(occupancy.occupied_keys())) == 2
+    occupancy.expire(15.5)
+    assert cells(occupancy.occupied_keys()) == cells(np.floor(q / RES).astype(np.int64) + KEY_OFFSET)
+    with pytest.raises(OccupancyError, match="decay"):
+        occupancy.insert_points(p, np.eye(4), decay=-1.0)
+    with pytest.raises(OccupancyError, match="max_range"):
+        occupancy.insert_points(p, np.eye(4), max_range=0.0)
