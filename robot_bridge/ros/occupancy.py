@@ -27,6 +27,22 @@ from ..world.occupancy import (MAX_POINTS, BodyFilter, OccupancyConfig, Occupanc
                                SelfFilter)
 
 MAX_FIELDS = 64
+MAX_TOPICS = 64                        # per sensor kind
+
+
+def _per_topic(kind: str) -> list:
+    """``occupancy_<kind>_max_ranges`` and ``_decays``: one value per topic of ``occupancy_<kind>_topics``."""
+    out = []
+    for name, unit, lo, hi, default in (("max_ranges", "m: max range", 0.05, 100.0, "occupancy_max_range"),
+                                        ("decays", "s: decay", 0.0, 86400.0, "occupancy_decay; 0: never")):
+        text = f"each in [{lo}, {hi}], at most {MAX_TOPICS}"
+        out.append(Param(
+            f"occupancy_{kind}_{name}", params.DOUBLE_ARRAY,
+            f"{unit} of each of occupancy_{kind}_topics, in order (missing: {default})",
+            rule=lambda v, lo=lo, hi=hi, text=text: None if len(v) <= MAX_TOPICS and all(
+                math.isfinite(x) and lo <= x <= hi for x in v) else text,
+            rule_text=text, read_only=True))
+    return out
 
 SENSOR_TOPICS = "read at start-up (a change needs a restart)"
 PARAMETERS = params.schema(     # world_node's occupancy_* parameters
@@ -66,6 +82,7 @@ PARAMETERS = params.schema(     # world_node's occupancy_* parameters
           range=(0.01, 100.0)),
     Param("occupancy_publish_rate", 1.0, "Hz: the map on /planning_scene (world.octomap) when it changed",
           range=(0.01, 100.0), read_only=True),
+    *_per_topic("depth"), *_per_topic("scan"), *_per_topic("cloud"),
 )
 
 
@@ -162,6 +179,15 @@ class OccupancyFeed:
         self.dropped = 0
         infos = list(get("occupancy_camera_info_topics"))
         depth = list(get("occupancy_depth_topics"))
+        self.limits: dict[str, dict] = {}                  # topic -> its own max_range / decay
+        for kind in ("depth", "scan", "cloud"):
+            ranges, decays = list(get(f"occupancy_{kind}_max_ranges")), list(get(f"occupancy_{kind}_decays"))
+            for i, topic in enumerate(get(f"occupancy_{kind}_topics")):
+                limit = self.limits.setdefault(topic, {})
+                if i < len(ranges):
+                    limit["max_range"] = float(ranges[i])
+                if i < len(decays):
+                    limit["decay"] = float(decays[i])
         sensor_qos = qos.sensor_data_qos(1)        # best effort matches every publisher; the latest only
         for i, topic in enumerate(depth):
             info = infos[i] if i < len(infos) and infos[i] else camera_info_topic(topic)
@@ -229,6 +255,7 @@ class OccupancyFeed:
         if placed is None:
             return
         pose, stamp, filters = placed
+        filters.update(self.limits.get(topic, {}))
         try:
             insert(pose, stamp, filters)
         except OccupancyError as exc:
