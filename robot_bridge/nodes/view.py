@@ -383,6 +383,12 @@ class ViewNode(ContainedNode):
                 else:
                     for obj in msg.world.collision_objects:
                         changed |= ps.apply_object(_object_update(obj))
+                    octo = msg.world.octomap
+                    if octo.octomap.id or len(octo.octomap.data):       # else: a diff without a map
+                        changed |= ps.apply_octomap(
+                            octo.octomap.id, octo.octomap.resolution, octo.octomap.data,
+                            octo.header.frame_id or ps.fixed_frame, _pose(octo.origin),
+                            bool(octo.octomap.binary))
                     changed |= ps.apply_colors({c.id: (c.color.r, c.color.g, c.color.b, c.color.a)
                                                 for c in msg.object_colors})
         for note in ps.notes:

@@ -175,6 +175,7 @@ class WorldNode(ContainedNode):
                 self.occupancy = OccupancyFeed(self, self.tf, self.world_frame, self.frame_prefix, self._p,
                                                self.scene.scene_pub, lambda key, text: self._warn(key, text),
                                                self._placed_bodies)
+                self.scene.on_republish.append(lambda: setattr(self.occupancy, "resend", True))
             except (ImportError, ValueError) as exc:    # octomap-python missing, a workspace over its bound
                 self.get_logger().error(f"no occupancy map: {exc}")
         ok, error = self.load_environment()

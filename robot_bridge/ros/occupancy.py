@@ -7,7 +7,8 @@ for the self filter: the URDF of ``robot_description``); a frame whose TF is not
 throttled warning.  At most ``occupancy_rate`` messages per second of each topic are inserted (the rest are
 skipped: the map's work is bounded whatever a peer sends).  The map goes out as move_group's monitor
 publishes it: ``PlanningScene(is_diff=True, world.octomap)`` in the world frame, at ``occupancy_publish_rate``
-when it changed (an insertion or a decay: a subscriber that matches later gets the map with the next one).
+when it changed (an insertion or a decay), and at the next tick after a subscription matched (``resend``, set
+by world_node's planning scene publisher when it republishes its bodies: the topic is volatile).
 """
 
 from __future__ import annotations
@@ -26,6 +27,22 @@ from ..world.occupancy import (MAX_POINTS, BodyFilter, OccupancyConfig, Occupanc
                                SelfFilter)
 
 MAX_FIELDS = 64
+MAX_TOPICS = 64                        # per sensor kind
+
+
+def _per_topic(kind: str) -> list:
+    """``occupancy_<kind>_max_ranges`` and ``_decays``: one value per topic of ``occupancy_<kind>_topics``."""
+    out = []
+    for name, unit, lo, hi, default in (("max_ranges", "m: max range", 0.05, 100.0, "occupancy_max_range"),
+                                        ("decays", "s: decay", 0.0, 86400.0, "occupancy_decay; 0: never")):
+        text = f"each in [{lo}, {hi}], at most {MAX_TOPICS}"
+        out.append(Param(
+            f"occupancy_{kind}_{name}", params.DOUBLE_ARRAY,
+            f"{unit} of each of occupancy_{kind}_topics, in order (missing: {default})",
+            rule=lambda v, lo=lo, hi=hi, text=text: None if len(v) <= MAX_TOPICS and all(
+                math.isfinite(x) and lo <= x <= hi for x in v) else text,
+            rule_text=text, read_only=True))
+    return out
 
 SENSOR_TOPICS = "read at start-up (a change needs a restart)"
 PARAMETERS = params.schema(     # world_node's occupancy_* parameters
@@ -48,6 +65,10 @@ PARAMETERS = params.schema(     # world_node's occupancy_* parameters
           rule_text="finite, |x| <= 1000, min < max", read_only=True),
     Param("occupancy_max_range", 3.0, "m: returns farther only clear free space up to this",
           range=(0.05, 100.0), read_only=True),
+    Param("occupancy_clearing", "projective", "How depth images and scans clear cells: projective (the map's "
+          "occupied cells projected into the image, MoveIt's depth image updater; ~13 ms CPU a VGA frame) or "
+          "rays (OctoMap traces every ray, free space known; ~0.6 s a frame); clouds are always ray traced",
+          choices=("projective", "rays"), read_only=True),
     Param("occupancy_decay", 0.0, "s: a cell not seen again for this long drops out (0: never)",
           range=(0.0, 86400.0), read_only=True),
     Param("occupancy_padding", 0.03, "m: the robot's collision shapes grown by this in the self filter",
@@ -57,10 +78,11 @@ PARAMETERS = params.schema(     # world_node's occupancy_* parameters
                                            "objects)",
           read_only=True),
     Param("occupancy_rate", 1.0, "Hz: messages of one sensor topic inserted at most (the rest skipped; "
-                                 "OctoMap holds the GIL while it inserts: the node waits)",
+                                 "the node waits while one is inserted)",
           range=(0.01, 100.0)),
     Param("occupancy_publish_rate", 1.0, "Hz: the map on /planning_scene (world.octomap) when it changed",
           range=(0.01, 100.0), read_only=True),
+    *_per_topic("depth"), *_per_topic("scan"), *_per_topic("cloud"),
 )
 
 
@@ -149,13 +171,23 @@ class OccupancyFeed:
         self.map = OccupancyMap(OccupancyConfig(
             resolution=float(get("occupancy_resolution")), workspace_min=tuple(lo_hi[:3]),
             workspace_max=tuple(lo_hi[3:]), max_range=float(get("occupancy_max_range")),
-            decay=float(get("occupancy_decay"))))
+            decay=float(get("occupancy_decay")), clearing=str(get("occupancy_clearing"))))
         self._info: dict[str, np.ndarray] = {}              # camera_info topic -> K
         self._last: dict[str, float] = {}                   # topic -> monotonic time of its last insertion
         self._published = -1
+        self.resend = False                                 # a subscriber matched: send it unchanged
         self.dropped = 0
         infos = list(get("occupancy_camera_info_topics"))
         depth = list(get("occupancy_depth_topics"))
+        self.limits: dict[str, dict] = {}                  # topic -> its own max_range / decay
+        for kind in ("depth", "scan", "cloud"):
+            ranges, decays = list(get(f"occupancy_{kind}_max_ranges")), list(get(f"occupancy_{kind}_decays"))
+            for i, topic in enumerate(get(f"occupancy_{kind}_topics")):
+                limit = self.limits.setdefault(topic, {})
+                if i < len(ranges):
+                    limit["max_range"] = float(ranges[i])
+                if i < len(decays):
+                    limit["decay"] = float(decays[i])
         sensor_qos = qos.sensor_data_qos(1)        # best effort matches every publisher; the latest only
         for i, topic in enumerate(depth):
             info = infos[i] if i < len(infos) and infos[i] else camera_info_topic(topic)
@@ -223,6 +255,7 @@ class OccupancyFeed:
         if placed is None:
             return
         pose, stamp, filters = placed
+        filters.update(self.limits.get(topic, {}))
         try:
             insert(pose, stamp, filters)
         except OccupancyError as exc:
@@ -252,7 +285,8 @@ class OccupancyFeed:
 
     def publish(self, force: bool = False) -> None:
         self.map.expire(self.node.get_clock().now().nanoseconds * 1e-9)
-        if self.map.updates == self._published and not force:
+        resend, self.resend = self.resend and self._published >= 0, False
+        if self.map.updates == self._published and not (force or resend):
             return
         self._published = self.map.updates
         self.scene_pub.publish(self.message())

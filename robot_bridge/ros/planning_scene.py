@@ -130,6 +130,7 @@ class ScenePublisher:
             pubs = [node.create_publisher(t, name, moveit_qos()) for t, name in topics]
             self.poll = node.create_timer(poll_period, self._poll_counts)
         self.objects_pub, self.scene_pub, self.attached_pub = pubs
+        self.on_republish: list = []                # called after a republish (world_node: the occupancy map)
         self._coalesce = node.create_timer(coalesce, self._coalesced)
         self._coalesce.cancel()                     # started by a match (reset)
 
@@ -221,6 +222,8 @@ class ScenePublisher:
                 self.scene_pub.publish(colors_diff(colors))
             for name, (link, touch) in self.held.items():
                 self.attached_pub.publish(attached_object(name, link, touch, CollisionObject.ADD, stamp))
+        for hook in self.on_republish:
+            hook()
 
     def _on_matched(self, info) -> None:
         """A subscriber joined: republish once its topics have matched (move_group's three topics match

@@ -12,6 +12,10 @@ changed comes back as body ids for the page to redraw.  Semantics are MoveIt's p
   object with shapes is created on the link.  REMOVE detaches: the body stays in the world where the link
   holds it now (an empty id: every attached body).
 - ``/planning_scene`` ObjectColor: a body's colour by id (kept for ids not seen yet: colours may come first).
+- ``/planning_scene`` world.octomap: the occupancy map's occupied cells as one body (:data:`OCTOMAP_ID`, one
+  mesh of merged boxes, at most :data:`MAX_OCTOMAP_BOXES`: cells twice as large beyond), decoded with OctoMap
+  (:func:`robot_bridge.world.occupancy.body_from_octomap`); each map replaces the last (MoveIt's
+  processOctomapMsg), an empty one removes it, a diff without one (no id, no data) leaves it.
 
 Poses of frames come from the caller (``poses(fixed, frames)``: the view's latest TF).  Bad input (unknown
 operation or shape, non-finite numbers, an unknown body to move) is one line in :attr:`PlanningScene.notes`.
@@ -34,6 +38,9 @@ DEFAULT_RGBA = (0.45, 0.75, 0.45, 1.0)           # a body without an ObjectColor
 MAX_BODIES = 10_000
 MAX_TRIANGLES = 1_000_000                        # per body
 MAX_NOTES = 100
+OCTOMAP_ID = "<octomap>"                         # not a collision object id: REMOVE of every object keeps it
+OCTOMAP_RGBA = (0.55, 0.6, 0.9, 0.85)
+MAX_OCTOMAP_BOXES = 4000                         # 48,000 triangles at most
 
 Poses = Callable[[str, list], dict]
 
@@ -57,6 +64,7 @@ class Body:
     pose: np.ndarray             # 4x4 in ``frame``
     parts: list[Part]            # triangles in the body's own frame
     attached_to: str = ""
+    cell: float = 0.0            # the octomap body: the edge of its drawn cells (the map's, or coarser)
     shape_serial: int = 0        # bumped whenever the parts change (the page re-sends meshes then)
 
 
@@ -120,8 +128,12 @@ class PlanningScene:
         if not np.isfinite(u.pose).all():
             self._note(f"object {u.id!r}: non-finite pose: ignored")
             return set()
+        if u.id == OCTOMAP_ID:
+            self._note(f"object {u.id!r}: the octomap's id: ignored")
+            return set()
         if u.operation == REMOVE:
-            ids = [u.id] if u.id else [i for i, b in self.bodies.items() if not b.attached_to]
+            ids = [u.id] if u.id else [i for i, b in self.bodies.items()
+                                       if not b.attached_to and i != OCTOMAP_ID]
             return {i for i in ids if self.bodies.pop(i, None) is not None}
         body = self.bodies.get(u.id)
         if u.operation == MOVE:
@@ -208,6 +220,40 @@ class PlanningScene:
                 if body_id in self.bodies:
                     changed.add(body_id)
         return changed
+
+    # -- /planning_scene world.octomap -------------------------------------------------------------
+    def apply_octomap(self, map_id: str, resolution: float, data, frame: str, pose: np.ndarray,
+                      binary: bool = True) -> set[str]:
+        """An ``octomap_msgs/OctomapWithPose`` (its octomap's id, resolution, data; the header's frame and
+        the origin) as the :data:`OCTOMAP_ID` body: {OCTOMAP_ID} when it changed."""
+        if not map_id and not len(data):
+            return set()                          # a diff without a map
+        if not np.isfinite(pose).all():
+            self._note("octomap: non-finite origin: ignored")
+            return set()
+        if not len(data):
+            return {OCTOMAP_ID} if self.bodies.pop(OCTOMAP_ID, None) is not None else set()
+        if not binary:
+            self._note("octomap: only binary maps are drawn (not full probability ones)")
+            return set()
+        try:
+            from ..world.occupancy import OccupancyUnavailable, body_from_octomap
+
+            made = body_from_octomap(data, float(resolution), map_id, MAX_OCTOMAP_BOXES)
+        except (ImportError, OccupancyUnavailable, ValueError) as exc:
+            self._note(f"octomap: not drawn: {exc}")
+            return set()
+        if made is None:
+            return {OCTOMAP_ID} if self.bodies.pop(OCTOMAP_ID, None) is not None else set()
+        mesh = made.links[made.name].collisions[0].shape
+        self.colors.setdefault(OCTOMAP_ID, OCTOMAP_RGBA)
+        body = self.bodies.get(OCTOMAP_ID) or Body(OCTOMAP_ID, frame, pose, [])
+        self.bodies[OCTOMAP_ID] = body
+        body.frame, body.pose = frame, pose
+        body.cell = float(made.extras["occupancy_cell"])
+        self._new_parts(body, [_part(OCTOMAP_ID, np.asarray(mesh.vertices), np.asarray(mesh.triangles),
+                                     np.eye(4), self.colors[OCTOMAP_ID])])
+        return {OCTOMAP_ID}
 
     def get(self, body_id: str) -> Optional[Body]:
         return self.bodies.get(body_id)

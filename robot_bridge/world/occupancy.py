@@ -2,9 +2,23 @@
 
 :class:`OccupancyMap` integrates depth images (32FC1 metres, 16UC1 millimetres, with the intrinsics K),
 laser scans and point clouds, each with the sensor's pose in the world frame at its stamp, into an
-``octomap.OcTree`` (the real OctoMap through ``octomap-python``): every ray clears the cells it crosses and
-marks its end point occupied (OctoMap's log-odds update, hit 0.7 / miss 0.4 by default); a return beyond
-``max_range`` only clears up to ``max_range``; no return (NaN, inf, 0) does nothing.
+``octomap.OcTree`` (the real OctoMap through ``octomap-python``; OctoMap's log-odds update, hit 0.7 / miss
+0.4 by default, clamped).  Two ways of clearing (``OccupancyConfig.clearing``):
+
+- ``"projective"`` (default; MoveIt's depth_image_octomap_updater): a depth image is sampled where a voxel
+  covers several pixels (the stride per pixel from its depth: ``res * f / z``), the end points' distinct cells
+  are marked occupied in one batch (``updateNodes``; a cell already at OctoMap's upper clamp is left out:
+  the same tree), and the map's occupied cells inside the frustum are projected into the image: a cell whose
+  pixel measured farther than the cell by more than one voxel is seen through and gets a miss.  Laser scans
+  the same way (a cell within half a voxel of the scan plane against its nearest beam).  Free space is not
+  stored: cells never occupied stay unknown (a collision checker only reads occupied cells).  Point clouds
+  (no image to project into) are ray traced.
+- ``"rays"``: every ray clears the cells it crosses in OctoMap (``insertPointCloud``, one ray per end cell),
+  free space known; ~50x the CPU of the projective way on a VGA frame (docs/benchmarks.md).
+
+A return beyond ``max_range`` only clears up to ``max_range``; no return (NaN, 0) does nothing.  The map keeps
+a mirror of the log-odds OctoMap holds for every cell it marked (numpy, float32 as OctoMap adds them), to
+find the occupied cells to project without walking the tree; a ray-traced insertion reads it back.
 
 Memory is bounded by the workspace box: OctoMap's bounding-box limit keeps every update inside it (end
 points outside are dropped and counted, their rays still clear the part inside).  End points within the
@@ -43,6 +57,8 @@ MAX_SCAN_RAYS = 100_000
 MAX_RANGE = 100.0                       # m
 MAX_CELLS = 4_000_000                   # occupied cells listed (the collision object, the checks)
 BINARY_ID = "OcTree"
+CLEARING = ("projective", "rays")
+MAX_DEPTH_STRIDE = 8                    # pixels skipped at most where a voxel covers many
 
 
 class OccupancyUnavailable(ImportError):
@@ -88,6 +104,7 @@ class OccupancyConfig:
     decay: float = 0.0                                           # s; 0: cells never expire
     prob_hit: float = 0.7
     prob_miss: float = 0.4
+    clearing: str = "projective"                                 # or "rays" (module docstring)
 
     def __post_init__(self):
         _positive("resolution", self.resolution, MAX_RESOLUTION)
@@ -112,6 +129,8 @@ class OccupancyConfig:
                 raise OccupancyError(name, f"must be in (0, 1), got {p}")
         if not self.prob_miss < 0.5 < self.prob_hit:
             raise OccupancyError("prob_hit", "need prob_miss < 0.5 < prob_hit")
+        if self.clearing not in CLEARING:
+            raise OccupancyError("clearing", f"{self.clearing!r}: one of {', '.join(CLEARING)}")
 
 
 @dataclass
@@ -271,16 +290,14 @@ def _scaled(shape, scale: float):
     return shape
 
 
-def depth_points(depth: np.ndarray, K: Sequence[float], encoding: str, stride: int = 1
-                 ) -> tuple[np.ndarray, int]:
-    """Points (N, 3) in the optical frame (x right, y down, z forward) of a depth image, and how many
-    pixels held no return.  ``encoding``: "32FC1" (metres) or "16UC1" (millimetres, 0 = no return);
-    ``stride``: every stride-th pixel of every stride-th row only."""
+def depth_metres(depth: np.ndarray, K: Sequence[float], encoding: str) -> tuple[np.ndarray, np.ndarray]:
+    """(H, W) float32 metres of a depth image (NaN: no return) and its K (9 values, checked).
+    ``encoding``: "32FC1" (metres) or "16UC1" (millimetres, 0 = no return)."""
     depth = np.asarray(depth)
     if depth.ndim != 2 or not (0 < depth.shape[0] <= MAX_IMAGE_SIDE and 0 < depth.shape[1] <= MAX_IMAGE_SIDE):
         raise OccupancyError("depth image", f"shape {depth.shape}: need 2-D, sides 1..{MAX_IMAGE_SIDE}")
     if encoding == "32FC1":
-        z = depth.astype(np.float32, copy=False)
+        z = depth.astype(np.float32, copy=True)
     elif encoding == "16UC1":
         if depth.dtype != np.uint16:
             raise OccupancyError("depth image", f"16UC1 needs uint16 pixels, got {depth.dtype}")
@@ -290,20 +307,59 @@ def depth_points(depth: np.ndarray, K: Sequence[float], encoding: str, stride: i
     K = np.asarray(K, dtype=float).reshape(-1)
     if K.size != 9 or not np.all(np.isfinite(K)) or not (K[0] > 0 and K[4] > 0):
         raise OccupancyError("camera info", "K must be 9 finite values with fx, fy > 0")
+    with np.errstate(invalid="ignore"):
+        z[~(np.isfinite(z) & (z > 0))] = np.nan
+    return z, K
+
+
+def _project(z: np.ndarray, K: np.ndarray, v: np.ndarray, u: np.ndarray) -> np.ndarray:
     fx, cx, fy, cy = K[0], K[2], K[4], K[5]
-    if not 1 <= int(stride) <= 64:
-        raise OccupancyError("depth stride", f"must be 1..64, got {stride}")
-    stride = int(stride)
-    z = z[::stride, ::stride]
-    valid = np.isfinite(z) & (z > 0)
-    v, u = np.nonzero(valid)
     zs = z[v, u].astype(float)
-    u, v = u * stride, v * stride
     points = np.empty((len(zs), 3))
     points[:, 0] = (u - cx) / fx * zs
     points[:, 1] = (v - cy) / fy * zs
     points[:, 2] = zs
-    return points, int(z.size - len(zs))
+    return points
+
+
+def depth_points(depth: np.ndarray, K: Sequence[float], encoding: str, stride: int = 1
+                 ) -> tuple[np.ndarray, int]:
+    """Points (N, 3) in the optical frame (x right, y down, z forward) of a depth image, and how many
+    pixels held no return.  ``encoding``: "32FC1" (metres) or "16UC1" (millimetres, 0 = no return);
+    ``stride``: every stride-th pixel of every stride-th row only."""
+    z, K = depth_metres(depth, K, encoding)
+    if not 1 <= int(stride) <= 64:
+        raise OccupancyError("depth stride", f"must be 1..64, got {stride}")
+    stride = int(stride)
+    zs = z[::stride, ::stride]
+    v, u = np.nonzero(~np.isnan(zs))
+    return _project(z, K, v * stride, u * stride), int(zs.size - len(v))
+
+
+def sampled_pixels(z: np.ndarray, focal: float, resolution: float, max_stride: int = MAX_DEPTH_STRIDE
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of the pixels of a depth image (metres, NaN: none) that represent it at
+    ``resolution``: a pixel at depth z spans z / focal metres, so a voxel spans ``resolution * focal / z``
+    pixels; where that is at least s (a power of two up to ``max_stride``), every s-th pixel of every s-th
+    row is enough (neighbours at most one voxel apart on a surface facing the camera)."""
+    rows, cols = [], []
+    with np.errstate(invalid="ignore"):
+        far = np.nanmax(z) if not np.isnan(z).all() else 0.0
+    s = max_stride
+    while s >= 1:
+        if s < max_stride and far <= resolution * focal / (2 * s):
+            break                                       # every pixel taken at a coarser stride
+        zs = z[::s, ::s]
+        with np.errstate(invalid="ignore"):
+            limit = resolution * focal / s              # the farthest depth that stride s still covers
+            pick = zs <= limit if s > 1 else ~np.isnan(zs)
+            if s < max_stride:
+                pick &= ~(zs <= 0.5 * limit)            # nearer: taken at the coarser stride
+        v, u = np.nonzero(pick)
+        rows.append(v * s)
+        cols.append(u * s)
+        s //= 2
+    return np.concatenate(rows), np.concatenate(cols)
 
 
 def scan_points(ranges: Sequence[float], angle_min: float, angle_increment: float, range_min: float,
@@ -338,7 +394,12 @@ class OccupancyMap:
         self.self_filter = self_filter
         self.totals = InsertStats()
         self._tree = self._new_tree()
-        self._seen: dict[int, float] = {}                # packed key of a marked cell -> last stamp
+        self._hit = np.float32(self._tree.getProbHitLog())
+        self._miss = np.float32(self._tree.getProbMissLog())
+        self._lo = np.float32(self._tree.getClampingThresMinLog())
+        self._hi = np.float32(self._tree.getClampingThresMaxLog())
+        self._occupied_log = np.float32(self._tree.getOccupancyThresLog())
+        self._mirror_clear()
         self.updates = 0                                 # insertions (a publisher compares it)
 
     def _new_tree(self):
@@ -352,89 +413,241 @@ class OccupancyMap:
         tree.useBBXLimit(True)
         return tree
 
+    # the mirror: every cell the map marked, sorted by packed key, with OctoMap's log-odds of it and the
+    # time it expires at (the latest of its marks' stamp + decay; inf: never; NaN: expired)
+    def _mirror_clear(self) -> None:
+        self._mkeys = np.zeros(0, np.int64)
+        self._mlog = np.zeros(0, np.float32)
+        self._mexpire = np.zeros(0, float)
+
+    def _mirror_index(self, packed: np.ndarray) -> np.ndarray:
+        """Indices in the mirror of the sorted unique ``packed`` keys (added, unknown: log-odds 0)."""
+        at = np.searchsorted(self._mkeys, packed)
+        found = at < len(self._mkeys)
+        found[found] = self._mkeys[at[found]] == packed[found]
+        if found.all():
+            return at
+        new = packed[~found]
+        if len(new):
+            keys = np.concatenate([self._mkeys, new])
+            order = np.argsort(keys, kind="stable")
+            self._mkeys = keys[order]
+            self._mlog = np.concatenate([self._mlog, np.zeros(len(new), np.float32)])[order]
+            self._mexpire = np.concatenate([self._mexpire, np.full(len(new), np.nan)])[order]
+        return np.searchsorted(self._mkeys, packed)
+
+    def _centres(self, packed: np.ndarray) -> np.ndarray:
+        k = np.stack([(packed >> 32) & 0xFFFF, (packed >> 16) & 0xFFFF, packed & 0xFFFF], axis=1)
+        return np.ascontiguousarray((k - KEY_OFFSET + 0.5) * self.config.resolution)
+
+    def _expiry(self, stamp: float, decay: Optional[float]) -> float:
+        decay = self.config.decay if decay is None else float(decay)
+        if not (math.isfinite(decay) and decay >= 0.0):
+            raise OccupancyError("decay", f"must be >= 0 s, got {decay}")
+        return float(stamp) + decay if decay > 0 else math.inf
+
+    def _mark(self, packed: np.ndarray, expiry: float) -> None:
+        """A hit on each cell of the sorted unique ``packed`` keys: OctoMap's updateNodes on those not
+        already at its upper clamp (a hit there changes nothing), the mirror as OctoMap adds (float32)."""
+        if not len(packed):
+            return
+        at = self._mirror_index(packed)
+        self._mexpire[at] = np.fmax(self._mexpire[at], expiry)
+        todo = at[self._mlog[at] < self._hi]
+        if len(todo):
+            self._mlog[todo] = np.minimum(self._mlog[todo] + self._hit, self._hi)
+            self._tree.updateNodes(self._centres(self._mkeys[todo]), True)
+
+    def _free(self, at: np.ndarray) -> None:
+        """A miss on the mirror's cells ``at``."""
+        todo = at[self._mlog[at] > self._lo]
+        if len(todo):
+            self._mlog[todo] = np.maximum(self._mlog[todo] + self._miss, self._lo)
+            self._tree.updateNodes(self._centres(self._mkeys[todo]), False)
+
+    def _mirror_read(self, packed: np.ndarray, expiry: float) -> None:
+        """After a ray-traced insertion: the mirror's cells and the newly ``packed`` end cells read back."""
+        at = self._mirror_index(packed)
+        self._mexpire[at] = np.fmax(self._mexpire[at], expiry)
+        for i, point in enumerate(self._centres(self._mkeys)):
+            node = self._tree.search(point)
+            try:
+                self._mlog[i] = node.getLogOdds()
+            except octomap.NullPointerException:            # never updated (outside the bounding box)
+                self._mlog[i] = 0.0
+
+    def _candidates(self) -> np.ndarray:
+        """Mirror indices of the occupied cells."""
+        return np.nonzero(self._mlog >= self._occupied_log)[0]
+
     @property
     def tree(self):
         return self._tree
 
     def clear(self) -> None:
         self._tree = self._new_tree()
-        self._seen.clear()
+        self._mirror_clear()
         self.updates += 1
 
     # -- insertion --------------------------------------------------------------------------------
     def insert_depth(self, depth: np.ndarray, K: Sequence[float], encoding: str, camera_pose: np.ndarray,
-                     stamp: float = 0.0, stride: int = 1, **filters) -> InsertStats:
+                     stamp: float = 0.0, stride: int = 1, max_range: Optional[float] = None,
+                     decay: Optional[float] = None, **filters) -> InsertStats:
         """A depth image; ``camera_pose``: world -> optical frame (x right, y down, z forward); ``stride``:
-        every stride-th pixel and row only."""
-        points, none = depth_points(depth, K, encoding, stride)
-        stats = self.insert_points(points, camera_pose, stamp, **filters)
-        stats.no_return += none
-        self.totals.no_return += none
-        return stats
+        every stride-th pixel and row only (the "rays" clearing; the projective one picks its own);
+        ``max_range`` / ``decay``: this sensor's (None: the config's)."""
+        max_range = self._max_range(max_range)
+        if self.config.clearing == "rays":
+            points, none = depth_points(depth, K, encoding, stride)
+            stats = self.insert_points(points, camera_pose, stamp, max_range, decay, **filters)
+            stats.no_return += none
+            self.totals.no_return += none
+            return stats
+        z, K = depth_metres(depth, K, encoding)
+        pose = _pose("sensor pose", camera_pose)
+        self._stamp(stamp)
+        expiry = self._expiry(stamp, decay)
+        v, u = sampled_pixels(z, min(K[0], K[4]), self.config.resolution)
+        stats, world, mark = self._filtered(_project(z, K, v, u), pose, max_range, filters)
+        stats.no_return = int(np.isnan(z).sum())
+        stats.returns = int(z.size) - stats.no_return
+        # cells the camera sees through: the map's occupied cells projected into the image
+        at = self._candidates()
+        if len(at):
+            inv = np.linalg.inv(pose)
+            c = self._centres(self._mkeys[at]) @ inv[:3, :3].T + inv[:3, 3]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                front = (c[:, 2] > 0) & (np.linalg.norm(c, axis=1) <= max_range)
+                pu = np.rint(K[0] * c[:, 0] / c[:, 2] + K[2])
+                pv = np.rint(K[4] * c[:, 1] / c[:, 2] + K[5])
+            inside = front & (pu >= 0) & (pu < z.shape[1]) & (pv >= 0) & (pv < z.shape[0])
+            idx = np.nonzero(inside)[0]
+            measured = z[pv[idx].astype(np.intp), pu[idx].astype(np.intp)]
+            with np.errstate(invalid="ignore"):
+                through = measured > c[idx, 2] + self.config.resolution
+            self._free(at[idx[through]])
+        self._mark(np.unique(self._packed(world[mark])), expiry)
+        return self._done(stats)
+
+    def _max_range(self, max_range: Optional[float]) -> float:
+        return self.config.max_range if max_range is None else _positive("max_range", max_range, MAX_RANGE)
 
     def insert_scan(self, ranges: Sequence[float], angle_min: float, angle_increment: float,
                     range_min: float, range_max: float, sensor_pose: np.ndarray, stamp: float = 0.0,
+                    max_range: Optional[float] = None, decay: Optional[float] = None,
                     **filters) -> InsertStats:
-        """A laser scan; ``sensor_pose``: world -> the scan's frame (beams in its xy plane)."""
+        """A laser scan; ``sensor_pose``: world -> the scan's frame (beams in its xy plane); ``max_range`` /
+        ``decay``: this sensor's (None: the config's)."""
         points, none = scan_points(ranges, angle_min, angle_increment, range_min, range_max)
-        stats = self.insert_points(points, sensor_pose, stamp,
-                                   max_range=min(self.config.max_range, range_max), **filters)
-        stats.no_return += none
-        self.totals.no_return += none
-        return stats
+        max_range = min(self._max_range(max_range), range_max)
+        if self.config.clearing == "rays":
+            stats = self.insert_points(points, sensor_pose, stamp, max_range, decay, **filters)
+            stats.no_return += none
+            self.totals.no_return += none
+            return stats
+        pose = _pose("sensor pose", sensor_pose)
+        self._stamp(stamp)
+        expiry = self._expiry(stamp, decay)
+        stats, world, mark = self._filtered(points, pose, max_range, filters)
+        stats.no_return = none
+        at = self._candidates()
+        if len(at) and angle_increment != 0:
+            # each beam's measured range (beyond range_max: clears to max_range; no return: nothing)
+            r = np.asarray(ranges, dtype=float).reshape(-1)
+            with np.errstate(invalid="ignore"):
+                beam = np.where(r == np.inf, np.inf,
+                                np.where(np.isfinite(r) & (r >= range_min) & (r <= range_max), r, np.nan))
+            inv = np.linalg.inv(pose)
+            c = self._centres(self._mkeys[at]) @ inv[:3, :3].T + inv[:3, 3]
+            dist = np.hypot(c[:, 0], c[:, 1])
+            i = np.rint((np.arctan2(c[:, 1], c[:, 0]) - angle_min) / angle_increment)
+            n = len(beam)
+            # angles wrap: a cell behind a 360 degree scanner's first beam is near its last
+            i = np.where((i < 0) | (i >= n), np.rint((np.arctan2(c[:, 1], c[:, 0]) + 2 * np.pi - angle_min)
+                                                     / angle_increment), i)
+            ok = (np.abs(c[:, 2]) <= 0.5 * self.config.resolution) & (dist <= max_range) & (i >= 0) & (i < n)
+            idx = np.nonzero(ok)[0]
+            with np.errstate(invalid="ignore"):
+                through = beam[i[idx].astype(np.intp)] > dist[idx] + self.config.resolution
+            self._free(at[idx[through]])
+        self._mark(np.unique(self._packed(world[mark])), expiry)
+        return self._done(stats)
 
     def insert_points(self, points: np.ndarray, sensor_pose: np.ndarray, stamp: float = 0.0,
-                      positions: Optional[Mapping[str, float]] = None,
-                      robot_base: Optional[np.ndarray] = None,
-                      link_poses: Optional[Mapping[str, np.ndarray]] = None,
-                      bodies: Sequence[FilterBody] = (), max_range: Optional[float] = None) -> InsertStats:
-        """End points (N, 3) in the sensor frame (non-finite rows: no return); the sensor at ``sensor_pose``
-        (world -> sensor) at ``stamp`` (s).  The self filter places the links at ``link_poses`` (link ->
-        world pose at the stamp), else by forward kinematics of joint ``positions`` with the root at
-        ``robot_base``; ``bodies``: world bodies whose inside is left out."""
+                      max_range: Optional[float] = None, decay: Optional[float] = None,
+                      **filters) -> InsertStats:
+        """End points (N, 3) in the sensor frame (non-finite rows: no return), ray traced in OctoMap; the
+        sensor at ``sensor_pose`` (world -> sensor) at ``stamp`` (s).  ``filters``: ``link_poses`` (link
+        -> world pose at the stamp, for the self filter), else joint ``positions`` with the root at
+        ``robot_base``; ``bodies``: world bodies whose inside is left out; ``max_range`` / ``decay``: this
+        sensor's (None: the config's)."""
         points = np.asarray(points, dtype=float)
         if points.ndim != 2 or points.shape[1] != 3:
             raise OccupancyError("point cloud", f"shape {points.shape}: need (N, 3)")
-        if len(points) > MAX_POINTS:
-            raise OccupancyError("point cloud", f"{len(points)} points, over {MAX_POINTS}")
+        pose = _pose("sensor pose", sensor_pose)
+        self._stamp(stamp)
+        expiry = self._expiry(stamp, decay)
+        max_range = self._max_range(max_range)
+        stats, world, mark = self._filtered(points, pose, max_range, filters, keep_far=True)
+        if len(world):
+            # OctoMap marks each end point's cell within max_range once and clears every cell a ray crosses
+            # once, occupied winning (bounding box limit: only cells inside the workspace are updated);
+            # discretize: one ray per end cell (to its centre), not per point: 4x faster on a VGA frame
+            self._tree.insertPointCloud(np.ascontiguousarray(world), np.ascontiguousarray(pose[:3, 3], float),
+                                        maxrange=max_range, discretize=True)
+            self._mirror_read(np.unique(self._packed(world[mark])), expiry)
+        return self._done(stats)
+
+    @staticmethod
+    def _stamp(stamp: float) -> None:
         if not math.isfinite(float(stamp)):
             raise OccupancyError("stamp", "not finite")
-        pose = _pose("sensor pose", sensor_pose)
-        max_range = self.config.max_range if max_range is None else float(max_range)
+
+    def _filtered(self, points: np.ndarray, pose: np.ndarray, max_range: float, filters: dict,
+                  keep_far: bool = False) -> tuple[InsertStats, np.ndarray, np.ndarray]:
+        """(stats, world end points, mask of those to mark occupied) of sensor-frame ``points``: no return,
+        the self filter, the world bodies, the workspace, max_range.  ``keep_far``: the points beyond
+        max_range (and outside the workspace) kept in the world points (their rays clear), not marked."""
+        if len(points) > MAX_POINTS:
+            raise OccupancyError("point cloud", f"{len(points)} points, over {MAX_POINTS}")
+        unknown = set(filters) - {"positions", "robot_base", "link_poses", "bodies"}
+        if unknown:
+            raise TypeError(f"unknown filter arguments {sorted(unknown)}")
         stats = InsertStats()
-        finite = np.all(np.isfinite(points), axis=1)
+        finite = np.isfinite(points).all(axis=1)
         stats.no_return = int(len(points) - finite.sum())
-        world = points[finite] @ pose[:3, :3].T + pose[:3, 3]
+        if not finite.all():
+            points = points[finite]
+        world = points @ pose[:3, :3].T + pose[:3, 3]
         stats.returns = len(world)
-        origin = pose[:3, 3]
-        dist = np.linalg.norm(world - origin, axis=1)
-        near = dist <= max_range                          # farther: clears up to max_range only
+        near = np.einsum("ij,ij->i", points, points) <= max_range * max_range     # the sensor's distance
         keep = np.ones(len(world), bool)
         if self.self_filter is not None and near.any():
             on_robot = np.zeros(len(world), bool)
-            on_robot[near] = self.self_filter.mask(world[near], positions, robot_base, link_poses)
+            on_robot[near] = self.self_filter.mask(world[near], filters.get("positions"),
+                                                   filters.get("robot_base"), filters.get("link_poses"))
             stats.self_filtered = int(on_robot.sum())
             keep &= ~on_robot
+        bodies = filters.get("bodies") or ()
         if bodies and near.any():
             in_body = np.zeros(len(world), bool)
             in_body[near] = inside_any(bodies, world[near]) & keep[near]
             stats.body_filtered = int(in_body.sum())
             keep &= ~in_body
         lo, hi = np.asarray(self.config.workspace_min), np.asarray(self.config.workspace_max)
-        outside = near & ~np.all((world >= lo) & (world <= hi), axis=1) & keep
+        outside = near & ~((world >= lo) & (world <= hi)).all(axis=1) & keep
         stats.outside = int(outside.sum())
-        world = world[keep]
-        stats.inserted = len(world)
-        if len(world):
-            # OctoMap marks each end point's cell within max_range once and clears every cell a ray crosses
-            # once, occupied winning (bounding box limit: only cells inside the workspace are updated);
-            # discretize: one ray per end cell (to its centre), not per point: 4x faster on a VGA frame
-            self._tree.insertPointCloud(np.ascontiguousarray(world), np.ascontiguousarray(origin, float),
-                                        maxrange=max_range, discretize=True)
-            marked = world[near[keep] & ~outside[keep]]
-            if len(marked) and self.config.decay > 0:
-                keys = np.unique(self._packed(marked))
-                self._seen.update(dict.fromkeys(keys.tolist(), float(stamp)))
+        if keep_far:
+            world, mark = world[keep], (near & ~outside)[keep]
+            stats.inserted = len(world)
+        else:
+            mark = keep & near & ~outside
+            world = world[mark]
+            mark = np.ones(len(world), bool)
+            stats.inserted = len(world)
+        return stats, world, mark
+
+    def _done(self, stats: InsertStats) -> InsertStats:
         self.updates += 1
         for name in ("returns", "inserted", "outside", "self_filtered", "body_filtered", "no_return"):
             setattr(self.totals, name, getattr(self.totals, name) + getattr(stats, name))
@@ -445,25 +658,23 @@ class OccupancyMap:
 
     def _packed(self, points: np.ndarray) -> np.ndarray:
         k = self._keys(points)
-        return (k[:, 0] << 32) | (k[:, 1] << 16) | k[:, 2]
+        return k @ np.array([1 << 32, 1 << 16, 1], np.int64)      # keys are 16 bits each
 
     # -- decay ------------------------------------------------------------------------------------
     def expire(self, now: float) -> int:
-        """Drop every cell last marked before ``now - decay`` (unknown again); how many were dropped."""
-        if self.config.decay <= 0 or not self._seen:
+        """Drop every cell last marked before ``now - decay`` (the decay of the sensor that marked it; of the
+        latest expiry when several did): unknown again; how many were dropped."""
+        if not len(self._mkeys):
             return 0
-        cutoff = float(now) - self.config.decay
-        old = [k for k, t in self._seen.items() if t < cutoff]
-        if not old:
+        with np.errstate(invalid="ignore"):
+            old = np.nonzero(self._mexpire < float(now))[0]
+        if not len(old):
             return 0
-        k = np.array(old, dtype=np.int64)
-        keys = np.stack([(k >> 32) & 0xFFFF, (k >> 16) & 0xFFFF, k & 0xFFFF], axis=1)
-        for key in old:
-            del self._seen[key]
+        self._mexpire[old] = np.nan
+        self._mlog[old] = self._lo
         # set free (clamped), not deleted: OctoMap's deleteNode leaves emptied inner nodes behind as leaves
         # with their old (occupied) value
-        centres = np.ascontiguousarray((keys - KEY_OFFSET + 0.5) * self.config.resolution)
-        self._tree.updateNodes(centres, -2.0 * self._tree.getClampingThresMaxLog() - 1.0, True)
+        self._tree.updateNodes(self._centres(self._mkeys[old]), -2.0 * float(self._hi) - 1.0, True)
         self._tree.updateInnerOccupancy()
         self.updates += 1
         return len(old)

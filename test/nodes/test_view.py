@@ -191,3 +191,41 @@ def test_sliders_follow_joint_states_the_planning_scene_and_the_planned_path_are
     wait_until(lambda: paths and paths[-1] is not None, 60.0, "the planned path was not drawn")
     angles = np.linspace(0.0, np.pi / 2, 5)
     assert np.allclose(paths[-1], np.stack([0.5 * np.cos(angles), 0.5 * np.sin(angles), 0 * angles], axis=1))
+
+
+def test_the_occupancy_map_on_the_planning_scene_is_drawn_as_its_cells(view):
+    """world_node's /planning_scene diff with world.octomap (made by robot_bridge.ros.occupancy) becomes the
+    view's octomap body: boxes covering the occupied cells, drawn on the page; a colour-only diff keeps it."""
+    pytest.importorskip("octomap")
+    pytest.importorskip("moveit_msgs.msg")
+    from moveit_msgs.msg import PlanningScene
+
+    from robot_bridge.ros.occupancy import planning_scene_diff
+    from robot_bridge.ros.planning_scene import moveit_qos
+    from robot_bridge.view.planning_scene import OCTOMAP_ID
+    from robot_bridge.world.occupancy import OccupancyMap
+
+    node, peer = view
+    occupancy = OccupancyMap()
+    cells = np.array([[1.01, 0.01, 0.01], [1.01, 0.03, 0.01], [1.01, 0.05, 0.01]])     # a row of 3 cells
+    occupancy.insert_points(cells, np.eye(4))
+    scene = peer.create_publisher(PlanningScene, "/planning_scene", moveit_qos())
+    msg = planning_scene_diff(occupancy.to_message_fields(), "world", peer.get_clock().now().to_msg())
+    drawn = node.page._bodies
+    wait_until(lambda: scene.publish(msg) or OCTOMAP_ID in drawn, 60.0, "the octomap never drawn")
+    body = node.planning_scene.get(OCTOMAP_ID)
+    v = np.concatenate([p.vertices for p in body.parts])
+    assert body.frame == "world" and np.allclose(v.min(axis=0), [1.0, 0.0, 0.0], atol=1e-6)
+    assert np.allclose(v.max(axis=0), [1.02, 0.06, 0.02], atol=1e-6)
+    # a diff without a map (only a colour): taken (the colour is there), the map left as it was
+    from moveit_msgs.msg import ObjectColor
+
+    def colour_taken(name: str) -> None:
+        colour = PlanningScene(is_diff=True, object_colors=[ObjectColor(id=name)])
+        colour.object_colors[0].color.a = 1.0
+        wait_until(lambda: scene.publish(colour) or name in node.planning_scene.colors, 60.0, "no colour")
+
+    colour_taken("first")                  # the maps published while waiting are taken before it (in order)
+    serial = node.planning_scene.get(OCTOMAP_ID).shape_serial
+    colour_taken("second")
+    assert node.planning_scene.get(OCTOMAP_ID).shape_serial == serial and OCTOMAP_ID in drawn

@@ -101,6 +101,7 @@ def mapped(tmp_path_factory, module_detector_node):
                    "sensors.wrist_camera.depth_topic:=/wrist_camera/depth"),
              start("world", "occupancy_depth_topics:=[/wrist_camera/depth]",
                    "occupancy_camera_info_topics:=[/wrist_camera/camera_info]", "occupancy_rate:=5.0",
+                   "occupancy_depth_max_ranges:=[2.5]", "occupancy_depth_decays:=[0.0]",
                    "occupancy_publish_rate:=5.0")]
     if PLANNING:
         procs.append(start("planner", "objects_topic:=''"))          # no world_node bodies: the map only

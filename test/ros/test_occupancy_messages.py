@@ -81,3 +81,35 @@ def test_depth_images_and_point_clouds_decode_as_their_layouts_say():
     with pytest.raises(OccupancyError, match="point cloud"):
         cloud_points(cloud)
     assert camera_info_topic("/wrist_camera/depth/image_raw") == "/wrist_camera/depth/camera_info"
+
+
+def test_the_map_is_sent_when_it_changed_and_once_more_after_a_subscriber_matched():
+    """OccupancyFeed.publish (the node's timer): nothing new, nothing sent; ``resend`` (set when world_node's
+    planning scene publisher republishes for a matched subscriber) sends the unchanged map once."""
+    from rclpy.clock import Clock
+
+    from robot_bridge.ros.occupancy import OccupancyFeed
+
+    class Node:
+        def get_clock(self):
+            return Clock()
+
+    sent: list = []
+    feed = object.__new__(OccupancyFeed)                 # its state without subscriptions (no rclpy node)
+    feed.node, feed.world_frame, feed.resend, feed._published = Node(), "world", False, -1
+    feed.scene_pub = type("Pub", (), {"publish": lambda self, msg: sent.append(msg)})()
+    feed.map = OccupancyMap()
+    feed.resend = True
+    feed.publish()
+    assert len(sent) == 1                               # the first map (empty) goes out
+    feed.publish()
+    assert len(sent) == 1
+    feed.map.insert_points(np.array([[1.0, 0.0, 0.0]]), np.eye(4))
+    feed.publish()
+    feed.publish()
+    assert len(sent) == 2 and len(sent[-1].world.octomap.octomap.data)
+    feed.resend = True
+    feed.publish()
+    feed.publish()
+    data = [bytes(m.world.octomap.octomap.data) for m in sent]
+    assert len(sent) == 3 and data[2] == data[1]

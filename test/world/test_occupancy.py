@@ -10,7 +10,7 @@ octomap = pytest.importorskip("octomap", reason="octomap-python is not installed
 
 from robot_bridge.model import Box, Geometry, Joint, Link, Robot  # noqa: E402
 from robot_bridge.world.occupancy import (  # noqa: E402
-    KEY_OFFSET, BodyFilter, FilterBody, OccupancyConfig, OccupancyError, OccupancyMap, SelfFilter,
+    CLEARING, KEY_OFFSET, BodyFilter, FilterBody, OccupancyConfig, OccupancyError, OccupancyMap, SelfFilter,
     decode_binary, occupied_keys)
 
 RES = 0.02
@@ -55,12 +55,17 @@ def near_box(points, lo, hi, slack) -> np.ndarray:
     return np.all((points >= lo - slack) & (points <= hi + slack), axis=1)
 
 
-def test_a_box_seen_by_a_depth_camera_fills_its_visible_face_within_one_voxel_and_nothing_else():
+@pytest.mark.parametrize("clearing", CLEARING)
+def test_a_box_seen_by_a_depth_camera_fills_its_visible_face_within_one_voxel_and_nothing_else(clearing):
     depth = render(BOX_LO, BOX_HI)
     assert np.isfinite(depth).sum() > 1000 and np.isnan(depth).sum() > 1000
-    occupancy = OccupancyMap()
+    occupancy = OccupancyMap(OccupancyConfig(clearing=clearing))
     stats = occupancy.insert_depth(depth, K, "32FC1", CAMERA, stamp=1.0)
-    assert stats.inserted == np.isfinite(depth).sum() and stats.no_return == np.isnan(depth).sum()
+    assert stats.returns == np.isfinite(depth).sum() and stats.no_return == np.isnan(depth).sum()
+    if clearing == "rays":
+        assert stats.inserted == stats.returns
+    else:       # a 2 cm voxel spans 2.4 pixels at 1 m: every 2nd pixel and row is enough
+        assert stats.returns / 5 < stats.inserted < stats.returns / 3
     keys = occupancy.occupied_keys()
     centres = centre(keys)
     # no cell farther than one voxel from the box
@@ -74,9 +79,35 @@ def test_a_box_seen_by_a_depth_camera_fills_its_visible_face_within_one_voxel_an
     missing = [k for k in face_keys.tolist() if not any((k[0] + a, k[1] + b, k[2] + c) in occupied
                                                         for a, b, c in offsets)]
     assert not missing
-    # the space in front of the face is known free (cleared by the rays), behind it unknown
-    assert state(occupancy.tree, [0.6, 0.0, 0.0]) == "free"
+    # rays: the space in front of the face is known free, behind it unknown; projective: free space unknown
+    assert state(occupancy.tree, [0.6, 0.0, 0.0]) == ("free" if clearing == "rays" else "unknown")
     assert state(occupancy.tree, [1.2, 0.0, 0.0]) == "unknown"
+
+
+def test_a_depth_camera_clears_the_cells_of_a_box_that_moved_back_projectively():
+    occupancy = OccupancyMap()
+    occupancy.insert_depth(render(BOX_LO, BOX_HI), K, "32FC1", CAMERA)
+    front = [BOX_LO[0], 0.0, 0.0]
+    assert state(occupancy.tree, front) == "occupied"
+    # a larger box farther back, covering the first one's outline (where a pixel has no return, nothing
+    # is seen through)
+    lo2, hi2 = BOX_LO + [0.3, -0.1, -0.1], BOX_HI + [0.3, 0.1, 0.1]
+    frames = 0
+    while state(occupancy.tree, front) == "occupied":          # seen through: misses
+        occupancy.insert_depth(render(lo2, hi2), K, "32FC1", CAMERA)
+        frames += 1
+        assert frames <= 3
+    assert frames >= 2                                          # one hit outweighs one miss
+    keys = occupancy.occupied_keys()
+    assert len(keys) and near_box(centre(keys), lo2, hi2, RES).all()
+    # the same tree OctoMap builds from the same hits and misses, cell by cell (the mirror is exact)
+    for i, point in enumerate(occupancy._centres(occupancy._mkeys)):
+        assert occupancy.tree.search(point).getLogOdds() == pytest.approx(float(occupancy._mlog[i]), abs=1e-6)
+    # cells out of the image or hidden behind the measured surface are left as they are
+    side = OccupancyMap()
+    side.insert_points(np.array([[1.5, 0.0, 0.0], [0.0, 1.0, 0.0]]), np.eye(4))     # behind the box; aside
+    side.insert_depth(render(BOX_LO, BOX_HI), K, "32FC1", CAMERA)
+    assert state(side.tree, [1.5, 0.0, 0.0]) == "occupied" and state(side.tree, [0.0, 1.0, 0.0]) == "occupied"
 
 
 def test_16uc1_millimetres_give_the_same_cells_as_32fc1_metres():
@@ -94,8 +125,9 @@ def scan_at(distance: float, count: int = 91):
     return np.full(count, distance), -np.pi / 8, (np.pi / 4) / (count - 1)
 
 
-def test_a_cell_is_cleared_when_later_scans_see_through_it():
-    occupancy = OccupancyMap(OccupancyConfig(max_range=5.0, workspace_max=(5.0, 2.0, 2.5)))
+@pytest.mark.parametrize("clearing", CLEARING)
+def test_a_cell_is_cleared_when_later_scans_see_through_it(clearing):
+    occupancy = OccupancyMap(OccupancyConfig(max_range=5.0, workspace_max=(5.0, 2.0, 2.5), clearing=clearing))
     ranges, lo, inc = scan_at(1.01)
     sensor = np.eye(4)
     sensor[2, 3] = 0.31
@@ -111,9 +143,13 @@ def test_a_cell_is_cleared_when_later_scans_see_through_it():
         assert sweeps <= 3                   # hit 0.7 then misses at 0.4: log-odds 0.85 - 3 x 0.41 < 0
     assert sweeps >= 2
     assert state(tree, wall) == "free" and state(tree, [2.01, 0.0, 0.31]) == "occupied"
-    # a beam beyond range_max (inf) clears but marks nothing
+    # a beam beyond range_max (inf) clears (rays: the unknown space too) but marks nothing
     occupancy.insert_scan(np.full(91, np.inf), lo, inc, 0.05, 4.0, sensor)
-    assert state(tree, [3.5, 0.0, 0.31]) == "free" and state(tree, [4.5, 0.0, 0.31]) == "unknown"
+    assert state(tree, [3.5, 0.0, 0.31]) == ("free" if clearing == "rays" else "unknown")
+    assert state(tree, [4.5, 0.0, 0.31]) == "unknown"
+    for _ in range(8):                       # three hits at most: log-odds 2.5 < 8 x 0.41
+        occupancy.insert_scan(np.full(91, np.inf), lo, inc, 0.05, 4.0, sensor)
+    assert state(tree, [2.01, 0.0, 0.31]) == "free"
 
 
 def test_cells_not_seen_again_within_the_decay_drop_out():
@@ -258,3 +294,31 @@ def test_inputs_over_their_bounds_are_refused_with_typed_errors():
     with pytest.raises(OccupancyError, match="octomap"):
         decode_binary(b"\x03", RES)
     assert not len(occupancy.occupied_keys())
+
+
+@pytest.mark.parametrize("clearing", CLEARING)
+def test_each_sensor_has_its_own_max_range_and_decay(clearing):
+    occupancy = OccupancyMap(OccupancyConfig(clearing=clearing))          # the config's decay: never
+    depth = render(BOX_LO, BOX_HI)                                        # the face 1.01 m ahead
+    occupancy.insert_depth(depth, K, "32FC1", CAMERA, max_range=0.9)
+    assert not len(occupancy.occupied_keys())                             # beyond this camera's range
+    occupancy.insert_depth(depth, K, "32FC1", CAMERA, stamp=10.0, decay=1.0)
+    face = cells(occupancy.occupied_keys())
+    assert face
+    p, q = np.array([[0.51, 0.51, 0.51]]), np.array([[0.51, -0.51, 0.51]])
+    occupancy.insert_points(p, np.eye(4), stamp=10.0, decay=5.0)
+    occupancy.insert_points(q, np.eye(4), stamp=10.0)                     # the config's: never
+    occupancy.insert_points(p + [0.0, 0.0, 0.2], np.eye(4), stamp=10.0, decay=1.0)
+    occupancy.insert_points(p + [0.0, 0.0, 0.2], np.eye(4), stamp=10.0, decay=3.0)    # the later expiry
+    assert occupancy.expire(10.9) == 0
+    occupancy.expire(11.5)
+    left = cells(occupancy.occupied_keys())
+    assert not (left & face) and len(left) == 3
+    occupancy.expire(13.5)
+    assert len(cells(occupancy.occupied_keys())) == 2
+    occupancy.expire(15.5)
+    assert cells(occupancy.occupied_keys()) == cells(np.floor(q / RES).astype(np.int64) + KEY_OFFSET)
+    with pytest.raises(OccupancyError, match="decay"):
+        occupancy.insert_points(p, np.eye(4), decay=-1.0)
+    with pytest.raises(OccupancyError, match="max_range"):
+        occupancy.insert_points(p, np.eye(4), max_range=0.0)
