@@ -71,7 +71,8 @@ READY_TIMEOUT = 240.0       # s: a waiting command's first expected output (a wh
 # "a running bridge", world_node too; without planner_node (seconds of imports and a model build per page):
 # no page's commands on it use the planner (pages that do start their own bridge as they write it)
 BRIDGE = "robot-bridge run --objects robot_bridge/data/objects.yaml --no-planner"
-WORKERS = 8                 # pages at once (most of a page's time is waiting for a bridge to come up)
+# pages at once (most of a page's time is waiting for a bridge to come up); fewer beside other xdist workers
+WORKERS = 4 if os.environ.get("PYTEST_XDIST_WORKER") else 8
 
 
 @dataclass
