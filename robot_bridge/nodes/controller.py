@@ -122,6 +122,11 @@ PARAMETERS = params.schema(
           range=(0.0, 1.0)),
     Param("sim.grasp_objects", True, "Simulated fingers stop on the environment's bodies (collision "
                                      "geometry)"),
+    Param("robot_pose", params.DOUBLE_ARRAY, "Sim: where the robot stands in the world frame, [x, y, z, "
+                                             "roll, pitch, yaw] (m, rad), as the description node's: the "
+                                             "fingers close on the world's bodies there; empty: "
+                                             "description_file's placement, else the origin",
+          lengths=(0, 6), read_only=True),
     Param("sim.objects_topic", "world_node/objects", "Sim: world_node's latched <Environment> document; its "
                                                      "detected bodies also stop the fingers (empty: none)",
           read_only=True, string="name"),
