@@ -298,6 +298,8 @@ class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, Containe
         """Robot, joints, limits and hardware from the parameters."""
         if self.robot is None:
             self.robot = self._read_robot(self.description)
+        elif self.robot.semantics is None and self.description["srdf_file"]:
+            self.robot = self._with_srdf(self.robot, self.description["srdf_file"])
         robot = self.robot
         joints = list(self.joints_given) or [j.name for j in robot.active_joints if j.dof == 1]
         skipped = [j.name for j in robot.active_joints if j.dof != 1 and j.name not in joints]
@@ -317,6 +319,19 @@ class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, Containe
         self.hardware = hw.create(kind, joints, limits, initial, **options)
         self.joints, self.limits = joints, limits
         self.control = self._joint_control(self.hardware, limits)
+
+    @staticmethod
+    def _with_srdf(robot: Robot, path: str) -> Robot:
+        """A robot given without its SRDF (robot-bridge run reads the robot file once for every node) with
+        srdf_file attached: the wiring comes from its groups and end effectors.  A copy: the other nodes'
+        robot is left as it is."""
+        import copy
+
+        from ..formats import srdf
+
+        robot = copy.copy(robot)
+        robot.warnings = list(robot.warnings)
+        return srdf.attach_semantics(robot, srdf.read_srdf(path, robot))
 
     @staticmethod
     def _read_robot(description: dict) -> Robot:
