@@ -51,8 +51,8 @@ ARGUMENTS = [
                          "environment bodies stay shared)"),
     ("world_frame", "world", "Frame shared by every robot of one world; each robot's root is placed in it"),
     ("robot_pose", "", "Where the robot stands in world_frame, 'x y z roll pitch yaw' (m, rad): the "
-                       "description and planner nodes' robot_pose; empty: the robot file's placement, else "
-                       "the origin"),
+                       "description, controller and planner nodes' robot_pose; empty: the robot file's "
+                       "placement, else the origin"),
     ("environment", "true", "Publish the environment bodies of the robot file on /tf_static (false for every "
                             "robot but one sharing a world)"),
     ("use_sim_time", "false", "Use /clock for every node"),
@@ -281,7 +281,7 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
         replace(sensors, parameters=_sensor_modes(sensors.parameters, o.mode)),
         # the controller publishes /joint_states: keep it next to its listeners in the namespace
         replace(node("controller_node", description_file=o.robot_file, srdf_file=o.srdf_file,
-                     hardware=o.hardware_kind, frame_prefix=o.frame_prefix,
+                     hardware=o.hardware_kind, frame_prefix=o.frame_prefix, **placed,
                      **({"sim.objects_roots": roots} if roots else {})),
                 remappings=(("/joint_states", "joint_states"),)),
     ]

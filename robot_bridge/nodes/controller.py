@@ -122,6 +122,11 @@ PARAMETERS = params.schema(
           range=(0.0, 1.0)),
     Param("sim.grasp_objects", True, "Simulated fingers stop on the environment's bodies (collision "
                                      "geometry)"),
+    Param("robot_pose", params.DOUBLE_ARRAY, "Sim: where the robot stands in the world frame, [x, y, z, "
+                                             "roll, pitch, yaw] (m, rad), as the description node's: the "
+                                             "fingers close on the world's bodies there; empty: "
+                                             "description_file's placement, else the origin",
+          lengths=(0, 6), read_only=True),
     Param("sim.objects_topic", "world_node/objects", "Sim: world_node's latched <Environment> document; its "
                                                      "detected bodies also stop the fingers (empty: none)",
           read_only=True, string="name"),
@@ -293,6 +298,8 @@ class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, Containe
         """Robot, joints, limits and hardware from the parameters."""
         if self.robot is None:
             self.robot = self._read_robot(self.description)
+        elif self.robot.semantics is None and self.description["srdf_file"]:
+            self.robot = self._with_srdf(self.robot, self.description["srdf_file"])
         robot = self.robot
         joints = list(self.joints_given) or [j.name for j in robot.active_joints if j.dof == 1]
         skipped = [j.name for j in robot.active_joints if j.dof != 1 and j.name not in joints]
@@ -312,6 +319,19 @@ class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, Containe
         self.hardware = hw.create(kind, joints, limits, initial, **options)
         self.joints, self.limits = joints, limits
         self.control = self._joint_control(self.hardware, limits)
+
+    @staticmethod
+    def _with_srdf(robot: Robot, path: str) -> Robot:
+        """A robot given without its SRDF (robot-bridge run reads the robot file once for every node) with
+        srdf_file attached: the wiring comes from its groups and end effectors.  A copy: the other nodes'
+        robot is left as it is."""
+        import copy
+
+        from ..formats import srdf
+
+        robot = copy.copy(robot)
+        robot.warnings = list(robot.warnings)
+        return srdf.attach_semantics(robot, srdf.read_srdf(path, robot))
 
     @staticmethod
     def _read_robot(description: dict) -> Robot:

@@ -522,8 +522,21 @@ class Planner:
         q = np.clip(q, b.lower, b.upper)
         self._settle(q)
         if b.in_collision(q):
-            raise StartInCollision("the start state is in collision")
+            raise StartInCollision(f"the start state is in collision: {self._colliding(q)}")
         return q
+
+    def _colliding(self, q: np.ndarray) -> str:
+        """What collides at ``q``, for a message: robot links overlapping world bodies (link / body, how
+        deep), else the robot's own links (roboplan names no pair)."""
+        found = set()
+        for name, entry in self.bodies.items():
+            if entry.attached is not None:
+                continue
+            for shape, pose in self._body_geometries(name):
+                for link, depth in self._backend.link_overlaps(q, entry.touch, shape,
+                                                               self._placement_inv @ pose).items():
+                    found.add(f"{link} / {name} ({depth * 1e3:.3g} mm)")
+        return ", ".join(sorted(found)) if found else "the robot's own links (no world body)"
 
     def _settle(self, q: np.ndarray) -> None:
         """A carried body checked again against what it rested on, once it no longer touches it at ``q``."""

@@ -69,10 +69,26 @@ class SimGrasp:
         self.attach_pub.publish(msg)
         self.get_logger().info(f"{grip.name}: {'holds' if add else 'lets go of'} {grip.holding}")
 
+    def _placed_robot(self):
+        """The robot where it stands in the world (robot_bridge.model.placement: its file's placement, else
+        robot_pose), where the world's bodies are."""
+        import copy
+
+        from ..model.placement import robot_placement
+
+        try:
+            placement = robot_placement(self.robot, list(self._param("robot_pose") or ())).matrix
+        except ValueError as exc:
+            self.get_logger().error(f"robot_pose ignored: {exc}")
+            return self.robot
+        robot = copy.copy(self.robot)                  # the same links, placed
+        robot.placement = placement
+        return robot
+
     def _build_scene(self) -> None:
         from ..sim.scene import Scene
 
-        self._scene = Scene(self.robot)
+        self._scene = Scene(self._placed_robot())
         if self._world_objects:
             self._scene.set_objects(self._world_objects)
 

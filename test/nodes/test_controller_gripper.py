@@ -17,6 +17,10 @@ pytest.importorskip("control_msgs.action")
 
 
 from fixtures.hardware.controller import BOX_HALF_WIDTH, FINGER, SUCCEEDED, Client, embedded_robot  # noqa: E402
+from robot_bridge.formats.srdf import attach_semantics, read_srdf  # noqa: E402
+from robot_bridge.bringup import DEFAULT_SRDF  # noqa: E402
+from robot_bridge.kinematics.fk import KinematicModel  # noqa: E402
+from robot_bridge.model import Box, Geometry, Link, Robot  # noqa: E402
 
 ACTION = "/controller_node/gripper_cmd"
 
@@ -138,3 +142,43 @@ def test_an_arm_trajectory_on_the_topic_drives_the_arm_and_the_gripper_holds():
         assert np.all(h.latest_position()[arm.index[:3]] > 0.05)      # not sent towards 0: nothing taken
     finally:
         h.close()
+
+
+def test_a_robot_placed_by_robot_pose_closes_on_the_body_where_it_stands():
+    """Sim with robot_pose (issue 43, found by test/cli/test_robots_scenes.py): the world's bodies are in the
+    world frame and the robot stands at robot_pose, so the fingers meet a box placed between them there.
+    The old controller built its collision scene with the robot at its file's placement (the origin): the
+    fingers closed through the box (reached, not stalled) and a Pickup failed "nothing grasped"."""
+    from robot_bridge.bringup import DATA_DIR
+    from robot_bridge.formats import load as load_robot
+    from robot_bridge.model.placement import pose_matrix
+
+    pose = [0.4, -0.3, 0.05, 0.0, 0.0, 0.6]
+    robot = load_robot(str(DATA_DIR / "lwa3_gripper.robot.xml"))
+    attach_semantics(robot, read_srdf(DEFAULT_SRDF, robot))
+    at = np.eye(4)
+    at[:3, 3] = [0.0, 0.0, 0.07]
+    body = Robot("grasp_box")
+    # 3 cm deep (x), the fingers 2 cm: no box face in a finger face's plane (rays grazing a coplanar face
+    # hit it at once on the Embree backend, not on numpy's)
+    body.links["grasp_box"] = Link("grasp_box", collisions=[Geometry(Box(np.array([0.015, BOX_HALF_WIDTH,
+                                                                                   0.012])))])
+    body.placement = pose_matrix(pose) @ KinematicModel(robot).link_poses({})["gripper_base"] @ at
+    robot.environment["grasp_box"] = body
+    h = Harness(robot, state_rate=50.0, robot_pose=pose)
+    clients = []
+    try:
+        def command(position, max_effort=0.0):
+            clients.append(Client({"position": position, "max_effort": max_effort}, ACTION, "--gripper"))
+            return clients[-1].result(timeout=60.0)
+
+        assert command(0.04)["reached_goal"]
+        closed = command(0.0, max_effort=30.0)
+        assert closed["stalled"] and not closed["reached_goal"], closed
+        assert closed["position"] == pytest.approx(BOX_HALF_WIDTH - (0.02 - 0.008), abs=1e-4)
+    finally:
+        try:
+            for c in clients:
+                c.close()
+        finally:
+            h.close()

@@ -60,3 +60,19 @@ def test_hpp_panda_arm_controller_and_finger_gripper_gripper_command_never_moves
                 c.close()
         finally:
             h.close()
+
+
+@pytest.mark.timeout(240)
+def test_a_robot_given_without_its_srdf_is_wired_from_srdf_file(corpus):
+    """robot-bridge run reads the robot file once and hands it to the controller without the SRDF: the
+    controller attaches srdf_file itself.  On the old code the SRDF was ignored for a given robot: one
+    controller of every joint, the finger too (the planner's 7-joint goals refused, "joints
+    ['panda_finger_joint1'] missing"), and no GripperCommand; found by test/cli/test_robots_scenes.py."""
+    robot = load(corpus / "example-robot-data" / "robots" / "panda_description" / "urdf" / "panda.urdf")
+    h = Harness(robot, state_rate=50.0, srdf_file=str(FIXTURES / "srdf" / "panda_scenes.srdf"))
+    try:
+        assert [(c.name, c.joints, c.prefix) for c in h.node.controllers] == [("arm", PANDA_ARM, "~/")]
+        assert [(g.joint, g.prefix) for g in h.node.grippers] == [(FINGER, "~/")]
+        assert robot.semantics is None                 # the caller's robot is left as it was
+    finally:
+        h.close()

@@ -350,6 +350,11 @@ def test_goal_and_start_in_collision(fresh):
     with pytest.raises(errors.StartInCollision) as info:
         planner.plan(JointGoal({"j2": 0.0}), group="arm", start=down)
     assert info.value.code == -10
+    # the message names what collides, as the checker finds it: links on the table (main: no names)
+    pairs = {(a.rsplit("_", 1)[0], b.split("/")[0]) for a, b in checker.colliding_pairs(checker.q(values))
+             if "/" in b}
+    named = {tuple(p.split(" (")[0].split(" / ")) for p in str(info.value).split(": ", 1)[1].split(", ")}
+    assert pairs and named == pairs, (named, pairs)
 
 
 def test_no_path_in_the_time_allowed(fresh, monkeypatch):
