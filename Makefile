@@ -52,7 +52,7 @@ LINT_PATHS := $(wildcard robot_bridge test bench)
 
 help:
 	@echo "make setup      create/update $(VENV): ROS 2 wheels (or the sourced ROS 2), tools/venv_interfaces, robot_bridge"
-	@echo "make test       ruff + the whole pytest suite on a fresh ROS_DOMAIN_ID (runs setup if needed)"
+	@echo "make test       ruff + the whole pytest suite on TEST_WORKERS=3 processes, each on a ROS domain of its own (runs setup if needed)"
 	@echo "                add ROS_DISTRO=jazzy to any target (or: make setup-jazzy, make test-jazzy) for ROS 2 Jazzy in .venv-jazzy"
 	@echo "                TESTS='test/ros test/nodes' runs a part; VENV_INTERFACES='tf2_msgs control_msgs' builds a subset"
 	@echo "make demo       run the bridge in sim mode with a small master client (report + demo_out/demo.png)"
