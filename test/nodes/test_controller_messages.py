@@ -43,7 +43,7 @@ def test_a_trajectory_beyond_the_velocity_limit_is_accepted_with_one_warning(cap
         def warned():
             seen.append(capfd.readouterr().err)
             return "trajectory accepted beyond the joint limits" in "".join(seen) or None
-        h.wait_for(warned, 30.0, "the warning")
+        h.wait_for(warned, 30.0, lambda: f"the warning; stderr had: {''.join(seen)[-2000:]!r}")
         text = "".join(seen)
         assert text.count("trajectory accepted beyond the joint limits") == 1
         assert "lwa_joint_1 needs velocity 5, its limit is 1" in text, text
