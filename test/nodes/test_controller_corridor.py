@@ -125,7 +125,8 @@ def test_a_module_that_lags_leaves_the_corridor_path_tolerance_violated_naming_i
     assert np.max(recorded[:, [0, 1, 3, 4, 5, 6]]) <= CORRIDOR
     # /joint_states (50 Hz) samples what the control step (100 Hz) judged: its last sample may come one period
     # before the step that found lwa_joint_3 out, so it shows that joint leaving, not necessarily outside
-    assert CORRIDOR / 2 <= np.max(recorded[:, 2]) <= worst + 1e-9
+    # (the error string prints the deviation to 6 decimals: 5e-7 of rounding, as stop 46's CI found)
+    assert CORRIDOR / 2 <= np.max(recorded[:, 2]) <= worst + 5e-7 + 1e-12
     q = assert_stopped(h, states)
     assert q[2] < 0.9                                         # stopped on the way, not driven on to the goal
 
