@@ -2,6 +2,7 @@
 
     python test/stress/harness_lives.py --lives N [--fast-path off] [--templates off] [--probe-first]
                                         [--malloc-check] [--cores DIR] [--budget SECONDS]
+                                        [--goals none] [--hold-publish SECONDS] [--old-stop SECONDS]
 
 A life is what test_controller_gripper.py and test_controller_actions.py do to the harness
 (fixtures/hardware/lwa_fixture.py): ControllerNode + the probe node in one Context, spun on a thread;
@@ -27,6 +28,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,6 +57,19 @@ def _instrument_thread_timers(record: dict) -> None:
             record["timer_thread_alive_after_stop"] = record.get("timer_thread_alive_after_stop", 0) + 1
         return result
     thread_timers.ThreadTimers.stop = timed_stop
+
+
+def _emulate_old_stop(timeout: float) -> None:
+    """ThreadTimers.stop as before 045ebec: join ``timeout`` s and return even with a tick still running."""
+    import threading
+
+    from robot_bridge.ros import thread_timers
+
+    def stop(self, _timeout=None):
+        self._stopped = True
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+    thread_timers.ThreadTimers.stop = stop
 
 
 class InProcessClient:
@@ -141,6 +156,8 @@ def one_life(args, Harness, embedded_robot, record: dict) -> dict:
     outcome = {"publishing": "compiled" if templates is not None and templates.compiled else
                "templates" if templates is not None else "messages"}
     try:
+        if args.goals == "none":
+            return outcome
         for position, effort in ((0.04, 0.0), (0.0, 30.0), (0.04, 0.0)):
             clients.append(gripper_client(position, effort))
             outcome.setdefault("gripper", []).append(clients[-1].result(timeout=120.0)["status"])
@@ -161,6 +178,8 @@ def one_life(args, Harness, embedded_robot, record: dict) -> dict:
             h.context.try_shutdown()
         else:
             h.close()
+        if templates is not None and templates.hold is not None:
+            outcome["held"] = templates.hold.parked.is_set()     # a publish was parked in the window
     return outcome
 
 
@@ -180,6 +199,8 @@ def life(args) -> int:
     from fixtures.hardware.controller import embedded_robot
     from fixtures.hardware.lwa_fixture import Harness
 
+    if args.old_stop:
+        _emulate_old_stop(args.old_stop)
     record: dict = {}
     _instrument_thread_timers(record)
     for _ in range(args.per_child):
@@ -197,13 +218,15 @@ def run_child(args, index: int, lives: int, cores: Path | None) -> dict:
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if args.fast_path == "off":
         env["ROBOT_BRIDGE_TEST_RCL_LAYOUT"] = "shifted"
+    if args.hold_publish:
+        env["ROBOT_BRIDGE_TEST_HOLD_PUBLISH"] = str(args.hold_publish)
     if args.malloc_check:
         env.update(MALLOC_CHECK_="3", MALLOC_PERTURB_="165")
         debug = next((p for p in MALLOC_DEBUG if os.path.exists(p)), None)
         if debug:
             env["LD_PRELOAD"] = ":".join(filter(None, [debug, env.get("LD_PRELOAD")]))
     command = [sys.executable, __file__, "--child", "--templates", args.templates, "--clients", args.clients,
-               "--per-child", str(lives)]
+               "--per-child", str(lives), "--goals", args.goals, "--old-stop", str(args.old_stop)]
     if args.probe_first:
         command.append("--probe-first")
     workdir = Path(tempfile.mkdtemp(prefix=f"child{index}-", dir=cores)) if cores else None
@@ -232,11 +255,36 @@ def run_child(args, index: int, lives: int, cores: Path | None) -> dict:
         result["stderr_tail"] = err[-8000:]
         if workdir is not None:
             result["cores"] = sorted(glob.glob(str(workdir / "core*")))
+            backtraces = [backtrace(core) for core in result["cores"]]
+            result["gdb"] = [b for b in backtraces if b]
     elif workdir is not None:
         for leftover in workdir.iterdir():
             leftover.unlink()
         workdir.rmdir()
     return result
+
+
+def backtrace(core: str) -> dict | None:
+    """gdb's backtrace of the crashing thread and of every thread of ``core`` (written to ``core``.bt.txt);
+    None without gdb."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        return None
+    try:
+        done = subprocess.run([gdb, "-batch", "-nx", "-ex", "bt 25", "-ex", "thread apply all bt 25",
+                               sys.executable, core], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return {"core": core, "error": "gdb took over 300 s"}
+    text = done.stdout + done.stderr
+    Path(core + ".bt.txt").write_text(text, encoding="utf-8")
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("Program terminated")), 0)
+    head = []
+    for line in lines[start:]:
+        if head and not line.strip():
+            break
+        head.append(line)
+    return {"core": core, "backtraces": core + ".bt.txt", "crashing_thread": head[:30]}
 
 
 def main() -> int:
@@ -250,6 +298,13 @@ def main() -> int:
     parser.add_argument("--clients", choices=("process", "inprocess"), default="process",
                         help="goals from action_client.py processes (as the tests) or from a node of this "
                              "process in a Context of its own (faster)")
+    parser.add_argument("--goals", choices=("all", "none"), default="all",
+                        help="none: the harness up, its ticks and the teardown only")
+    parser.add_argument("--hold-publish", type=float, default=0.0,
+                        help="s a state tick is parked before its raw-handle publish once destroy_node "
+                             "begins (ROBOT_BRIDGE_TEST_HOLD_PUBLISH)")
+    parser.add_argument("--old-stop", type=float, default=0.0,
+                        help="s: ThreadTimers.stop as before 045ebec (join this long, then return)")
     parser.add_argument("--malloc-check", action="store_true")
     parser.add_argument("--cores", default="", help="directory for the crashed children's core files")
     parser.add_argument("--budget", type=float, default=1800.0, help="s: no child started after this")
@@ -262,6 +317,7 @@ def main() -> int:
         cores.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     lives, children, failures, publishing, alive_after_stop, stop_max = 0, 0, [], set(), 0, 0.0
+    held = 0                                    # lives whose teardown had a publish parked in the window
     while lives < args.lives and time.monotonic() - started < args.budget:
         result = run_child(args, children, min(args.per_child, args.lives - lives), cores)
         children += 1
@@ -270,6 +326,7 @@ def main() -> int:
         if result["outcome"]:
             publishing.add(result["outcome"]["publishing"])
             alive_after_stop += result["outcome"].get("timer_thread_alive_after_stop", 0)
+            held += bool(result["outcome"].get("held"))
             stop_max = max(stop_max, result["outcome"].get("stop_max_s", 0.0))
         if result["returncode"] != 0:
             failures.append(result)
@@ -280,9 +337,12 @@ def main() -> int:
                       "signals": [f["signal"] for f in crashes],
                       "other_failures": len(failures) - len(crashes),
                       "timer_thread_alive_after_stop": alive_after_stop, "timer_stop_max_s": stop_max,
+                      "held_lives_survived": held,
                       "options": {"fast_path": args.fast_path, "templates": args.templates,
                                   "probe_first": args.probe_first, "malloc_check": args.malloc_check,
-                                  "clients": args.clients, "per_child": args.per_child},
+                                  "clients": args.clients, "per_child": args.per_child,
+                                  "goals": args.goals, "hold_publish": args.hold_publish,
+                                  "old_stop": args.old_stop},
                       "publishing": sorted(publishing),
                       "seconds": round(time.monotonic() - started, 1), "failures": failures}, indent=1))
     return 0
