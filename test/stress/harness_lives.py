@@ -156,22 +156,30 @@ def one_life(args, Harness, embedded_robot, record: dict) -> dict:
     outcome = {"publishing": "compiled" if templates is not None and templates.compiled else
                "templates" if templates is not None else "messages"}
     try:
-        if args.goals == "none":
-            return outcome
-        for position, effort in ((0.04, 0.0), (0.0, 30.0), (0.04, 0.0)):
-            clients.append(gripper_client(position, effort))
-            outcome.setdefault("gripper", []).append(clients[-1].result(timeout=120.0)["status"])
-        ctl = h.node.controllers[0]
-        action = "/controller_node/" + ctl.prefix[2:] + "follow_joint_trajectory"
-        clients.append(arm_client(action, ctl.joints, [0.2 * (-1) ** i for i in range(len(ctl.joints))]))
-        outcome["trajectory"] = clients[-1].result(timeout=120.0)["status"]
-        # one goal left running at the teardown, as a test that fails mid-goal leaves it
-        clients.append(gripper_client(0.0, 0.0))
-        clients[-1].wait("accepted", timeout=60.0)
+        if args.goals == "all":
+            for position, effort in ((0.04, 0.0), (0.0, 30.0), (0.04, 0.0)):
+                clients.append(gripper_client(position, effort))
+                outcome.setdefault("gripper", []).append(clients[-1].result(timeout=120.0)["status"])
+            ctl = h.node.controllers[0]
+            action = "/controller_node/" + ctl.prefix[2:] + "follow_joint_trajectory"
+            clients.append(arm_client(action, ctl.joints, [0.2 * (-1) ** i for i in range(len(ctl.joints))]))
+            outcome["trajectory"] = clients[-1].result(timeout=120.0)["status"]
+            # one goal left running at the teardown, as a test that fails mid-goal leaves it
+            clients.append(gripper_client(0.0, 0.0))
+            clients[-1].wait("accepted", timeout=60.0)
     finally:
         for c in clients:
             c.close()
-        if args.probe_first:                            # the same steps, the probe's destroy first
+        if args.destroy_under_spin:                     # rclpy#663's pattern: nodes destroyed, then the spin
+            try:                                        # stopped (the harness stops it first)
+                h.node.destroy_node()
+                h.probe.destroy_node()
+            finally:
+                try:
+                    h.spinner.stop()
+                finally:
+                    h.context.try_shutdown()
+        elif args.probe_first:                          # the same steps, the probe's destroy first
             h.spinner.stop()
             h.probe.destroy_node()
             h.node.destroy_node()
@@ -214,7 +222,7 @@ def run_child(args, index: int, lives: int, cores: Path | None) -> dict:
     """``lives`` lives in one child process; its return code, the lives it finished, and on a failure
     the tail of its stderr (faulthandler's tracebacks) and its core files."""
     env = dict(os.environ)
-    env["ROS_DOMAIN_ID"] = str(random.randrange(1, 100))
+    env["ROS_DOMAIN_ID"] = str(args.domain or random.randrange(1, 100))
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if args.fast_path == "off":
         env["ROBOT_BRIDGE_TEST_RCL_LAYOUT"] = "shifted"
@@ -229,6 +237,8 @@ def run_child(args, index: int, lives: int, cores: Path | None) -> dict:
                "--per-child", str(lives), "--goals", args.goals, "--old-stop", str(args.old_stop)]
     if args.probe_first:
         command.append("--probe-first")
+    if args.destroy_under_spin:
+        command.append("--destroy-under-spin")
     workdir = Path(tempfile.mkdtemp(prefix=f"child{index}-", dir=cores)) if cores else None
 
     def limits():
@@ -305,6 +315,9 @@ def main() -> int:
                              "begins (ROBOT_BRIDGE_TEST_HOLD_PUBLISH)")
     parser.add_argument("--old-stop", type=float, default=0.0,
                         help="s: ThreadTimers.stop as before 045ebec (join this long, then return)")
+    parser.add_argument("--domain", type=int, default=0, help="ROS domain of the children (0: a random one "
+                                                               "of 1..99 per child)")
+    parser.add_argument("--destroy-under-spin", action="store_true")
     parser.add_argument("--malloc-check", action="store_true")
     parser.add_argument("--cores", default="", help="directory for the crashed children's core files")
     parser.add_argument("--budget", type=float, default=1800.0, help="s: no child started after this")
@@ -342,7 +355,7 @@ def main() -> int:
                                   "probe_first": args.probe_first, "malloc_check": args.malloc_check,
                                   "clients": args.clients, "per_child": args.per_child,
                                   "goals": args.goals, "hold_publish": args.hold_publish,
-                                  "old_stop": args.old_stop},
+                                  "old_stop": args.old_stop, "destroy_under_spin": args.destroy_under_spin},
                       "publishing": sorted(publishing),
                       "seconds": round(time.monotonic() - started, 1), "failures": failures}, indent=1))
     return 0
