@@ -14,8 +14,10 @@ The source of a tick of ``n`` joints (what a template's ``gather`` indexes), rav
 desired (position, velocity, acceleration: 3 x n), actual (3 x n), effort (n), error = desired -
 actual (3 x n).
 
-The publishers must outlive the object (compiled code holds their rcl handles): a node stops calling
-:meth:`TemplatePublishers.publish_state` before destroying them.
+The publishers must outlive every publish through their rcl handles (compiled code and ctypes hold raw
+pointers, which rclpy's own reference guard does not see): a node calls :meth:`TemplatePublishers.close`
+before destroying them.  close() waits for a publish under way and every publish after it raises
+:class:`PublishersClosed` instead of calling rcl, whichever thread still ticks.
 
 Test hook: ``ROBOT_BRIDGE_TEST_HOLD_PUBLISH=<seconds>`` holds the publish under way when the node's
 destroy_node begins (:meth:`TemplatePublishers.hold_for_test`) for that long, right before the rcl calls:
@@ -40,6 +42,7 @@ from .cdr_template import CdrTemplate
 from .stamps import stamp_fields
 
 HOLD_ENV = "ROBOT_BRIDGE_TEST_HOLD_PUBLISH"
+CLOSE_TIMEOUT = 30.0        # s: longest wait of close() for a publish under way
 SOURCE_ROWS = 10            # desired 3, actual 3, effort 1, error 3 (rows of n)
 TOO_SHORT = -2              # _publish_state: an input row is not n long
 
@@ -138,6 +141,14 @@ def _int64_call_intrinsic():
 _call_int64s = None
 
 
+class PublishersClosed(RuntimeError):
+    """A publish after :meth:`TemplatePublishers.close`: the publishers may be destroyed already."""
+
+
+class PublishersInUse(RuntimeError):
+    """A publish did not end within the close timeout: the publishers must be left alive."""
+
+
 class PublishHold:
     """The ``HOLD_ENV`` test hook: once armed, the next publish parks for ``seconds`` before its rcl calls."""
 
@@ -172,6 +183,9 @@ class TemplatePublishers:
         self._source: np.ndarray | None = None
         self.compiled = False
         self.hold = PublishHold.from_env()
+        # held by every publish through the publishers' handles and by close(): never one under the other
+        self._in_use = threading.Lock()
+        self.closed = False
         try:
             publish = ctypes.cast(fast_relay._libs().publish, ctypes.c_void_p).value
             pointers = [p.handle.pointer for p in self._publishers]
@@ -207,7 +221,24 @@ class TemplatePublishers:
     def publish_state(self, desired: Sequence[np.ndarray], actual: Sequence[np.ndarray], effort: np.ndarray,
                       stamp_ns: int) -> np.ndarray:
         """Every message from ``desired`` / ``actual`` (position, velocity, acceleration rows of n) and
-        ``effort``, stamped ``stamp_ns``; returns the source (reused: valid until the next call)."""
+        ``effort``, stamped ``stamp_ns``; returns the source (reused: valid until the next call).
+        :class:`PublishersClosed` after :meth:`close`."""
+        with self._in_use:
+            if self.closed:
+                raise PublishersClosed("state publishing after close(): its publishers are being destroyed")
+            return self._publish_state(desired, actual, effort, stamp_ns)
+
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """No publish through the publishers' rcl handles after this returns (one under way is waited for);
+        call it before destroying them.  :class:`PublishersInUse` when a publish does not end within
+        ``timeout`` s: the publishers must then be left alive."""
+        if not self._in_use.acquire(timeout=timeout):
+            raise PublishersInUse(f"a state publish still runs after {timeout} s; its publishers are left "
+                                  "alive")
+        self.closed = True
+        self._in_use.release()
+
+    def _publish_state(self, desired, actual, effort, stamp_ns: int) -> np.ndarray:
         n = len(effort)
         if self._source is None or len(self._source) != SOURCE_ROWS * n:
             self._source = np.empty(SOURCE_ROWS * n)
