@@ -188,6 +188,11 @@ def one_life(args, Harness, embedded_robot, record: dict) -> dict:
             h.close()
         if templates is not None and templates.hold is not None:
             outcome["held"] = templates.hold.parked.is_set()     # a publish was parked in the window
+        # the process goes on, as pytest's does with its next test: a tick still under way gets to run
+        # (a process that exits at once freezes its daemon threads, and the window never closes)
+        timers = h.node._thread_timers
+        if timers is not None:
+            timers._thread.join(60.0)
     return outcome
 
 
@@ -263,6 +268,9 @@ def run_child(args, index: int, lives: int, cores: Path | None) -> dict:
     if process.returncode != 0:
         result["signal"] = signal.Signals(-process.returncode).name if process.returncode < 0 else None
         result["stderr_tail"] = err[-8000:]
+        fatal = err.find("Fatal Python error")              # faulthandler: every thread's Python stack
+        if fatal >= 0:
+            result["faulthandler"] = err[fatal:err.find("Extension modules", fatal)][:8000]
         if workdir is not None:
             result["cores"] = sorted(glob.glob(str(workdir / "core*")))
             backtraces = [backtrace(core) for core in result["cores"]]
@@ -287,14 +295,13 @@ def backtrace(core: str) -> dict | None:
         return {"core": core, "error": "gdb took over 300 s"}
     text = done.stdout + done.stderr
     Path(core + ".bt.txt").write_text(text, encoding="utf-8")
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith("Program terminated")), 0)
-    head = []
-    for line in lines[start:]:
-        if head and not line.strip():
+    head = []                   # the signal, the crashing thread and its first frames (gdb's first "bt")
+    for line in text.splitlines():
+        if line.startswith(("Program terminated", "[Current thread")) or (head and line.startswith("#")):
+            head.append(line[:220])
+        elif head and line.startswith("Thread "):           # "thread apply all" begins
             break
-        head.append(line)
-    return {"core": core, "backtraces": core + ".bt.txt", "crashing_thread": head[:30]}
+    return {"core": core, "backtraces": core + ".bt.txt", "crashing_thread": head[:24]}
 
 
 def main() -> int:
