@@ -35,8 +35,8 @@ def test_a_tick_parked_in_its_raw_handle_publish_survives_the_teardown():
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
-    failures = [(f.get("signal"), f.get("returncode"), f.get("stderr_tail", "")[-1500:])
-                for f in report["failures"]]
+    failures = [(f.get("signal"), f.get("returncode"),
+                 f.get("faulthandler") or f.get("stderr_tail", "")[-1500:]) for f in report["failures"]]
     assert report["crashes"] == 0 and report["other_failures"] == 0, failures
     assert report["lives"] == LIVES
     # every life had a tick parked in the window, still running after stop() returned
