@@ -17,7 +17,41 @@ the template publishers publish ``bytes`` through rclpy); ``--templates off``: n
 at all (messages built and published by rclpy); ``--probe-first``: the probe destroyed before the
 controller; ``--malloc-check``: glibc's checking allocator (``MALLOC_CHECK_=3``, ``MALLOC_PERTURB_``;
 glibc >= 2.34 needs ``libc_malloc_debug.so`` preloaded, done here when found), which aborts at the call
-that finds the heap corrupted.
+that finds the heap corrupted and fills freed memory (a read through a freed pointer then faults).  With
+``--cores`` and gdb on PATH, each core's backtrace of every thread (``gdb -batch -ex bt -ex 'thread apply
+all bt'``) is written beside it, and the crashing thread's frames kept in the JSON.  After its teardown a
+life waits for the controller's timer thread to end: the process goes on, as pytest's does with its next
+test (an exiting process freezes its daemon threads, and a window left open never closes).
+
+``--goals none``: a life is the harness started, its state ticks and the teardown (no goals: a faster loop
+for the teardown alone).  ``--hold-publish S``: the ``ROBOT_BRIDGE_TEST_HOLD_PUBLISH`` hook
+(template_publishers): when the controller's destroy_node begins, a state tick is parked for S s right
+before its publish through the publishers' raw rcl handles -- the hypothesised race of issue 40, made
+deterministic.  ``--old-stop S``: ThreadTimers.stop as before commit 045ebec (join S s, then return with
+the tick still running), emulated in the child.  ``--destroy-under-spin``: the nodes destroyed while the
+executor still spins them (ros2/rclpy#663's pattern, which the harness avoids), for that crash's
+signature.  ``--domain N``: the children's ROS domain (default: a random one of 1..99 each).
+
+Results (Kilted, the 2-core machine, ``--goals none --hold-publish 2.5 --malloc-check``, 20 lives each):
+
+- ``--old-stop 0.3`` before TemplatePublishers.close (commit 0996190): 19 SIGSEGV in 20 lives, each on
+  the timer thread in the compiled publish, the main thread already past the teardown -- gdb:
+  ``rcl_publisher_is_valid_except_context`` <- ``rcl_publisher_is_valid`` <-
+  ``rcl_publish_serialized_message`` <- numba ``_publish_state``;
+  faulthandler: ``_call`` <- ``publish_state`` <- ``_publish_sample`` <- ``ThreadTimers._run``.  Without
+  ``--malloc-check`` freed memory may still read as before: a single life then got rmw's "publisher
+  implementation '' does not match" from the freed publisher instead of a crash.
+- ``--old-stop 0.3`` with close() in destroy_node: 0 crashes in 20 (the tick outlived stop() in all 20).
+- ``--old-stop 0.3 --fast-path off`` before close(): 0 in 10 (the tick outlived stop() in all 10): rclpy's
+  own publish checks its handle, so only the raw-handle publish crashes.
+- main's stop, which joins the tick: 0 in 20 before close() and 0 in 20 after -- 045ebec had closed this
+  window for the teardown already; close() keeps it closed for any publish that still comes.
+- No hook, goals from action_client.py processes as the tests send them, after close(): 0 crashes in 20
+  lives (260 s); ``--fast-path off`` 0 in 10; ``--malloc-check`` 0 in 10.
+- ``--goals none --destroy-under-spin``: 0 in 5 (rmw_fastrtps survives that pattern here).
+
+The crash CI saw (in destroy_node during this harness's teardown, once on Kilted, once on Jazzy) was
+not reproduced without the hook: 0 in 40 and 0 in 10 in earlier sessions, 0 in 20 here.
 """
 
 from __future__ import annotations
