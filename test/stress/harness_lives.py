@@ -51,7 +51,7 @@ Results (Kilted, the 2-core machine, ``--goals none --hold-publish 2.5 --malloc-
 - ``--goals none --destroy-under-spin``: 0 in 5 (rmw_fastrtps survives that pattern here).
 
 The crash CI saw (in destroy_node during this harness's teardown, once on Kilted, once on Jazzy) was
-not reproduced without the hook: 0 in 40 and 0 in 10 in earlier sessions, 0 in 20 here.
+not reproduced without the hook: 0 in 40 and 0 in 10 in earlier sessions, 0 in 40 here.
 """
 
 from __future__ import annotations
