@@ -226,7 +226,7 @@ class TemplatePublishers:
         with self._in_use:
             if self.closed:
                 raise PublishersClosed("state publishing after close(): its publishers are being destroyed")
-            return self._publish_state(desired, actual, effort, stamp_ns)
+            return self._publish_open(desired, actual, effort, stamp_ns)
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """No publish through the publishers' rcl handles after this returns (one under way is waited for);
@@ -238,7 +238,7 @@ class TemplatePublishers:
         self.closed = True
         self._in_use.release()
 
-    def _publish_state(self, desired, actual, effort, stamp_ns: int) -> np.ndarray:
+    def _publish_open(self, desired, actual, effort, stamp_ns: int) -> np.ndarray:
         n = len(effort)
         if self._source is None or len(self._source) != SOURCE_ROWS * n:
             self._source = np.empty(SOURCE_ROWS * n)
