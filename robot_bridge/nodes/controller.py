@@ -747,7 +747,12 @@ class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, Containe
     def destroy_node(self):
         if not hasattr(self, "_preparation"):    # a constructor that failed (a refused start-up parameter)
             return super().destroy_node()
+        templates = self._templates[2] if self._templates else None
+        if templates is not None:
+            templates.hold_for_test()            # test hook (template_publishers.HOLD_ENV), off by default
         self.stop_thread_timers()                # before the lock: a tick may be waiting for it
+        if templates is not None:                # no publish through the raw rcl handles from here on
+            templates.close()
         if getattr(self, "objects_worker", None) is not None:
             self.objects_worker.stop()
         self._preparation.shutdown(wait=True, cancel_futures=True)

@@ -72,6 +72,8 @@ class FollowDescription:
             self._replace_robot(robot, description)
 
     def _replace_robot(self, robot: Robot, description: dict) -> None:
+        if self._templates and self._templates[2] is not None:
+            self._templates[2].close()          # their publishers go: no publish through their handles
         for server in [c.server for c in self.controllers] + [g.server for g in self.grippers]:
             if server is not None:
                 server.destroy()

@@ -14,14 +14,24 @@ The source of a tick of ``n`` joints (what a template's ``gather`` indexes), rav
 desired (position, velocity, acceleration: 3 x n), actual (3 x n), effort (n), error = desired -
 actual (3 x n).
 
-The publishers must outlive the object (compiled code holds their rcl handles): a node stops calling
-:meth:`TemplatePublishers.publish_state` before destroying them.
+The publishers must outlive every publish through their rcl handles (compiled code and ctypes hold raw
+pointers, which rclpy's own reference guard does not see): a node calls :meth:`TemplatePublishers.close`
+before destroying them.  close() waits for a publish under way and every publish after it raises
+:class:`PublishersClosed` instead of calling rcl, whichever thread still ticks.
+
+Test hook: ``ROBOT_BRIDGE_TEST_HOLD_PUBLISH=<seconds>`` holds the publish under way when the node's
+destroy_node begins (:meth:`TemplatePublishers.hold_for_test`) for that long, right before the rcl calls:
+the window of a tick publishing through the raw handles while the node is destroyed, made deterministic
+(test/stress/harness_lives.py ``--hold-publish``).
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
+import os
+import threading
+import time
 from typing import Sequence
 
 import numpy as np
@@ -31,6 +41,8 @@ from . import fast_relay
 from .cdr_template import CdrTemplate
 from .stamps import stamp_fields
 
+HOLD_ENV = "ROBOT_BRIDGE_TEST_HOLD_PUBLISH"
+CLOSE_TIMEOUT = 30.0        # s: longest wait of close() for a publish under way
 SOURCE_ROWS = 10            # desired 3, actual 3, effort 1, error 3 (rows of n)
 TOO_SHORT = -2              # _publish_state: an input row is not n long
 
@@ -129,6 +141,37 @@ def _int64_call_intrinsic():
 _call_int64s = None
 
 
+class PublishersClosed(RuntimeError):
+    """A publish after :meth:`TemplatePublishers.close`: the publishers may be destroyed already."""
+
+
+class PublishersInUse(RuntimeError):
+    """A publish did not end within the close timeout: the publishers must be left alive."""
+
+
+class PublishHold:
+    """The ``HOLD_ENV`` test hook: once armed, the next publish parks for ``seconds`` before its rcl calls."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.armed, self.parked = threading.Event(), threading.Event()
+
+    @classmethod
+    def from_env(cls) -> "PublishHold | None":
+        value = os.environ.get(HOLD_ENV)
+        return cls(float(value)) if value else None
+
+    def arm(self, timeout: float) -> bool:
+        """Wait until a publish is parked in the window (False: none came within ``timeout`` s)."""
+        self.armed.set()
+        return self.parked.wait(timeout)
+
+    def park(self) -> None:
+        if self.armed.is_set() and not self.parked.is_set():
+            self.parked.set()
+            time.sleep(self.seconds)          # the injected window: the publish goes on after it
+
+
 class TemplatePublishers:
     """``entries``: (rclpy publisher, :class:`CdrTemplate`, gather) -- each message's doubles are
     ``source[gather]`` of the tick's source (module notes); :meth:`publish_state` fills and publishes all."""
@@ -139,6 +182,10 @@ class TemplatePublishers:
         self._publishers = [p for p, _, _ in entries]            # alive while compiled code holds them
         self._source: np.ndarray | None = None
         self.compiled = False
+        self.hold = PublishHold.from_env()
+        # held by every publish through the publishers' handles and by close(): never one under the other
+        self._in_use = threading.Lock()
+        self.closed = False
         try:
             publish = ctypes.cast(fast_relay._libs().publish, ctypes.c_void_p).value
             pointers = [p.handle.pointer for p in self._publishers]
@@ -174,10 +221,29 @@ class TemplatePublishers:
     def publish_state(self, desired: Sequence[np.ndarray], actual: Sequence[np.ndarray], effort: np.ndarray,
                       stamp_ns: int) -> np.ndarray:
         """Every message from ``desired`` / ``actual`` (position, velocity, acceleration rows of n) and
-        ``effort``, stamped ``stamp_ns``; returns the source (reused: valid until the next call)."""
+        ``effort``, stamped ``stamp_ns``; returns the source (reused: valid until the next call).
+        :class:`PublishersClosed` after :meth:`close`."""
+        with self._in_use:
+            if self.closed:
+                raise PublishersClosed("state publishing after close(): its publishers are being destroyed")
+            return self._publish_open(desired, actual, effort, stamp_ns)
+
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """No publish through the publishers' rcl handles after this returns (one under way is waited for);
+        call it before destroying them.  :class:`PublishersInUse` when a publish does not end within
+        ``timeout`` s: the publishers must then be left alive."""
+        if not self._in_use.acquire(timeout=timeout):
+            raise PublishersInUse(f"a state publish still runs after {timeout} s; its publishers are left "
+                                  "alive")
+        self.closed = True
+        self._in_use.release()
+
+    def _publish_open(self, desired, actual, effort, stamp_ns: int) -> np.ndarray:
         n = len(effort)
         if self._source is None or len(self._source) != SOURCE_ROWS * n:
             self._source = np.empty(SOURCE_ROWS * n)
+        if self.hold is not None:
+            self.hold.park()
         if not self.compiled:
             source = state_source(desired, actual, effort, self._source)
             sec, nanosec = stamp_fields(stamp_ns)
@@ -195,6 +261,11 @@ class TemplatePublishers:
             raise RuntimeError(f"publish on {self._publishers[failed].topic_name} failed "
                                f"({int(self._status[0])}): {fast_relay._libs().last_error()}")
         return self._source
+
+    def hold_for_test(self, timeout: float = 5.0) -> bool:
+        """The ``HOLD_ENV`` hook (a node's destroy_node calls it first): a publish parked in the window,
+        or False (hook off, or no publish came within ``timeout`` s)."""
+        return self.hold is not None and self.hold.arm(timeout)
 
     def _call(self, desired, actual, effort, stamp_ns: int) -> int:
         return _compiled[0](self._addresses, *desired, *actual, effort, int(stamp_ns), self._source,

@@ -128,3 +128,48 @@ def test_a_compile_failure_publishes_from_python(ros_process, monkeypatch, caplo
     # the Python path filled each template's own buffer: what it published
     whole = deserialize_message(entries[0][1].fill(source[entries[0][2]], 3, 4), JointState)
     assert list(whole.position) == list(actual[0]) and whole.header.stamp == Time(sec=3, nanosec=4)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_close_waits_for_a_publish_under_way_and_no_publish_reaches_rcl_after_it(ros_process, monkeypatch,
+                                                                                  compiled):
+    """The teardown guard (issue 40): a publish through the raw handles is never under way when close()
+    returns, and every publish after it raises instead of calling rcl."""
+    if not compiled:
+        monkeypatch.setattr(template_publishers, "_compiled", [None])
+    side = ros_process("side").node("side")
+    publishers = TemplatePublishers(_entries(2, side, f"/templates_{uuid.uuid4().hex[:8]}"))
+    assert publishers.compiled is compiled
+    calls, order = [], []
+    inside, release = threading.Event(), threading.Event()
+    publish = template_publishers.fast_relay.SerializedPublisher.publish
+
+    def rcl_call(real):
+        def call(*args):
+            calls.append(1)
+            if not inside.is_set():
+                inside.set()
+                assert release.wait(30)
+            result = real(*args)
+            order.append("published")
+            return result
+        return call
+    if compiled:
+        publishers._call = rcl_call(publishers._call)
+    else:
+        monkeypatch.setattr(template_publishers.fast_relay.SerializedPublisher, "publish", rcl_call(publish))
+    rows = _rows(2, 11)
+    ticker = threading.Thread(target=publishers.publish_state, args=(*rows, 0))
+    ticker.start()
+    assert inside.wait(30)
+    closer = threading.Thread(target=lambda: (publishers.close(), order.append("closed")))
+    closer.start()
+    release.set()
+    ticker.join(30)
+    closer.join(30)
+    assert not ticker.is_alive() and not closer.is_alive()
+    assert order[-1] == "closed" and "published" in order and publishers.closed
+    before = len(calls)
+    with pytest.raises(template_publishers.PublishersClosed):
+        publishers.publish_state(*rows, 0)
+    assert len(calls) == before                          # rcl not called
