@@ -51,8 +51,8 @@ ARGUMENTS = [
                          "environment bodies stay shared)"),
     ("world_frame", "world", "Frame shared by every robot of one world; each robot's root is placed in it"),
     ("robot_pose", "", "Where the robot stands in world_frame, 'x y z roll pitch yaw' (m, rad): the "
-                       "description, controller and planner nodes' robot_pose; empty: the robot file's "
-                       "placement, else the origin"),
+                       "description, sensor_bridge, controller and planner nodes' robot_pose; empty: the "
+                       "robot file's placement, else the origin"),
     ("environment", "true", "Publish the environment bodies of the robot file on /tf_static (false for every "
                             "robot but one sharing a world)"),
     ("use_sim_time", "false", "Use /clock for every node"),
@@ -272,7 +272,7 @@ def node_set(options: Options | None = None) -> list[NodeSpec]:
     # the objects file's folder: the body files of world_node's documents may lie there (world/reader.py)
     roots = [os.path.dirname(os.path.abspath(os.path.expanduser(o.objects)))] if o.objects else []
     sensors = node("sensor_bridge", description_file=o.robot_file, frame_prefix=o.frame_prefix,
-                   default_mode="sim" if o.mode == "sim" else "relay",
+                   default_mode="sim" if o.mode == "sim" else "relay", **placed,
                    **({"objects_roots": roots} if roots else {}))
     specs = [
         node("description_node", description_file=o.robot_file, srdf_file=o.srdf_file,

@@ -146,12 +146,13 @@ def test_rviz_node():
         "/robot_description"
 
 
-def test_robot_pose_reaches_the_description_controller_and_planner_nodes():
+def test_robot_pose_reaches_the_description_sensor_controller_and_planner_nodes():
     """issue 43: one placement for the nodes that need it (the controller: its simulated fingers close on
-    the world's bodies where the robot stands); not given: the nodes' own defaults."""
+    the world's bodies where the robot stands; the sensor bridge: its simulated sensors see them from
+    there); not given: the nodes' own defaults."""
     specs = by_name(bringup.node_set(bringup.Options.from_strings({"robot_pose": "0, 0, 0.1, 0 0 1.5"})))
     placed = [name for name, spec in specs.items() if "robot_pose" in spec.parameters]
-    expected = ["description_node", "controller_node"] + \
+    expected = ["description_node", "sensor_bridge", "controller_node"] + \
         (["planner_node"] if bringup.planner_unavailable() is None else [])
     assert placed == expected
     for name in placed:

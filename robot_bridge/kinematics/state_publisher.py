@@ -6,7 +6,8 @@
   fixed URDF joints (incl. frozen passive joints and generated offsets),
   manipulator tool frames, attached sensor frames (+ camera optical frames),
   hpp handle / gripper frames, world -> robot root (its placement, :mod:`robot_bridge.model.placement`;
-  left out when the root is the world frame itself) and, for an environment, world -> every link of the
+  a root that is the world frame itself carries it on its child joints, on /tf_static or /tf as they
+  are fixed or move) and, for an environment, world -> every link of the
   other bodies (posed at their initial values); ``world`` and
   the bodies' frames are shared by all robots: not prefixed.
 - ``update(names, positions)``: apply one JointState (robot_state_publisher
@@ -24,11 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Optional
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..model import Robot
+from ..model.placement import root_is_world
 from ..model.transform import matrix_quats, quat_matrices
 from . import frames
 from .fk import KinematicModel
@@ -162,6 +164,11 @@ class StatePublisher:
         self.world_frame, self.environment, self.environment_prefix = world_frame, environment, \
             environment_prefix
         self.links, self.tree = urdf_tree(robot)
+        self.root_is_world = root_is_world(frames.link_frame(robot.root, prefix), world_frame)
+        if self.root_is_world:        # no world -> world: the root's child joints carry the placement
+            placement = np.asarray(robot.placement, dtype=float)
+            self.tree = [replace(j, origin=placement @ j.origin) if j.parent == robot.root else j
+                         for j in self.tree]
         self.kinematics = KinematicModel(robot, compiled=compiled)
         self._rows_kernel = self.kinematics._kernel[2] if self.kinematics.warm_up() else None
         self.moving = [j for j in self.tree if j.type != "fixed"]
@@ -235,7 +242,7 @@ class StatePublisher:
                                           g.pose))
         world = self.world_frame
         root = frames.link_frame(robot.root, p)
-        if world and root != world:          # every robot stands in the world (issue 43): URDF ones too
+        if world and not self.root_is_world:     # every robot stands in the world (issue 43): URDF ones too
             out.append(FrameTransform(world, root, robot.placement))
         if world and self.environment:
             for body in robot.environment.values():

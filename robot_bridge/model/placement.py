@@ -2,13 +2,21 @@
 
 Its source, in order: the robot file (an OpenRAVE environment's robot transform, ``Robot.placement``), else
 a ``robot_pose`` parameter ``[x, y, z, roll, pitch, yaw]`` (m, rad; URDF roll-pitch-yaw), else the identity.
-description_node publishes it on /tf_static for every robot and planner_node plans with it: the robot's
+description_node publishes it on /tf_static for every robot, planner_node plans with it (the robot's
 collision geometry stands there among the world's bodies, and poses given in the world frame are turned into
-the root's frame with its inverse.
+the root's frame with its inverse), the simulated sensors and fingers see the world from there
+(:func:`placed`).
+
+A root link named like the world frame (example-robot-data's UR5: ``world`` -> ``base_link``) IS the world:
+TF has no world -> world, so the root's child joints carry the placement instead, world -> child =
+placement @ the joint's origin (on /tf_static, or /tf for a moving joint) (:func:`root_is_world`, applied by
+:class:`robot_bridge.kinematics.state_publisher.StatePublisher`).  Every other reader places the root link
+itself at the placement, which puts every link below it at the same pose.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -64,3 +72,21 @@ def robot_placement(robot=None, pose: Optional[Sequence[float]] = None) -> Place
     if given:
         return Placement(pose_matrix(pose), PARAMETER)
     return Placement(np.eye(4), IDENTITY)
+
+
+def placed(robot, pose: Optional[Sequence[float]] = None):
+    """``robot`` where it stands: itself when its file places it or nothing does, else a copy (the same
+    links: a robot read once may serve other nodes too) at the ``robot_pose`` ``pose``.  ValueError as
+    :func:`robot_placement`."""
+    placement = robot_placement(robot, pose)
+    if placement.source != PARAMETER:
+        return robot
+    robot = copy.copy(robot)
+    robot.placement = placement.matrix
+    return robot
+
+
+def root_is_world(root_frame: str, world_frame: str) -> bool:
+    """Whether the robot's root frame (prefixed as published) is the world frame itself: then the
+    placement goes onto the root's child joints (see the module's docstring)."""
+    return bool(world_frame) and root_frame == world_frame

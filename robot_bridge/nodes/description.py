@@ -170,20 +170,15 @@ def load_model(description_file: str, srdf_file: str = "", search_path=(), frame
     ``shared_frames``: StatePublisher's world_frame / environment / environment_prefix.  ``compiled``:
     StatePublisher's (False: the numpy path, see :func:`compiled_model`).  ``robot_pose``: the parameter of
     :func:`robot_bridge.model.placement.robot_placement` (the robot's placement in the world frame)."""
-    import copy
-
     from ..formats import load
     from ..formats.urdf import to_urdf
-    from ..model.placement import PARAMETER, robot_placement
+    from ..model.placement import placed
 
     if not description_file:
         raise ValueError("parameter description_file is empty")
     if robot is None:                                   # else: this file, already read (robot-bridge run)
         robot = load(description_file, search_path=list(search_path) or None, xacro_args=xacro_args)
-    placement = robot_placement(robot, list(robot_pose or ()))
-    if placement.source == PARAMETER:            # a copy: a robot read once may serve other nodes too
-        robot = copy.copy(robot)
-        robot.placement = placement.matrix
+    robot = placed(robot, list(robot_pose or ()))
     srdf_text = _semantic_text(robot, srdf_file)
     urdf_text, report = to_urdf(robot, mesh_dir=mesh_dir or None,
                                 target=meshes if meshes is not None else MeshTarget(cache=MeshCache()))

@@ -70,6 +70,11 @@ PARAMETERS = params.schema(
           read_only=True, string="text"),
     Param("frame_prefix", "", "Prefix of every frame_id (as the description node's frame_prefix)",
           read_only=True, string="prefix"),
+    Param("robot_pose", params.DOUBLE_ARRAY, "sim: where the robot stands in the world frame, [x, y, z, "
+                                             "roll, pitch, yaw] (m, rad), as the description node's: the "
+                                             "simulated sensors see the world's bodies from there; empty: "
+                                             "description_file's placement, else the origin",
+          lengths=(0, 6), read_only=True),
     Param("default_mode", "sim", "Mode of sensors without sensors.<name>.mode: relay, sim or off",
           choices=MODES, any_type=True, normalize=_mode, read_only=True),
     Param("relay_namespace", "driver", "Relay input topics default to <relay_namespace>/<sensor>/<topic>",
@@ -454,9 +459,11 @@ class SensorBridge(ContainedNode):
 
     # -- simulation ----------------------------------------------------------------
     def _setup_sim(self, robot: Robot, sensors, prefix: str) -> None:
+        from ..model.placement import placed
         from ..sim import Scene
 
-        try:
+        try:       # the robot where it stands (a robot_pose its file contradicts: ValueError, no scene)
+            robot = placed(robot, list(self._p("robot_pose") or ()))
             self.scene = Scene(robot, backend=self._p("ray_backend"))
         except Exception as exc:  # bad geometry / backend: report, keep the node up
             self.get_logger().error(f"cannot build the simulation scene: {exc}")

@@ -433,10 +433,11 @@ class ViewNode(ContainedNode):
         if not tip:
             self._report_once(f"planned path of joints {names[:5]} moves no link of the robot")
             return
-        root = self.tf.poses(self.page.fixed_frame, [scene.root]).get(scene.root)
-        if root is None:
+        frame, root_in_frame = scene.anchor(self.page.fixed_frame)
+        at = self.tf.poses(self.page.fixed_frame, [frame]).get(frame)
+        if at is None:
             return
-        self.page.set_path((root @ in_root)[:, :3, 3])
+        self.page.set_path((at @ root_in_frame @ in_root)[:, :3, 3])
 
     # -- joint goals ------------------------------------------------------------------------------------
     def send_joint_goal(self, values: dict[str, float]) -> str:

@@ -72,18 +72,13 @@ class SimGrasp:
     def _placed_robot(self):
         """The robot where it stands in the world (robot_bridge.model.placement: its file's placement, else
         robot_pose), where the world's bodies are."""
-        import copy
-
-        from ..model.placement import robot_placement
+        from ..model.placement import placed
 
         try:
-            placement = robot_placement(self.robot, list(self._param("robot_pose") or ())).matrix
+            return placed(self.robot, list(self._param("robot_pose") or ()))
         except ValueError as exc:
             self.get_logger().error(f"robot_pose ignored: {exc}")
             return self.robot
-        robot = copy.copy(self.robot)                  # the same links, placed
-        robot.placement = placement
-        return robot
 
     def _build_scene(self) -> None:
         from ..sim.scene import Scene

@@ -87,6 +87,17 @@ class RobotScene:
             out[k] = pose
         return tip, out
 
+    def anchor(self, world_frame: str) -> tuple[str, np.ndarray]:
+        """(frame TF places, 4x4 the root link in it): the root itself, or, for a root that is the world
+        frame itself (robot_bridge.model.placement: TF places its children), its first fixed child."""
+        from ..model.placement import root_is_world
+
+        if root_is_world(self.root, world_frame):
+            for j in self.joints:
+                if j.parent == self.root and j.type == "fixed":
+                    return j.child, np.linalg.inv(j.origin)
+        return self.root, np.eye(4)
+
     @property
     def triangles(self) -> int:
         return sum(len(p.faces) for p in self.parts)

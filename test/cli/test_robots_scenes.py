@@ -7,8 +7,8 @@ this process as world_node's detector):
 - ``panda``: example-robot-data's Panda (cmeel wheel) with test/fixtures/srdf/panda_scenes.srdf (an hpp
   gripper without joints, the end effector's finger driven by GripperCommand), by ``--robot-pose``;
 - ``ur5``: example-robot-data's UR5 with the gripper-less test/fixtures/srdf/ur5_scenes.srdf, by
-  ``--robot-pose``, its frames prefixed ``ur5/`` (the URDF's root link is named ``world``: unprefixed, the
-  world frame itself, which no transform can place);
+  ``--robot-pose``; its URDF's root link is named ``world``, the world frame itself: /tf_static places its
+  child ``base_link`` (robot_bridge.model.placement);
 - ``wam``: the corpus's Barrett WAM (OpenRAVE XML, read by relative path from ../shared/corpus) placed by
   the environment file test/fixtures/planning/scene/wam.env.xml (skipped when the corpus is absent).
 
@@ -123,7 +123,7 @@ def _specs() -> dict:
                              "panda_joint7": 0.785398}),
         "ur5": Spec(str(robots / "ur_description" / "urdf" / "ur5_robot.urdf"),
                     str(FIXTURES / "srdf" / "ur5_scenes.srdf"), "manipulator", "tool0",
-                    pose="-0.2 0.4 0.02 0 0 -0.8", search=[str(erd)], prefix="ur5/",
+                    pose="-0.2 0.4 0.02 0 0 -0.8", search=[str(erd)],
                     scene={"table": [(0.5, 0.0, -0.15, 0.0)], "crate": [(0.45, -0.25, -0.15, 0.0)],
                            "shelf": [(-0.1, -0.55, -0.02, -np.pi / 2)]},
                     start={"shoulder_pan_joint": 0.0, "shoulder_lift_joint": -1.57, "elbow_joint": 1.57,
@@ -281,6 +281,24 @@ def _root_of(urdf: str) -> str:
     return next(link.get("name") for link in root.findall("link") if link.get("name") not in children)
 
 
+def _child_of(urdf: str, link: str) -> str:
+    """The child of ``link``'s first fixed joint."""
+    from lxml import etree
+
+    return next(j.find("child").get("link") for j in etree.fromstring(urdf.encode()).findall("joint")
+                if j.get("type") == "fixed" and j.find("parent").get("link") == link)
+
+
+def _in_root(urdf: str, link: str) -> np.ndarray:
+    """A fixed link's pose in the root frame (pinocchio's universe), at any joint values."""
+    import pinocchio as pin
+
+    model = pin.buildModelFromXML(urdf)
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, pin.neutral(model))
+    return np.array(data.oMf[model.getFrameId(link)].homogeneous)
+
+
 def _group_joints(spec: Spec, urdf: str) -> list[str]:
     """The planned group's joints, from the robot's own files (the checker's view, not the planner's)."""
     from robot_bridge.control.groups import group_joints
@@ -358,9 +376,13 @@ def start_robot(name: str) -> Robot:
                           "robot_description and /joint_states")
         urdf = client.urdf
         root = spec.prefix + _root_of(urdf)
-        assert wait_until(lambda: root in client.static, 60.0, f"/tf_static world -> {root}")
-        parent, placement = client.static[root]
+        child = _child_of(urdf, root) if root == "world" else None     # the root is the world: its child
+        frame = child or root
+        assert wait_until(lambda: frame in client.static, 60.0, f"/tf_static world -> {frame}")
+        parent, placement = client.static[frame]
         assert parent == "world", parent
+        if child:                                # world -> root, through the child's pose in the root
+            placement = placement @ np.linalg.inv(_in_root(urdf, child))
         assert not np.allclose(placement, np.eye(4)), "the robot stands at the identity"
         client.detect(scene_items(spec, placement))
         tracks = [f"{cls}_{i}" for cls, poses in spec.scene.items() for i in range(len(poses))]

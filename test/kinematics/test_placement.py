@@ -115,3 +115,54 @@ def test_the_description_node_model_places_the_robot(tmp_path):
     np.testing.assert_allclose(static[("world", "base")], PLACED, atol=1e-9)
     with pytest.raises(ValueError, match="places it already"):
         load_model(env, compiled=False, robot_pose=[0, 0, 0, 0, 0, 0.5])
+
+
+WORLD_ROOTED = """<robot name="arm">
+  <link name="world"/><link name="base"/><link name="l1"/>
+  <joint name="world_joint" type="fixed"><parent link="world"/><child link="base"/>
+    <origin xyz="0.1 0 0.2" rpy="0 0 0.3"/></joint>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 0 1"/>
+    <limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def test_a_root_named_like_the_world_frame_is_the_world_its_children_placed():
+    """Fails on the old code (world -> base was the joint's origin alone: the placement was lost): a root
+    link named ``world`` is the world frame, so the placement goes onto its fixed child joint, world -> base
+    = placement @ origin; a prefixed root is an ordinary root again."""
+    robot = read_string(WORLD_ROOTED, file="<test>")
+    robot.placement = PLACED
+    static = _static(robot)
+    assert not [key for key in static if key[0] == key[1]]
+    # by hand: Rz(pi/2) @ (Rz(0.3), (0.1, 0, 0.2)) then up 0.1: Rz(pi/2 + 0.3) at (0, 0.1, 0.3)
+    c, s = math.cos(math.pi / 2 + 0.3), math.sin(math.pi / 2 + 0.3)
+    expected = np.array([[c, -s, 0, 0.0], [s, c, 0, 0.1], [0, 0, 1, 0.3], [0, 0, 0, 1]])
+    np.testing.assert_allclose(static[("world", "base")], expected, atol=1e-12)
+    prefixed = {(t.parent, t.child): t.matrix
+                for t in StatePublisher(robot, "r/", compiled=False).static_transforms()}
+    np.testing.assert_allclose(prefixed[("world", "r/world")], PLACED, atol=1e-12)
+    c, s = math.cos(0.3), math.sin(0.3)
+    np.testing.assert_allclose(prefixed[("r/world", "r/base")],
+                               [[c, -s, 0, 0.1], [s, c, 0, 0], [0, 0, 1, 0.2], [0, 0, 0, 1]], atol=1e-12)
+
+
+def test_a_moving_joint_out_of_a_world_root_carries_the_placement_on_tf():
+    """j1 turns ``l1`` straight out of the root ``world``: its /tf row is placement @ Rz(q)."""
+    robot = _urdf("world")
+    robot.placement = PLACED
+    moving = StatePublisher(robot, compiled=False).update(["j1"], [0.4])[0]
+    assert (moving.parents, moving.children) == (["world"], ["l1"])
+    half = (math.pi / 2 + 0.4) / 2                           # Rz(pi/2 + 0.4) at (0, 0, 0.1), quaternion xyzw
+    row = moving.values[0] * np.r_[np.ones(3), np.sign(moving.values[0][6]) * np.ones(4)]   # q ~ -q
+    np.testing.assert_allclose(row, [0, 0, 0.1, 0, 0, math.sin(half), math.cos(half)], atol=1e-12)
+
+
+def test_placed_copies_only_for_a_robot_pose():
+    from robot_bridge.model.placement import placed
+
+    robot = _urdf()
+    assert placed(robot) is robot and placed(robot, []) is robot
+    moved = placed(robot, [0, 0, 0.1, 0, 0, math.pi / 2])
+    assert moved is not robot and moved.links is robot.links
+    np.testing.assert_allclose(moved.placement, PLACED, atol=1e-12)
+    np.testing.assert_array_equal(robot.placement, np.eye(4))

@@ -41,6 +41,34 @@ def test_sim_laser_ranges_and_frame_follow_joint_states(sensor_harness):
     assert h.bridge.published["laser"] >= 2
 
 
+def test_sim_laser_sees_the_world_from_where_robot_pose_places_the_robot(sensor_harness):
+    """issue 43; fails on the old code (the scene stood the robot at the origin whatever robot_pose said).
+    Placed at (1, 2, 0) turned 90 degrees about z, the laser (0.1 m ahead of the head, 0.5 m up) stands at
+    (1, 2.1, 0.5) looking along world +y: the wall whose face is at y = 4.1, 1 m wide about x = 1, is 2 m
+    ahead.  The decoy (face at x = 3.1, 1 m wide about y = 0) is what the unplaced laser sees, 3 m ahead;
+    from the placed one it lies behind."""
+    def scan(**parameters) -> tuple[np.ndarray, np.ndarray]:
+        robot = pan_robot()
+        robot.environment["wall"] = box_body("wall", [0.5, 0.1, 20], [1.0, 4.2, 0])
+        robot.environment["decoy"] = box_body("decoy", [0.1, 0.5, 20], [3.2, 0, 0])
+        h = sensor_harness(robot, default_mode="off", **{"sensors.laser.mode": "sim"}, **parameters)
+        scans = h.listen(LaserScan, "laser/scan")
+        assert h.spin_until(lambda: scans)
+        ranges = np.asarray(scans[-1].ranges)
+        return ranges, scans[-1].angle_min + scans[-1].angle_increment * np.arange(len(ranges))
+
+    ranges, angles = scan(robot_pose=[1.0, 2.0, 0.0, 0.0, 0.0, np.pi / 2])
+    on_face = np.abs(2.0 * np.tan(angles)) < 0.5 - 1e-3
+    assert on_face.sum() == 57                                      # -14 .. 14 degrees by 0.5
+    assert np.max(np.abs(ranges[on_face] - 2.0 / np.cos(angles[on_face]))) < 1e-6
+    assert np.all(np.isinf(ranges[np.abs(2.0 * np.tan(angles)) > 0.5 + 1e-3]))
+    # the same scene unplaced: the decoy 3 m ahead, the wall out of the field of view
+    ranges, angles = scan()
+    on_decoy = np.abs(3.0 * np.tan(angles)) < 0.5 - 1e-3
+    assert np.max(np.abs(ranges[on_decoy] - 3.0 / np.cos(angles[on_decoy]))) < 1e-6
+    assert np.all(np.isinf(ranges[np.abs(3.0 * np.tan(angles)) > 0.5 + 1e-3]))
+
+
 def test_sim_depth_camera_per_pixel_depth_and_camera_info(sensor_harness):
     robot = pan_robot()
     robot.environment["wall"] = box_body("wall", [0.1, 50, 50], [1.66, 0, 0])

@@ -97,3 +97,64 @@ def test_a_pose_goal_in_the_world_is_reached_in_the_world(placed):
     np.testing.assert_allclose(reached[:3, :3], target[:3, :3], atol=2e-3)
     for positions in trajectory.positions:               # and the way there stays clear of the boxes
         assert not checker.collides(checker.q(dict(zip(trajectory.joint_names, positions))))
+
+
+UR5_POSE = [-0.2, 0.4, 0.02, 0.0, 0.0, -0.8]
+UR5_Q = {"shoulder_pan_joint": 0.3, "shoulder_lift_joint": -1.2, "elbow_joint": 1.0, "wrist_1_joint": -0.7,
+         "wrist_2_joint": 0.5, "wrist_3_joint": 0.9}
+
+
+def _chain(transforms: dict, frame: str, top: str = "world") -> np.ndarray:
+    """``frame`` in ``top`` composed from child -> (parent, matrix) transforms, as a TF listener does."""
+    out = np.eye(4)
+    while frame != top:
+        parent, matrix = transforms[frame]
+        out, frame = matrix @ out, parent
+    return out
+
+
+def test_a_root_link_named_world_is_the_world_tf_and_planner_agree_with_pinocchio():
+    """example-robot-data's UR5 (root link ``world``, fixed ``world_joint`` of identity origin to
+    ``base_link``) at robot_pose x -0.2, y 0.4, z 0.02, yaw -0.8.  Fails on the old code: /tf_static had no
+    world -> world and world -> base_link was the joint's identity, so TF stood the arm at the origin while
+    the planner stood it at robot_pose.  Truth: the placement written out by hand, and pinocchio's forward
+    kinematics on the UR5 file itself composed with it."""
+    from fixtures.planning import scenes
+
+    from robot_bridge.nodes.description import load_model
+    from robot_bridge.planning.master import robot_file
+
+    share = scenes.erd_share()
+    if share is None:
+        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
+    urdf_file = str(share / "example-robot-data" / "robots" / "ur_description" / "urdf" / "ur5_robot.urdf")
+    c, s = math.cos(-0.8), math.sin(-0.8)
+    by_hand = np.array([[c, -s, 0, -0.2], [s, c, 0, 0.4], [0, 0, 1, 0.02], [0, 0, 0, 1]])
+
+    model = load_model(urdf_file, search_path=[str(share)], compiled=False, robot_pose=UR5_POSE)
+    static = {(t.parent, t.child): t.matrix for t in model.state.static_transforms()}
+    assert not [key for key in static if key[0] == key[1]]
+    np.testing.assert_allclose(static[("world", "base_link")], by_hand, atol=1e-12)
+
+    pin_model = pin.buildModelFromUrdf(urdf_file)
+    data = pin_model.createData()
+    q = pin.neutral(pin_model)
+    for name, value in UR5_Q.items():
+        q[pin_model.joints[pin_model.getJointId(name)].idx_q] = value
+    pin.framesForwardKinematics(pin_model, data, q)
+    truth = by_hand @ np.array(data.oMf[pin_model.getFrameId("tool0")].homogeneous)
+
+    moving = model.state.update(list(UR5_Q), list(UR5_Q.values()))[0]
+    tf = {child: (parent, m) for (parent, child), m in static.items()}
+    for parent, child, value in zip(moving.parents, moving.children, moving.values):
+        m = np.eye(4)
+        m[:3, :3] = pin.Quaternion(value[6], *value[3:6]).toRotationMatrix()
+        m[:3, 3] = value[:3]
+        tf[child] = (parent, m)
+    np.testing.assert_allclose(_chain(tf, "tool0"), truth, atol=1e-9)
+
+    _, _, placement = robot_file(urdf_file, UR5_POSE, [str(share)], True, pytest.fail)   # as planner_node
+    master = MasterModel([str(share)], placement=placement, seed=1)
+    assert master.set_description(model.urdf) is None, master.problems
+    planner = master.planner
+    np.testing.assert_allclose(planner.link_pose("tool0", planner.vector(UR5_Q)), truth, atol=1e-9)

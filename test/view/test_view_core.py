@@ -81,6 +81,23 @@ def test_tip_path_follows_the_joint_trajectory():
     assert tip == "arm" and np.allclose(poses[1][:3, 0], (0, 1, 0))
 
 
+def test_a_path_is_anchored_where_tf_places_the_robot():
+    """A root named like the world frame is the world (issue 43): TF places its fixed child, so the planned
+    path is drawn from there (the root's own TF pose would be the world's origin, not where the robot
+    stands); any other root is its own anchor."""
+    scene = robot_scene(URDF.format(mesh="file:///nonexistent.stl"))
+    frame, root_in_frame = scene.anchor("world")
+    assert frame == "base" and np.array_equal(root_in_frame, np.eye(4))
+    world = URDF.replace('<link name="finger"/>', '<link name="finger"/><link name="world"/><joint name="w" '
+                         'type="fixed"><parent link="world"/><child link="base"/><origin xyz="0.1 0.2 0.3"/>'
+                         '</joint>').format(mesh="file:///nonexistent.stl")
+    scene = robot_scene(world)
+    frame, root_in_frame = scene.anchor("world")
+    assert frame == "base"
+    np.testing.assert_allclose(root_in_frame[:3, 3], (-0.1, -0.2, -0.3), atol=1e-12)
+    assert scene.anchor("")[0] == "world"
+
+
 def test_scan_points_keep_finite_ranges_in_limits():
     points = scan_points([1.0, np.inf, 0.05, 2.0, np.nan], -np.pi / 2, np.pi / 4, 0.1, 10.0)
     assert np.allclose(points, [(0, -1, 0), (np.sqrt(2), np.sqrt(2), 0)], atol=1e-12)
