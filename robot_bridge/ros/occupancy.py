@@ -270,9 +270,16 @@ class OccupancyFeed:
             image_array(msg), K, msg.encoding, pose, stamp, **f))
 
     def _on_scan(self, topic: str, msg) -> None:
-        self._insert(topic, msg.header, lambda pose, stamp, f: self.map.insert_scan(
-            np.asarray(msg.ranges, float), msg.angle_min, msg.angle_increment, msg.range_min, msg.range_max,
-            pose, stamp, **f))
+        def insert(pose, stamp, f):
+            from .conversions import validate_laser_scan
+
+            reason = validate_laser_scan(msg)       # angles and ranges that disagree: beams placed wrong
+            if reason:
+                raise OccupancyError("laser scan", reason)
+            return self.map.insert_scan(np.asarray(msg.ranges, float), msg.angle_min, msg.angle_increment,
+                                        msg.range_min, msg.range_max, pose, stamp, **f)
+
+        self._insert(topic, msg.header, insert)
 
     def _on_cloud(self, topic: str, msg) -> None:
         self._insert(topic, msg.header, lambda pose, stamp, f: self.map.insert_points(
