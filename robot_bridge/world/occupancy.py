@@ -78,6 +78,30 @@ def require() -> None:
         raise OccupancyUnavailable(f"{INSTALL_HINT}; import failed: {_IMPORT_ERROR}") from _IMPORT_ERROR
 
 
+def _all_columns(mask: np.ndarray) -> np.ndarray:
+    """``mask.all(axis=1)`` of an (N, 3) mask, column by column (numpy reduces a short row slowly)."""
+    return mask[:, 0] & mask[:, 1] & mask[:, 2]
+
+
+def _norms(v: np.ndarray) -> np.ndarray:
+    """``np.linalg.norm(v, axis=1)`` of (N, 3) rows, the same sum in the same order (x^2 + y^2) + z^2,
+    column by column (~5x faster)."""
+    x, y, z = v[:, 0], v[:, 1], v[:, 2]
+    return np.sqrt(x * x + y * y + z * z)
+
+
+def _unique(packed: np.ndarray) -> np.ndarray:
+    """``np.unique`` of 1-D int64 keys (sorted, distinct) by a sort and a neighbour test: numpy 2's
+    np.unique hashes first, ~3x slower on the ~15,000 end cells of a VGA frame."""
+    if not len(packed):
+        return packed
+    keys = np.sort(packed)
+    first = np.empty(len(keys), bool)
+    first[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    return keys[first]
+
+
 def _pose(what: str, pose) -> np.ndarray:
     pose = np.asarray(pose, dtype=float)
     if pose.shape != (4, 4) or not np.all(np.isfinite(pose)):
@@ -293,6 +317,12 @@ def _scaled(shape, scale: float):
 def depth_metres(depth: np.ndarray, K: Sequence[float], encoding: str) -> tuple[np.ndarray, np.ndarray]:
     """(H, W) float32 metres of a depth image (NaN: no return) and its K (9 values, checked).
     ``encoding``: "32FC1" (metres) or "16UC1" (millimetres, 0 = no return)."""
+    z, K, _ = _depth(depth, K, encoding)
+    return z, K
+
+
+def _depth(depth: np.ndarray, K: Sequence[float], encoding: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`depth_metres` and how many pixels hold no return."""
     depth = np.asarray(depth)
     if depth.ndim != 2 or not (0 < depth.shape[0] <= MAX_IMAGE_SIDE and 0 < depth.shape[1] <= MAX_IMAGE_SIDE):
         raise OccupancyError("depth image", f"shape {depth.shape}: need 2-D, sides 1..{MAX_IMAGE_SIDE}")
@@ -308,8 +338,10 @@ def depth_metres(depth: np.ndarray, K: Sequence[float], encoding: str) -> tuple[
     if K.size != 9 or not np.all(np.isfinite(K)) or not (K[0] > 0 and K[4] > 0):
         raise OccupancyError("camera info", "K must be 9 finite values with fx, fy > 0")
     with np.errstate(invalid="ignore"):
-        z[~(np.isfinite(z) & (z > 0))] = np.nan
-    return z, K
+        none = ~(z > 0)                 # NaN too
+        none |= z == np.inf
+    z[none] = np.nan
+    return z, K, int(np.count_nonzero(none))
 
 
 def _project(z: np.ndarray, K: np.ndarray, v: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -343,18 +375,22 @@ def sampled_pixels(z: np.ndarray, focal: float, resolution: float, max_stride: i
     pixels; where that is at least s (a power of two up to ``max_stride``), every s-th pixel of every s-th
     row is enough (neighbours at most one voxel apart on a surface facing the camera)."""
     rows, cols = [], []
-    with np.errstate(invalid="ignore"):
-        far = np.nanmax(z) if not np.isnan(z).all() else 0.0
+    far = np.fmax.reduce(z, axis=None)                  # NaN only when every pixel is
+    far = 0.0 if np.isnan(far) else far
     s = max_stride
     while s >= 1:
         if s < max_stride and far <= resolution * focal / (2 * s):
             break                                       # every pixel taken at a coarser stride
         zs = z[::s, ::s]
-        with np.errstate(invalid="ignore"):
-            limit = resolution * focal / s              # the farthest depth that stride s still covers
+        limit = resolution * focal / s                  # the farthest depth that stride s still covers
+        # a NaN compares False: a return nearer than limit (s > 1), farther than limit / 2 (nearer:
+        # taken at the coarser stride; s < max_stride)
+        if s == max_stride:
             pick = zs <= limit if s > 1 else ~np.isnan(zs)
-            if s < max_stride:
-                pick &= ~(zs <= 0.5 * limit)            # nearer: taken at the coarser stride
+        else:
+            pick = zs > 0.5 * limit
+            if s > 1:
+                pick &= zs <= limit
         v, u = np.nonzero(pick)
         rows.append(v * s)
         cols.append(u * s)
@@ -401,6 +437,12 @@ class OccupancyMap:
         self._occupied_log = np.float32(self._tree.getOccupancyThresLog())
         self._mirror_clear()
         self.updates = 0                                 # insertions (a publisher compares it)
+        # per axis, the centre of each cell of the workspace as a Python float, made once (_update)
+        c = config
+        self._first = np.floor(np.asarray(c.workspace_min) / c.resolution).astype(np.int64) + KEY_OFFSET
+        last = np.floor(np.asarray(c.workspace_max) / c.resolution).astype(np.int64) + KEY_OFFSET
+        self._axis_centres = [np.array(((np.arange(f, e + 1) - KEY_OFFSET + 0.5) * c.resolution).tolist(),
+                                       dtype=object) for f, e in zip(self._first, last)]
 
     def _new_tree(self):
         c = self.config
@@ -427,18 +469,31 @@ class OccupancyMap:
         found[found] = self._mkeys[at[found]] == packed[found]
         if found.all():
             return at
-        new = packed[~found]
-        if len(new):
-            keys = np.concatenate([self._mkeys, new])
-            order = np.argsort(keys, kind="stable")
-            self._mkeys = keys[order]
-            self._mlog = np.concatenate([self._mlog, np.zeros(len(new), np.float32)])[order]
-            self._mexpire = np.concatenate([self._mexpire, np.full(len(new), np.nan)])[order]
-        return np.searchsorted(self._mkeys, packed)
+        new = ~found
+        where = at[new]                 # both sorted: each new key goes in before the mirror's key there
+        self._mkeys = np.insert(self._mkeys, where, packed[new])
+        self._mlog = np.insert(self._mlog, where, np.float32(0.0))
+        self._mexpire = np.insert(self._mexpire, where, np.nan)
+        return at + (np.cumsum(new) - new)      # shifted by the new keys before each
 
     def _centres(self, packed: np.ndarray) -> np.ndarray:
         k = np.stack([(packed >> 32) & 0xFFFF, (packed >> 16) & 0xFFFF, packed & 0xFFFF], axis=1)
         return np.ascontiguousarray((k - KEY_OFFSET + 0.5) * self.config.resolution)
+
+    def _update(self, packed: np.ndarray, update, lazy: bool = False) -> None:
+        """OctoMap's updateNode at the centre of each cell of ``packed``.  The binding loops over the rows
+        in Python and boxes each number of a float array anew; rows of Python floats made once per cell
+        centre (``_axis_centres``, the same values) cost ~25% less per cell.  Cells outside the
+        workspace (none: the map marks none) go as a float array."""
+        k = [(packed >> shift) & 0xFFFF for shift in (32, 16, 0)]
+        rel = [axis - first for axis, first in zip(k, self._first)]
+        if not len(packed) or any(r.min() < 0 or r.max() >= len(t) for r, t in zip(rel, self._axis_centres)):
+            self._tree.updateNodes(self._centres(packed), update, lazy)
+            return
+        rows = np.empty((len(packed), 3), dtype=object)
+        for i in range(3):
+            rows[:, i] = self._axis_centres[i][rel[i]]
+        self._tree.updateNodes(rows, update, lazy)
 
     def _expiry(self, stamp: float, decay: Optional[float]) -> float:
         decay = self.config.decay if decay is None else float(decay)
@@ -456,14 +511,14 @@ class OccupancyMap:
         todo = at[self._mlog[at] < self._hi]
         if len(todo):
             self._mlog[todo] = np.minimum(self._mlog[todo] + self._hit, self._hi)
-            self._tree.updateNodes(self._centres(self._mkeys[todo]), True)
+            self._update(self._mkeys[todo], True)
 
     def _free(self, at: np.ndarray) -> None:
         """A miss on the mirror's cells ``at``."""
         todo = at[self._mlog[at] > self._lo]
         if len(todo):
             self._mlog[todo] = np.maximum(self._mlog[todo] + self._miss, self._lo)
-            self._tree.updateNodes(self._centres(self._mkeys[todo]), False)
+            self._update(self._mkeys[todo], False)
 
     def _mirror_read(self, packed: np.ndarray, expiry: float) -> None:
         """After a ray-traced insertion: the mirror's cells and the newly ``packed`` end cells read back."""
@@ -503,13 +558,13 @@ class OccupancyMap:
             stats.no_return += none
             self.totals.no_return += none
             return stats
-        z, K = depth_metres(depth, K, encoding)
+        z, K, none = _depth(depth, K, encoding)
         pose = _pose("sensor pose", camera_pose)
         self._stamp(stamp)
         expiry = self._expiry(stamp, decay)
         v, u = sampled_pixels(z, min(K[0], K[4]), self.config.resolution)
         stats, world, mark = self._filtered(_project(z, K, v, u), pose, max_range, filters)
-        stats.no_return = int(np.isnan(z).sum())
+        stats.no_return = none
         stats.returns = int(z.size) - stats.no_return
         # cells the camera sees through: the map's occupied cells projected into the image
         at = self._candidates()
@@ -517,16 +572,16 @@ class OccupancyMap:
             inv = np.linalg.inv(pose)
             c = self._centres(self._mkeys[at]) @ inv[:3, :3].T + inv[:3, 3]
             with np.errstate(divide="ignore", invalid="ignore"):
-                front = (c[:, 2] > 0) & (np.linalg.norm(c, axis=1) <= max_range)
+                front = (c[:, 2] > 0) & (_norms(c) <= max_range)
                 pu = np.rint(K[0] * c[:, 0] / c[:, 2] + K[2])
                 pv = np.rint(K[4] * c[:, 1] / c[:, 2] + K[5])
             inside = front & (pu >= 0) & (pu < z.shape[1]) & (pv >= 0) & (pv < z.shape[0])
             idx = np.nonzero(inside)[0]
-            measured = z[pv[idx].astype(np.intp), pu[idx].astype(np.intp)]
+            measured = z.ravel()[pv[idx].astype(np.intp) * z.shape[1] + pu[idx].astype(np.intp)]
             with np.errstate(invalid="ignore"):
                 through = measured > c[idx, 2] + self.config.resolution
             self._free(at[idx[through]])
-        self._mark(np.unique(self._packed(world[mark])), expiry)
+        self._mark(_unique(self._packed(world)), expiry)         # world: the points to mark only
         return self._done(stats)
 
     def _max_range(self, max_range: Optional[float]) -> float:
@@ -570,7 +625,7 @@ class OccupancyMap:
             with np.errstate(invalid="ignore"):
                 through = beam[i[idx].astype(np.intp)] > dist[idx] + self.config.resolution
             self._free(at[idx[through]])
-        self._mark(np.unique(self._packed(world[mark])), expiry)
+        self._mark(_unique(self._packed(world)), expiry)
         return self._done(stats)
 
     def insert_points(self, points: np.ndarray, sensor_pose: np.ndarray, stamp: float = 0.0,
@@ -595,7 +650,7 @@ class OccupancyMap:
             # discretize: one ray per end cell (to its centre), not per point: 4x faster on a VGA frame
             self._tree.insertPointCloud(np.ascontiguousarray(world), np.ascontiguousarray(pose[:3, 3], float),
                                         maxrange=max_range, discretize=True)
-            self._mirror_read(np.unique(self._packed(world[mark])), expiry)
+            self._mirror_read(_unique(self._packed(world[mark])), expiry)
         return self._done(stats)
 
     @staticmethod
@@ -614,7 +669,7 @@ class OccupancyMap:
         if unknown:
             raise TypeError(f"unknown filter arguments {sorted(unknown)}")
         stats = InsertStats()
-        finite = np.isfinite(points).all(axis=1)
+        finite = _all_columns(np.isfinite(points))
         stats.no_return = int(len(points) - finite.sum())
         if not finite.all():
             points = points[finite]
@@ -635,14 +690,17 @@ class OccupancyMap:
             stats.body_filtered = int(in_body.sum())
             keep &= ~in_body
         lo, hi = np.asarray(self.config.workspace_min), np.asarray(self.config.workspace_max)
-        outside = near & ~((world >= lo) & (world <= hi)).all(axis=1) & keep
+        x, y, z = world[:, 0], world[:, 1], world[:, 2]
+        outside = near & ~((x >= lo[0]) & (x <= hi[0]) & (y >= lo[1]) & (y <= hi[1]) & (z >= lo[2]) &
+                           (z <= hi[2])) & keep
         stats.outside = int(outside.sum())
         if keep_far:
             world, mark = world[keep], (near & ~outside)[keep]
             stats.inserted = len(world)
         else:
             mark = keep & near & ~outside
-            world = world[mark]
+            if not mark.all():                  # (a copy of every point otherwise)
+                world = world[mark]
             mark = np.ones(len(world), bool)
             stats.inserted = len(world)
         return stats, world, mark
@@ -658,7 +716,7 @@ class OccupancyMap:
 
     def _packed(self, points: np.ndarray) -> np.ndarray:
         k = self._keys(points)
-        return k @ np.array([1 << 32, 1 << 16, 1], np.int64)      # keys are 16 bits each
+        return (k[:, 0] << 32) | (k[:, 1] << 16) | k[:, 2]        # keys are 16 bits each
 
     # -- decay ------------------------------------------------------------------------------------
     def expire(self, now: float) -> int:
@@ -674,7 +732,7 @@ class OccupancyMap:
         self._mlog[old] = self._lo
         # set free (clamped), not deleted: OctoMap's deleteNode leaves emptied inner nodes behind as leaves
         # with their old (occupied) value
-        self._tree.updateNodes(self._centres(self._mkeys[old]), -2.0 * float(self._hi) - 1.0, True)
+        self._update(self._mkeys[old], -2.0 * float(self._hi) - 1.0, True)
         self._tree.updateInnerOccupancy()
         self.updates += 1
         return len(old)
