@@ -476,8 +476,13 @@ class OccupancyMap:
         self._mexpire = np.insert(self._mexpire, where, np.nan)
         return at + (np.cumsum(new) - new)      # shifted by the new keys before each
 
+    @staticmethod
+    def _unpacked(packed: np.ndarray) -> list[np.ndarray]:
+        """The x, y, z keys of :meth:`_packed` keys (16 bits each)."""
+        return [(packed >> shift) & 0xFFFF for shift in (32, 16, 0)]
+
     def _centres(self, packed: np.ndarray) -> np.ndarray:
-        k = np.stack([(packed >> 32) & 0xFFFF, (packed >> 16) & 0xFFFF, packed & 0xFFFF], axis=1)
+        k = np.stack(self._unpacked(packed), axis=1)
         return np.ascontiguousarray((k - KEY_OFFSET + 0.5) * self.config.resolution)
 
     def _update(self, packed: np.ndarray, update, lazy: bool = False) -> None:
@@ -485,8 +490,7 @@ class OccupancyMap:
         in Python and boxes each number of a float array anew; rows of Python floats made once per cell
         centre (``_axis_centres``, the same values) cost ~25% less per cell.  Cells outside the
         workspace (none: the map marks none) go as a float array."""
-        k = [(packed >> shift) & 0xFFFF for shift in (32, 16, 0)]
-        rel = [axis - first for axis, first in zip(k, self._first)]
+        rel = [axis - first for axis, first in zip(self._unpacked(packed), self._first)]
         if not len(packed) or any(r.min() < 0 or r.max() >= len(t) for r, t in zip(rel, self._axis_centres)):
             self._tree.updateNodes(self._centres(packed), update, lazy)
             return
