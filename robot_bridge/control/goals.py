@@ -354,6 +354,23 @@ class GoalTracker:
         return None
 
 
+def check_start(trajectory: Trajectory, now: float, measured: np.ndarray, tolerances: Tolerances,
+                joints: Sequence[str]) -> None:
+    """Refuse (INVALID_GOAL) a trajectory whose set-point at ``now`` is outside its path tolerance around the
+    ``measured`` positions: its first control step would command that jump, and the goal would end at once
+    with PATH_TOLERANCE_VIOLATED after moving the arm off any path that was checked (a plan from a stale
+    state, or a trajectory meant for another arm)."""
+    if not len(joints):
+        return
+    position = trajectory.sample(now)[0]
+    bad = _violations(np.vstack([position - np.asarray(measured, dtype=float),
+                                 np.zeros_like(position), np.zeros_like(position)]).T,
+                      tolerances.path, joints)
+    if bad:
+        raise GoalRejected(ErrorCode.INVALID_GOAL, "the trajectory starts away from where the joints are, "
+                                                   "outside its path tolerance: " + "; ".join(bad))
+
+
 def stop_trajectory(position: np.ndarray, velocity: np.ndarray, limits: Sequence[JointLimits],
                     now: float) -> Trajectory:
     """From (position, velocity) to rest at constant deceleration, all joints stopping together, none

@@ -32,8 +32,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from .. import hardware as hw
 from ..control import (MAX_POINTS, ErrorCode, GoalRejected, GoalState, GoalTracker, GripperTracker,
-                       JointControl, Outcome, Tolerances, check_point_count, move_trajectory,
-                       prepare_trajectory, rate_excess, resolve_tolerances)
+                       JointControl, Outcome, Tolerances, check_point_count, check_start,
+                       move_trajectory, prepare_trajectory, rate_excess, resolve_tolerances)
 from ..control.groups import TrajectoryWire, gripper_prefix, wiring
 from ..control.operation import hardware_options, home_position, not_operational
 from ..hardware.base import Hardware, HardwareError, ModuleState
@@ -566,6 +566,7 @@ class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, Containe
                 now = self._now()
                 ref_p, ref_v, _ = self.control.reference(now)
                 trajectory = prepared.start((ref_p[ctl.index], ref_v[ctl.index]), now)
+                check_start(trajectory, now, self.control.sample.position[ctl.index], tolerances, ctl.joints)
                 future = Future()
                 self.goals[key] = ActiveGoal(handle, future, ctl)
                 self._finish(self.control.start(ctl.index, trajectory, now, key,

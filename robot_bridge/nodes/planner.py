@@ -112,6 +112,9 @@ PARAMETERS = params.schema(
           range=(0.0, 600.0)),
     Param("server_timeout", 5.0, "Seconds to wait for the controller's action servers and their answers",
           range=(0.01, 600.0)),
+    Param("current_state_wait", 1.0, "Seconds a goal that moves the robot waits for /joint_states measured "
+                                     "after it arrived (move_group's wait for the current state); none: "
+                                     "ROBOT_STATE_STALE", range=(0.01, 600.0)),
     Param("lift_distance", 0.05, "m the gripper frame moves up (+z of the world) after a grasp and back "
                                  "after a place when the goal gives no retreat", range=(0.0, 1.0)),
     Param("seed", 0, "Seed of the planner's random sampling", range=(0, 2**31 - 1), read_only=True),
@@ -130,7 +133,6 @@ BUILD_JOIN = 0.2                     # s ... for a worker still building the pla
 # instead of waiting for such a build; a node in another process (robot-bridge run) waits for it.
 _BUILDING: set = set()
 _EXIT_AT_ONCE = threading.Event()
-JOINT_STATE_SETTLE = 2               # fresh /joint_states awaited after the arm stopped, before replanning
 
 
 def attached_qos() -> QoSProfile:
@@ -160,6 +162,7 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
         self._joints: dict[str, float] = {}
         self._joints_dirty = False
         self.joint_state_count = 0
+        self.joint_state_stamp_ns = 0                 # header stamp of the latest /joint_states
         self.objects_version = 0                      # world documents read
         self._logged_problems = 0
         self._jobs: "queue.Queue[Optional[Job]]" = queue.Queue()
@@ -339,6 +342,7 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
                     self._joints[name] = float(value)
             self._joints_dirty = True
             self.joint_state_count += 1
+            self.joint_state_stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
     def sync(self) -> None:
         """Apply the inputs received since the last call (worker or service, under model_lock)."""
@@ -514,7 +518,9 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
                     raise
                 self.get_logger().info(f"{exc.message}; replanning from where the arm stopped "
                                        f"(attempt {attempt + 2} of {attempts})")
-                self._await_joint_states(job)
+                with self._input_lock:
+                    seen = self.joint_state_count
+                self._await_current_state(job, self.get_clock().now().nanoseconds, seen)   # at rest now
         raise GoalFailed(E.FAILURE, "no attempt left")     # not reached
 
     def _check_start(self, req) -> None:
@@ -527,19 +533,6 @@ class PlannerNode(GoalQueue, ControllerExecution, ContainedNode):
         with self._input_lock:
             current = dict(self._joints)
         inputs.start_at_current(start, current)
-
-    def _await_joint_states(self, job: Job) -> None:
-        """Wait for fresh /joint_states (the arm at rest after a stop) before planning again."""
-        with self._input_lock:
-            seen = self.joint_state_count
-        deadline = time.monotonic() + float(self.params.get("server_timeout"))
-        while time.monotonic() < deadline:
-            job.check()
-            with self._input_lock:
-                if self.joint_state_count >= seen + JOINT_STATE_SETTLE:
-                    return
-            time.sleep(0.01)
-        raise GoalFailed(E.ROBOT_STATE_STALE, "no /joint_states after the arm stopped")
 
     # -- grasps: Pickup and Place mapped onto planning.pick_place ---------------------------------------
     def _gripper_positions(self, gripper) -> tuple[str, float, float]:

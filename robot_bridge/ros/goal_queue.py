@@ -6,6 +6,7 @@ goal gets its result.  A mixin of :class:`robot_bridge.nodes.planner.PlannerNode
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 
 from moveit_msgs.action import MoveGroup, Pickup, Place
@@ -43,6 +44,8 @@ class Job:
     stop_code: int = E.PREEMPTED
     stop_reason: str = ""
     cancel: CancelToken = field(default_factory=CancelToken)     # the core checks it while planning
+    received_ns: int = 0             # node-clock time the goal arrived
+    states_seen: int = 0             # /joint_states received when it arrived
 
     def request_stop(self, reason: str) -> None:
         self.stop_reason = reason
@@ -77,7 +80,9 @@ class GoalQueue:
 
     async def _run(self, kind: str, handle):
         try:
-            job = Job(kind, handle, Future())
+            job = Job(kind, handle, Future(), received_ns=self.get_clock().now().nanoseconds)
+            with self._input_lock:
+                job.states_seen = self.joint_state_count
             current = self._current
             if current is not None:
                 current.request_stop("preempted by a new goal")
@@ -136,12 +141,37 @@ class GoalQueue:
         except Exception:  # the goal ended meanwhile
             pass
 
+    def _await_current_state(self, job: Job, since_ns: int, seen: int) -> None:
+        """Wait for /joint_states measured at or after ``since_ns`` (node clock), as move_group waits for the
+        current state before it plans a goal it executes: a plan starts where the robot is, never from a
+        state queued before.  A state stamped 0 counts when received after ``seen`` states.  None within
+        ``current_state_wait``: ROBOT_STATE_STALE, nothing planned or moved."""
+        wait = float(self.params.get("current_state_wait"))
+        deadline = time.monotonic() + wait
+        while True:
+            with self._input_lock:
+                stamp, count = self.joint_state_stamp_ns, self.joint_state_count
+            if count > seen and (stamp >= since_ns or stamp == 0):
+                return
+            job.check()
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.005)
+        age = (self.get_clock().now().nanoseconds - stamp) * 1e-9
+        latest = "none received" if count == 0 else (f"the latest is stamped {age:.3f} s ago" if stamp
+                                                     else "none since")
+        raise GoalFailed(E.ROBOT_STATE_STALE,
+                         f"no /joint_states measured after the goal arrived within {wait:g} s ({latest}; "
+                         "clocks of the controller's and this host in sync?)")
+
     def _run_job(self, job: Job) -> None:
         """Run ``job`` (the worker thread) and set its outcome: (code, message, result fields)."""
         self._current = job
         try:
             if job.stop.is_set():
                 raise GoalFailed(job.stop_code, job.stop_reason)
+            if not job.handle.request.planning_options.plan_only:
+                self._await_current_state(job, job.received_ns, job.states_seen)
             with self.model_lock:
                 self.sync()
             fields = {"move": self._move, "pickup": self._pickup, "place": self._place}[job.kind](job)

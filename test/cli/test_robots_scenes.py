@@ -530,8 +530,14 @@ def reached(bot: Robot, target: dict, tol: float = TOLERANCE) -> bool:
 def go(bot: Robot, request: MotionPlanRequest, what: str) -> dict:
     """Run a MoveGroup goal, judge its recorded path; the planned end state."""
     since = bot.client.count()
+    before = bot.client.state()
     result = move(bot, request)
-    assert result.error_code.val == MoveItErrorCodes.SUCCESS, f"{what}: {result.error_code.message}"
+    if result.error_code.val != MoveItErrorCodes.SUCCESS:       # what the planner started from, and who talks
+        js = result.trajectory_start.joint_state
+        off = {n: round(p - before[n], 4) for n, p in zip(js.name, js.position) if n in before}
+        raise AssertionError(f"{what}: {result.error_code.message}; planned start minus the state before the "
+                             f"goal: {off}; /joint_states publishers "
+                             f"{bot.client.node.count_publishers('/joint_states')}")
     traj = result.planned_trajectory.joint_trajectory
     end = dict(zip(traj.joint_names, traj.points[-1].positions))
     assert reached(bot, end)

@@ -9,7 +9,7 @@ import pytest
 
 from robot_bridge.control import (MAX_POINTS, ErrorCode, GoalRejected, GoalState, GoalTracker, JointTolerance,
                                   Tolerances, TrajectoryCommand, TrajectoryPoint, build_trajectory,
-                                  prepare_trajectory, resolve_tolerances, stop_trajectory)
+                                  check_start, prepare_trajectory, resolve_tolerances, stop_trajectory)
 from robot_bridge.hardware.base import JointLimits
 from robot_bridge.hardware.trajectory import Trajectory
 
@@ -255,3 +255,24 @@ def test_an_unstamped_goal_starts_when_the_control_loop_takes_it_not_when_it_arr
     with pytest.raises(GoalRejected, match="ended 29.000 s in the past") as info:
         stamped.start(ZERO, 40.0)
     assert info.value.code is ErrorCode.OLD_HEADER_TIMESTAMP
+
+
+def test_a_trajectory_starting_off_the_measured_joints_is_refused_before_any_step():
+    """CI's stop 47: a goal's trajectory began 0.75 rad off the arm; its first step jumped there."""
+    tol = Tolerances.uniform(3, path_position=0.015, goal_position=0.015)
+    here = np.array([0.1, -0.2, 0.3])
+    jump = build_trajectory(cmd(JOINTS, pt([0.1, 0.55, 0.3], 0.0), pt([0.2, 0.6, 0.3], 1.0)), JOINTS, LIMITS,
+                            (here, np.zeros(3)), 10.0, False)
+    with pytest.raises(GoalRejected) as info:
+        check_start(jump, 10.0, here, tol, JOINTS)
+    assert info.value.code is ErrorCode.INVALID_GOAL
+    assert "b position error +0.750000 exceeds 0.015000" in str(info.value)
+    assert "a position" not in str(info.value)
+    # within the tolerance, from the reference (a future first point), or with the path unchecked: accepted
+    near = build_trajectory(cmd(JOINTS, pt(here + 0.01, 0.0), pt([0.2, 0.6, 0.3], 1.0)), JOINTS, LIMITS,
+                            (here, np.zeros(3)), 10.0, False)
+    check_start(near, 10.0, here, tol, JOINTS)
+    later = build_trajectory(cmd(JOINTS, pt([0.1, 0.55, 0.3], 1.0)), JOINTS, LIMITS, (here, np.zeros(3)),
+                             10.0, False)
+    check_start(later, 10.0, here, tol, JOINTS)
+    check_start(jump, 10.0, here, Tolerances.uniform(3, path_position=0.0, goal_position=0.015), JOINTS)

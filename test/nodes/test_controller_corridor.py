@@ -157,7 +157,8 @@ def test_a_control_loop_stalled_half_a_second_mid_path_still_drives_the_path_che
     h = harness
     start = h.latest_position()
     target = start + np.array([0.8, -0.6, 0.5, 1.0, -0.4, 0.6, 1.2])
-    sent = Sent(start, target, 2.5, CORRIDOR, CORRIDOR)
+    # 4 s: the stall (from 0.8 s in) lands mid-path even when this process sees the states late (loaded host)
+    sent = Sent(start, target, 4.0, CORRIDOR, CORRIDOR)
 
     def stall():
         states = h.snapshot(h.joint_states)
@@ -177,3 +178,28 @@ def test_a_control_loop_stalled_half_a_second_mid_path_still_drives_the_path_che
     assert "worst deviation from the path" in result.error_string
     np.testing.assert_allclose(states[-1].position, target, atol=CORRIDOR)
     print(f"\ncorridor_stall: largest gap {gaps.max():.3f} s, worst deviation {np.max(recorded):.2e} rad")
+
+
+def test_an_unstamped_goal_starting_off_the_arm_is_refused_and_nothing_moves(harness):
+    """Stop 47's CI: a trajectory whose first point (time 0, no stamp) lay 0.75 rad from the arm; its first
+    control step commanded that jump.  Refused before any step, naming the joint; the arm stays put."""
+    h = harness
+    start = h.latest_position()
+    off = start + np.array([0.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0])
+    sent = Sent(off, off + 0.1, 2.0, CORRIDOR, CORRIDOR)
+    stamp = sent.msg.trajectory.header.stamp
+    stamp.sec = stamp.nanosec = 0                # starts when the control loop takes it, at its first point
+    result, status, states = run(h, sent)
+    assert status == ABORTED and result.error_code == FollowJointTrajectory.Result.INVALID_GOAL, \
+        (status, result.error_code, result.error_string)
+    assert "starts away from where the joints are" in result.error_string
+    assert "lwa_joint_2 position error +0.500000 exceeds 0.015000" in result.error_string, result.error_string
+    assert "lwa_joint_1" not in result.error_string
+    n = len(h.snapshot(h.joint_states))
+    h.wait_for(lambda: len(h.snapshot(h.joint_states)) >= n + 5, 10.0, "/joint_states after the refusal")
+    for m in h.snapshot(h.joint_states):
+        assert np.max(np.abs(np.array(m.position) - start)) < 1e-9, "the arm moved"
+    # the same goal from where the arm is runs
+    sent = Sent(start, start + 0.1, 1.0, CORRIDOR, CORRIDOR)
+    result, status, _states = run(h, sent)
+    assert status == SUCCEEDED, (status, result.error_code, result.error_string)

@@ -33,6 +33,7 @@ from moveit_msgs.msg import (Constraints, JointConstraint, MotionPlanRequest, Mo
                              OrientationConstraint)
 from rcl_interfaces.msg import Log  # noqa: E402
 from rclpy.action import ActionClient, ActionServer  # noqa: E402
+from rclpy.duration import Duration  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -64,6 +65,7 @@ class Probe:
         self.node = Node("probe", context=context, namespace=ns)
         self.lock = threading.Lock()
         self.trajectories: list = []           # FollowJointTrajectory goals received
+        self.stamp_lag = 0.0                   # s /joint_states stamps lag the clock (a skewed controller)
         self.logs: list[tuple[str, str]] = []  # (logger, message) on /rosout
         source = scenes.embedded_robot()
         from robot_bridge.formats.srdf import to_srdf
@@ -94,7 +96,7 @@ class Probe:
 
     def _publish_joints(self) -> None:
         msg = JointState(name=list(START), position=[float(v) for v in START.values()])
-        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.header.stamp = (self.node.get_clock().now() - Duration(seconds=self.stamp_lag)).to_msg()
         self.joints_pub.publish(msg)
 
     def _follow(self, handle):
@@ -219,6 +221,33 @@ def test_a_nan_start_state_is_refused_and_moves_nothing(bench):
     _status, result = probe.outcome(req, plan_only=False)
     assert result.error_code.val == E.SUCCESS, result.error_code.message
     assert probe.sent_trajectories() == sent + 1
+
+
+def test_an_executed_goal_waits_for_a_state_measured_after_it_arrived(bench):
+    """As move_group: a goal that moves the arm plans from /joint_states measured after it arrived (stop 47's
+    CI: a plan began 0.75 rad from the arm).  States stamped 5 s back (a controller whose clock lags, or a
+    queue of old samples): ROBOT_STATE_STALE within current_state_wait and nothing sent to the controller;
+    a plan-only goal does not wait."""
+    probe = bench
+    sent = probe.sent_trajectories()
+    probe.stamp_lag = 5.0
+    try:
+        _status, result = probe.outcome(joint_request(GOAL), plan_only=False)
+        assert result.error_code.val == E.ROBOT_STATE_STALE, result.error_code.message
+        assert "measured after the goal arrived within 1 s" in result.error_code.message
+        age = float(result.error_code.message.split("stamped ")[1].split(" s ago")[0])
+        assert 5.0 <= age < 6.0, result.error_code.message
+        assert probe.sent_trajectories() == sent, "a goal planned from an old state moved the arm"
+        _status, result = probe.outcome(joint_request(GOAL), plan_only=True)
+        assert result.error_code.val == E.SUCCESS, result.error_code.message
+    finally:
+        probe.stamp_lag = 0.0
+    _status, result = probe.outcome(joint_request(GOAL), plan_only=False)
+    assert result.error_code.val == E.SUCCESS, result.error_code.message
+    with probe.lock:
+        first = probe.trajectories[-1].points[0].positions
+        names = list(probe.trajectories[-1].joint_names)
+    assert dict(zip(names, first)) == pytest.approx({n: START[n] for n in names}, abs=1e-9)
 
 
 def test_bad_quaternions_and_scaling_get_their_documented_codes(bench):
@@ -381,9 +410,12 @@ def test_a_new_goal_preempts_planning_within_100_ms(bench, hopeless):
 
     probe = bench
     first, job = _planning_goal(probe, hopeless)
-    hopeless.on = False                        # the next goal plans as usual
     second = probe.send(joint_request(GOAL))
     wait(second.done, 60.0, "second goal response")
+    # searching goes on hopeless until the second goal stopped the first (under load, the first's next search
+    # slice would otherwise find the path before the second goal arrives); the second plans as usual
+    wait(job.stop.is_set, 60.0, "the first goal stopped by the second")
+    hopeless.on = False
     first_done = get_result(probe.node, first)
     wait(first_done.done, 60.0, "first goal result")
     assert first_done.result().status == GoalStatus.STATUS_ABORTED
