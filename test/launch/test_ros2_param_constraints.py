@@ -1,6 +1,7 @@
 """Parameter constraints seen and enforced through the real ``ros2 param`` against ``ros2 launch``:
 describe shows ranges, choices and read-only; out-of-range, wrong-choice, read-only, outside-the-trusted-
-folders and bad frame name sets are refused with the reason and change nothing."""
+folders and bad frame name sets are refused with the reason and change nothing (read before and after
+through the node's own GetParameters service: one ``ros2`` process per case, the set under test)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from fixtures.ros2_cli import (BASE_NODES as NODES, PARAM, Ros2Process, alive, ros2, ros2_executable,  # noqa: E402
                                stop_daemon, wait_for_nodes)
+from fixtures.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -23,6 +25,28 @@ def bridge(tmp_path_factory):
         launch.close()
         stop_daemon()
         assert not [pid for pid in launch.started().values() if alive(pid)]
+
+
+@pytest.fixture(scope="module")
+def get_value(bridge):
+    """``get_value(node, name)``: the parameter's ParameterValue from the node's GetParameters service."""
+    from rcl_interfaces.srv import GetParameters
+
+    from fixtures.ros_fixtures import RosProcess
+
+    process = RosProcess("param-probe")
+    probe = process.node("param_probe")
+    clients: dict = {}
+
+    def get(node: str, name: str):
+        client = clients.get(node) or clients.setdefault(
+            node, probe.create_client(GetParameters, f"{node}/get_parameters"))
+        assert client.wait_for_service(timeout_sec=30.0), f"no {node}/get_parameters"
+        future = client.call_async(GetParameters.Request(names=[name]))
+        wait_until(future.done, 30.0, f"{node}/get_parameters answered")
+        return list(future.result().values)
+    yield get
+    process.close()
 
 
 @pytest.mark.parametrize("node, name, shown", [
@@ -56,9 +80,9 @@ def test_describe_shows_the_constraints(bridge, node, name, shown):
     ("/description_node", "frame_prefix", '"a b\\x00c"', "frame_prefix='a b': whitespace"),
     ("/description_node", "world_frame", '"w\\x1bx"', "control character '\\x1b'"),
 ])
-def test_bad_values_are_refused(bridge, node, name, value, reason):
-    before = ros2("param", "get", node, name, *PARAM, check=False).stdout     # joints: "Parameter not set"
+def test_bad_values_are_refused(bridge, get_value, node, name, value, reason):
+    before = get_value(node, name)                         # joints: not declared, no value
     result = ros2("param", "set", node, name, value, *PARAM, check=False)
     said = result.stdout + result.stderr
     assert said.startswith("Setting parameter failed: ") and reason in said.lower(), said
-    assert ros2("param", "get", node, name, *PARAM, check=False).stdout == before
+    assert get_value(node, name) == before
