@@ -566,7 +566,9 @@ class ControllerNode(ControllerPublishing, SimGrasp, FollowDescription, Containe
                 now = self._now()
                 ref_p, ref_v, _ = self.control.reference(now)
                 trajectory = prepared.start((ref_p[ctl.index], ref_v[ctl.index]), now)
-                check_start(trajectory, now, self.control.sample.position[ctl.index], tolerances, ctl.joints)
+                if self.control.sample is not None:
+                    check_start(trajectory, now, self.control.sample.position[ctl.index], tolerances,
+                                ctl.joints)
                 future = Future()
                 self.goals[key] = ActiveGoal(handle, future, ctl)
                 self._finish(self.control.start(ctl.index, trajectory, now, key,
