@@ -561,7 +561,7 @@ class Planner:
             raise GoalStateInvalid(f"{what} outside the joint limits: " + ", ".join(
                 f"{self.joint_names[i]}={q[i]:.4g} not in [{b.lower[i]:.4g}, {b.upper[i]:.4g}]" for i in out))
         if b.in_collision(q):
-            raise GoalInCollision(f"{what} is in collision")
+            raise GoalInCollision(f"{what} is in collision: {self._colliding(q)}")
 
     # -- goals -> joint vectors ----------------------------------------------------------------------
     def goal_vector(self, goal, group: Optional[str], start: np.ndarray,

@@ -344,17 +344,18 @@ def test_goal_and_start_in_collision(fresh):
     values = planner.positions(planner.state)
     values.update(down)
     assert checker.collides(checker.q(values))
-    with pytest.raises(errors.GoalInCollision) as info:
+    with pytest.raises(errors.GoalInCollision) as goal_info:
         planner.plan(JointGoal(down), group="arm")
-    assert info.value.code == -12
+    assert goal_info.value.code == -12
     with pytest.raises(errors.StartInCollision) as info:
         planner.plan(JointGoal({"j2": 0.0}), group="arm", start=down)
     assert info.value.code == -10
-    # the message names what collides, as the checker finds it: links on the table (main: no names)
+    # both messages name what collides, as the checker finds it: links on the table (main: no names)
     pairs = {(a.rsplit("_", 1)[0], b.split("/")[0]) for a, b in checker.colliding_pairs(checker.q(values))
              if "/" in b}
-    named = {tuple(p.split(" (")[0].split(" / ")) for p in str(info.value).split(": ", 1)[1].split(", ")}
-    assert pairs and named == pairs, (named, pairs)
+    for err in (info.value, goal_info.value):
+        named = {tuple(p.split(" (")[0].split(" / ")) for p in str(err).split(": ", 1)[1].split(", ")}
+        assert pairs and named == pairs, (str(err), pairs)
 
 
 def test_no_path_in_the_time_allowed(fresh, monkeypatch):
