@@ -150,9 +150,15 @@ class JointControl:
 
     def start(self, index: Sequence[int], trajectory: Trajectory, now: float, goal: Hashable | None = None,
               tracker: GoalTracker | None = None, reason: str = PREEMPTED) -> list[tuple]:
-        """Run ``trajectory`` on the joints ``index``; returns the (goal, Outcome) of preempted goals."""
+        """Run ``trajectory`` on the joints ``index``; returns the (goal, Outcome) of preempted goals.  The
+        hardware streams it from now on, not from the next control step: a step that comes late (a loaded
+        host) would otherwise find the modules still holding where the trajectory began, far behind it."""
         ended = self._preempt(index, now, reason)
         self.motions.append(Motion(np.asarray(list(index), dtype=int), trajectory, goal, tracker))
+        try:
+            self.hardware.follow(self._stream)
+        except HardwareError:                   # not open: the goal checks refuse it first
+            pass
         return ended
 
     def cancel(self, goal: Hashable, now: float) -> bool:

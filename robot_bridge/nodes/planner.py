@@ -112,7 +112,7 @@ PARAMETERS = params.schema(
           range=(0.0, 600.0)),
     Param("server_timeout", 5.0, "Seconds to wait for the controller's action servers and their answers",
           range=(0.01, 600.0)),
-    Param("current_state_wait", 1.0, "Seconds a goal that moves the robot waits for /joint_states measured "
+    Param("current_state_wait", 5.0, "Seconds a goal that moves the robot waits for /joint_states measured "
                                      "after it arrived (move_group's wait for the current state); none: "
                                      "ROBOT_STATE_STALE", range=(0.01, 600.0)),
     Param("lift_distance", 0.05, "m the gripper frame moves up (+z of the world) after a grasp and back "

@@ -231,10 +231,11 @@ def test_an_executed_goal_waits_for_a_state_measured_after_it_arrived(bench):
     probe = bench
     sent = probe.sent_trajectories()
     probe.stamp_lag = 5.0
+    probe.planner.set_parameters([Parameter("current_state_wait", value=1.5)])
     try:
         _status, result = probe.outcome(joint_request(GOAL), plan_only=False)
         assert result.error_code.val == E.ROBOT_STATE_STALE, result.error_code.message
-        assert "measured after the goal arrived within 1 s" in result.error_code.message
+        assert "measured after the goal arrived within 1.5 s" in result.error_code.message
         age = float(result.error_code.message.split("stamped ")[1].split(" s ago")[0])
         assert 5.0 <= age < 6.0, result.error_code.message
         assert probe.sent_trajectories() == sent, "a goal planned from an old state moved the arm"
@@ -242,6 +243,7 @@ def test_an_executed_goal_waits_for_a_state_measured_after_it_arrived(bench):
         assert result.error_code.val == E.SUCCESS, result.error_code.message
     finally:
         probe.stamp_lag = 0.0
+        probe.planner.set_parameters([Parameter("current_state_wait", value=5.0)])
     _status, result = probe.outcome(joint_request(GOAL), plan_only=False)
     assert result.error_code.val == E.SUCCESS, result.error_code.message
     with probe.lock:
