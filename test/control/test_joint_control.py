@@ -197,9 +197,9 @@ def test_last_step_commands_the_final_point_and_decides_at_one_instant():
 
 def test_a_first_control_step_late_after_the_goal_started_costs_no_tracking():
     """Stop 47's CI and two whole-suite runs beside busy loops: a goal taken, then its first control step
-    0.5 s late.  The hardware streams the trajectory from the moment the goal starts, so the modules moved along it
-    meanwhile: the goal succeeds within 1e-3 rad of its path.  (Before, the stream began at the first step;
-    the modules held the start through the gap and the step found them 0.17-0.75 rad behind:
+    0.5 s late.  The hardware streams the trajectory from the moment the goal starts, so the modules moved
+    along it meanwhile: the goal succeeds within 1e-3 rad of its path.  (Before, the stream began at the
+    first step; the modules held the start through the gap and the step found them 0.17-0.75 rad behind:
     PATH_TOLERANCE_VIOLATED on every joint.)"""
     rig = Rig(path_position=0.015, goal_position=0.015)
     target = np.array([0.8, -0.6, 0.5, 1.0, -0.4, 0.6, 1.2])
