@@ -309,8 +309,8 @@ def test_a_storm_of_1000_goals_in_10_s_each_accepted_one_gets_a_true_result(benc
     executed_before = probe.sent_trajectories()
     sent, goals = [], []
     # the worker held (the model's lock) through the first round: its goals stay pending, so the round goes
-    # beyond max_pending_goals whatever the timing (a fast worker could otherwise end each goal before the next
-    # arrives: a rehearsal in session 19 accepted all 1000)
+    # beyond max_pending_goals whatever the timing (a fast worker could otherwise end each goal before the
+    # next arrives: a rehearsal in session 19 accepted all 1000)
     probe.planner.model_lock.acquire()
     try:
         t0 = time.monotonic()
