@@ -195,6 +195,33 @@ def test_last_step_commands_the_final_point_and_decides_at_one_instant():
     np.testing.assert_allclose(rig.control.hold, final, atol=1e-12)
 
 
+def _drive_through_gaps(rig: Rig, steps) -> None:
+    """A goal to TARGET over 2 s started now, the control loop stepped by ``steps`` (s each): it succeeds,
+    every sample within 1e-3 rad of the trajectory at its time, ending on the target within the limits."""
+    point = TrajectoryPoint(list(TARGET), [0.0] * 7, (), 2.0)
+    p, v, _ = rig.control.reference(rig.t)
+    trajectory = build_trajectory(TrajectoryCommand(JOINTS, [point]), JOINTS, rig.control.limits, (p, v),
+                                  rig.t, False)
+    rig.ended += rig.control.start(list(range(7)), trajectory, rig.t, "g", GoalTracker(
+        trajectory, JOINTS, Tolerances(rig.defaults.path, rig.defaults.goal, rig.defaults.goal_time)))
+    times = []
+    for dt in steps:
+        rig.t += dt
+        rig.ended += rig.control.step(rig.t)
+        rig.samples.append(rig.control.sample)
+        times.append(rig.t)
+    out = rig.outcome("g")
+    assert out is not None and out.code is ErrorCode.SUCCESSFUL, out
+    deviation = max(float(np.max(np.abs(s.position - trajectory.sample(t)[0])))
+                    for t, s in zip(times, rig.samples))
+    assert deviation <= 1e-3 and out.worst[1] <= 1e-3, (deviation, out.worst)
+    np.testing.assert_allclose(rig.control.sample.position, TARGET, atol=1e-9)
+    rig.assert_within_limits()
+
+
+TARGET = np.array([0.8, -0.6, 0.5, 1.0, -0.4, 0.6, 1.2])
+
+
 def test_a_first_control_step_late_after_the_goal_started_costs_no_tracking():
     """Stop 47's CI and two whole-suite runs beside busy loops: a goal taken, then its first control step
     0.5 s late.  The hardware streams the trajectory from the moment the goal starts, so the modules moved
@@ -202,28 +229,9 @@ def test_a_first_control_step_late_after_the_goal_started_costs_no_tracking():
     first step; the modules held the start through the gap and the step found them 0.17-0.75 rad behind:
     PATH_TOLERANCE_VIOLATED on every joint.)"""
     rig = Rig(path_position=0.015, goal_position=0.015)
-    target = np.array([0.8, -0.6, 0.5, 1.0, -0.4, 0.6, 1.2])
-    point = TrajectoryPoint(list(target), [0.0] * 7, (), 2.0)
     rig.run(0.1)                                        # the control loop running, the arm at rest
     rig.samples = []
-    p, v, _ = rig.control.reference(rig.t)
-    trajectory = build_trajectory(TrajectoryCommand(JOINTS, [point]), JOINTS, rig.control.limits, (p, v),
-                                  rig.t, False)
-    rig.ended += rig.control.start(list(range(7)), trajectory, rig.t, "g", GoalTracker(
-        trajectory, JOINTS, Tolerances(rig.defaults.path, rig.defaults.goal, rig.defaults.goal_time)))
-    times = []
-    for dt in [0.5] + [DT] * 250:
-        rig.t += dt
-        rig.ended += rig.control.step(rig.t)
-        rig.samples.append(rig.control.sample)
-        times.append(rig.t)
-    out = rig.outcome("g")
-    assert out is not None and out.code is ErrorCode.SUCCESSFUL, out
-    deviation = max(float(np.max(np.abs(s.position - trajectory.sample(t)[0])))
-                    for t, s in zip(times, rig.samples))
-    assert deviation <= 1e-3 and out.worst[1] <= 1e-3, (deviation, out.worst)
-    np.testing.assert_allclose(rig.control.sample.position, target, atol=1e-9)
-    rig.assert_within_limits()
+    _drive_through_gaps(rig, [0.5] + [DT] * 250)
 
 
 def test_a_late_control_step_costs_no_tracking_and_the_goal_arrives_through_its_corridor():
@@ -231,25 +239,4 @@ def test_a_late_control_step_costs_no_tracking_and_the_goal_arrives_through_its_
     follow the streamed trajectory at the times they reach, the step judges the sample at its own time: every
     sample within the 0.015 rad corridor of the trajectory at its time, the goal succeeds (the old loop
     held the last set-point through the gap, then chased the jump: 0.19 rad off, PATH_TOLERANCE_VIOLATED)."""
-    rig = Rig(path_position=0.015, goal_position=0.015)
-    target = np.array([0.8, -0.6, 0.5, 1.0, -0.4, 0.6, 1.2])
-    index = list(range(7))
-    point = TrajectoryPoint(list(target), [0.0] * 7, (), 2.0)
-    p, v, _ = rig.control.reference(rig.t)
-    trajectory = build_trajectory(TrajectoryCommand(JOINTS, [point]), JOINTS, rig.control.limits, (p, v),
-                                  rig.t, False)
-    rig.ended += rig.control.start(index, trajectory, rig.t, "g", GoalTracker(trajectory, JOINTS, Tolerances(
-        rig.defaults.path, rig.defaults.goal, rig.defaults.goal_time)))
-    times = []
-    for dt in [DT] * 90 + [0.5] + [DT] * 150:
-        rig.t += dt
-        rig.ended += rig.control.step(rig.t)
-        rig.samples.append(rig.control.sample)
-        times.append(rig.t)
-    out = rig.outcome("g")
-    assert out is not None and out.code is ErrorCode.SUCCESSFUL, out
-    deviation = max(float(np.max(np.abs(s.position - trajectory.sample(t)[0])))
-                    for t, s in zip(times, rig.samples))
-    assert deviation <= 1e-3 and out.worst[1] <= 1e-3, (deviation, out.worst)
-    np.testing.assert_allclose(rig.control.sample.position, target, atol=1e-9)
-    rig.assert_within_limits()
+    _drive_through_gaps(Rig(path_position=0.015, goal_position=0.015), [DT] * 90 + [0.5] + [DT] * 150)
